@@ -1,0 +1,59 @@
+#pragma once
+// Storage for tensors: 64-byte aligned heap memory, or a read-only memory-mapped file.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cibench {
+
+// Owns 64-byte aligned, zero-initialised memory. Large buffers are advised for huge pages.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t bytes);
+  ~AlignedBuffer();
+  AlignedBuffer(AlignedBuffer&& o) noexcept;
+  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  template <typename T>
+  T* as() {
+    return reinterpret_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* as() const {
+    return reinterpret_cast<const T*>(data_);
+  }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A whole file mapped read-only. Throws FileError naming the file when it cannot be opened.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Reads a whole (small) file into a string; throws FileError on failure.
+std::string read_file(const std::string& path);
+
+}  // namespace cibench

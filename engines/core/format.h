@@ -1,0 +1,59 @@
+#pragma once
+// The weight-format table. A format is one row: its name, block geometry, how a row of K floats
+// is packed and unpacked (the reference), what activation type its dot products want, and its
+// matrix kernels per ISA. Tests and micro-benchmarks loop over format_table(); adding a format
+// is adding a row (engines/kernels/formats.cpp).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engines/core/cpu.h"
+
+namespace cibench {
+
+enum class ActType : uint8_t {
+  f32,            // activations stay float
+  int8_per_row,   // activations quantised per token (row) at run time to int8 + scale
+};
+
+// Matrix kernels of one format at one ISA. W is `rows` packed rows of `row_bytes` each.
+//   matvec: y[r - row_begin] = dot(W[r], x)            for r in [row_begin, row_end)
+//   matmul: Y[i, r] = dot(W[r], X[i])  (Y leading dim ldy) for i < m, r in [row_begin, row_end)
+// `x` is in the format's activation type (see quantize_act); kernels never allocate.
+struct FormatKernels {
+  void (*matvec)(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
+                 int64_t row_begin, int64_t row_end) = nullptr;
+  void (*matmul)(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+                 int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) = nullptr;
+};
+
+struct FormatRow {
+  const char* name;         // "f32", "bf16", "int8", ...
+  const char* description;  // one line for `cibench formats`
+  int64_t block_size;       // elements per block along K (1 = element-wise)
+  size_t bytes_per_block;   // bytes per full block (scales included)
+  double bits_per_weight;   // effective, scales included
+  ActType act;
+  // Bytes of one packed row of k weights (ragged last block included).
+  size_t (*row_bytes)(int64_t k);
+  // Packs k floats into row_bytes(k) bytes; reference unpack is its inverse up to rounding.
+  void (*pack_row)(const float* src, int64_t k, uint8_t* dst);
+  void (*unpack_row)(const uint8_t* src, int64_t k, float* dst);
+  // Activation conversion (nullptr when act == f32): bytes for k values, and the quantiser.
+  size_t (*act_row_bytes)(int64_t k);
+  void (*quantize_act)(const float* x, int64_t k, void* dst);
+  // Kernels per ISA level; a level with no entry uses the next lower one that has one.
+  FormatKernels kernels[kIsaCount];
+
+  // The kernels to run at `isa` (falls back towards generic, which every row must have).
+  const FormatKernels& kernels_at(Isa isa) const;
+  // The level whose kernels actually run at `isa` (for provenance).
+  Isa kernel_isa_at(Isa isa) const;
+};
+
+const std::vector<FormatRow>& format_table();
+// Throws Error listing the known names when `name` is not a row.
+const FormatRow& format_by_name(const std::string& name);
+
+}  // namespace cibench

@@ -1,0 +1,93 @@
+#include "engines/core/matrix.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engines/core/error.h"
+
+namespace cibench {
+
+WeightMatrix pack_matrix(const std::string& name, int64_t rows, int64_t cols,
+                         const FormatRow& format, const RowSource& source) {
+  CIBENCH_CHECK(rows > 0 && cols > 0, name, ": matrix shape must be positive, got ", rows, " x ",
+                cols);
+  WeightMatrix w;
+  w.name = name;
+  w.rows = rows;
+  w.cols = cols;
+  w.format = &format;
+  w.row_bytes = format.row_bytes(cols);
+  w.storage = AlignedBuffer(w.bytes());
+  const int64_t block_rows = std::max<int64_t>(1, (1 << 20) / cols);
+  std::vector<float> tmp(static_cast<size_t>(std::min(block_rows, rows) * cols));
+  for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
+    const int64_t n = std::min(block_rows, rows - r0);
+    source(r0, n, tmp.data());
+    for (int64_t r = 0; r < n; ++r)
+      format.pack_row(tmp.data() + r * cols, cols, w.storage.data() + (r0 + r) * w.row_bytes);
+  }
+  return w;
+}
+
+WeightMatrix pack_matrix(const std::string& name, const float* src, int64_t rows, int64_t cols,
+                         const FormatRow& format) {
+  return pack_matrix(name, rows, cols, format, [&](int64_t r0, int64_t n, float* dst) {
+    std::copy(src + r0 * cols, src + (r0 + n) * cols, dst);
+  });
+}
+
+void unpack_matrix(const WeightMatrix& w, float* dst) {
+  for (int64_t r = 0; r < w.rows; ++r) w.format->unpack_row(w.row(r), w.cols, dst + r * w.cols);
+}
+
+MatmulRunner::MatmulRunner(ThreadPool& pool, Isa isa) : pool_(pool), isa_(isa) {}
+
+void MatmulRunner::reserve(int64_t m, int64_t k) {
+  // Large enough for any activation type: int8 + per-row scale + sums, generously padded.
+  size_t need = static_cast<size_t>(m) * (static_cast<size_t>(k) * 4 + 256);
+  if (act_.size() < need) act_ = AlignedBuffer(need);
+}
+
+const void* MatmulRunner::convert(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m,
+                                  size_t* act_row_bytes) {
+  const FormatRow& f = *w.format;
+  if (f.act == ActType::f32) {
+    *act_row_bytes = static_cast<size_t>(ldx) * sizeof(float);
+    return x;
+  }
+  const size_t rb = f.act_row_bytes(w.cols);
+  if (act_.size() < rb * m) reserve(m, w.cols);
+  for (int64_t i = 0; i < m; ++i) f.quantize_act(x + i * ldx, w.cols, act_.data() + i * rb);
+  *act_row_bytes = rb;
+  return act_.data();
+}
+
+void MatmulRunner::matvec(const WeightMatrix& w, const float* x, float* y) {
+  size_t arb = 0;
+  const void* xa = convert(w, x, w.cols, 1, &arb);
+  const FormatKernels& kern = w.format->kernels_at(isa_);
+  pool_.run([&](int i, int n) {
+    int64_t b, e;
+    ThreadPool::split(w.rows, i, n, &b, &e, 16);
+    if (b < e) kern.matvec(w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
+  });
+}
+
+void MatmulRunner::matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m, float* y,
+                          int64_t ldy) {
+  if (m == 1) {
+    matvec(w, x, y);
+    return;
+  }
+  size_t arb = 0;
+  const void* xa = convert(w, x, ldx, m, &arb);
+  const FormatKernels& kern = w.format->kernels_at(isa_);
+  pool_.run([&](int i, int n) {
+    int64_t b, e;
+    ThreadPool::split(w.rows, i, n, &b, &e, 16);
+    if (b < e) kern.matmul(w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);
+  });
+}
+
+}  // namespace cibench

@@ -1,0 +1,64 @@
+#pragma once
+// A weight matrix in one format, and the front ends that validate shapes, convert activations
+// and split rows across the thread pool before calling a format's kernels.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "engines/core/buffer.h"
+#include "engines/core/format.h"
+#include "engines/core/thread_pool.h"
+
+namespace cibench {
+
+struct WeightMatrix {
+  std::string name;                 // e.g. "layers.3.attention.wq"
+  int64_t rows = 0;                 // output features (N)
+  int64_t cols = 0;                 // input features (K)
+  const FormatRow* format = nullptr;
+  size_t row_bytes = 0;             // format->row_bytes(cols)
+  AlignedBuffer storage;            // rows * row_bytes
+
+  const uint8_t* data() const { return storage.data(); }
+  const uint8_t* row(int64_t r) const { return storage.data() + r * row_bytes; }
+  size_t bytes() const { return static_cast<size_t>(rows) * row_bytes; }
+};
+
+// Fills `dst` with rows [row_begin, row_begin + n_rows) of a (rows x cols) f32 matrix.
+using RowSource = std::function<void(int64_t row_begin, int64_t n_rows, float* dst)>;
+
+// Packs a matrix row block by row block, so the f32 form is never materialised whole
+// (a Llama-2-7B can be built straight into a compact format).
+WeightMatrix pack_matrix(const std::string& name, int64_t rows, int64_t cols,
+                         const FormatRow& format, const RowSource& source);
+WeightMatrix pack_matrix(const std::string& name, const float* src, int64_t rows, int64_t cols,
+                         const FormatRow& format);
+// Reference unpack of the whole matrix to f32 (rows * cols floats).
+void unpack_matrix(const WeightMatrix& w, float* dst);
+
+// Runs matrix products through one pool at one ISA level. Owns its activation scratch; after
+// reserve() the hot path does not allocate.
+class MatmulRunner {
+ public:
+  MatmulRunner(ThreadPool& pool, Isa isa);
+  // Makes room for activation conversion of up to m rows of k values.
+  void reserve(int64_t m, int64_t k);
+
+  // y[rows] = W x
+  void matvec(const WeightMatrix& w, const float* x, float* y);
+  // Y[m, rows] = X[m, cols] W^T, X rows `ldx` floats apart, Y rows `ldy` floats apart.
+  void matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m, float* y,
+              int64_t ldy);
+
+  ThreadPool& pool() { return pool_; }
+  Isa isa() const { return isa_; }
+
+ private:
+  const void* convert(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m,
+                      size_t* act_row_bytes);
+  ThreadPool& pool_;
+  Isa isa_;
+  AlignedBuffer act_;
+};
+
+}  // namespace cibench

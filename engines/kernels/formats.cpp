@@ -1,0 +1,88 @@
+// The rows of the weight-format table. Each row's pack/unpack is the reference; its kernels per
+// ISA are tested against its generic kernels and against unpack + f32 math.
+#include <cstring>
+
+#include "engines/core/error.h"
+#include "engines/core/format.h"
+#include "engines/kernels/kernels.h"
+
+namespace cibench {
+namespace {
+
+// ---- f32 -----------------------------------------------------------------------------------
+size_t f32_row_bytes(int64_t k) { return static_cast<size_t>(k) * sizeof(float); }
+void f32_pack(const float* src, int64_t k, uint8_t* dst) { std::memcpy(dst, src, k * 4); }
+void f32_unpack(const uint8_t* src, int64_t k, float* dst) { std::memcpy(dst, src, k * 4); }
+
+template <Isa L>
+void f32_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
+                int64_t row_begin, int64_t row_end) {
+  const int64_t ldw = static_cast<int64_t>(row_bytes / sizeof(float));
+  kernels_for(L).matvec_f32(reinterpret_cast<const float*>(w) + row_begin * ldw, ldw,
+                            static_cast<const float*>(x), y, row_end - row_begin, k);
+}
+
+template <Isa L>
+void f32_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+                int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const int64_t ldw = static_cast<int64_t>(row_bytes / sizeof(float));
+  kernels_for(L).matmul_f32(reinterpret_cast<const float*>(w) + row_begin * ldw, ldw,
+                            static_cast<const float*>(x),
+                            static_cast<int64_t>(x_row_bytes / sizeof(float)), y + row_begin, ldy,
+                            m, row_end - row_begin, k);
+}
+
+template <Isa L>
+constexpr FormatKernels f32_kernels() {
+  return FormatKernels{f32_matvec<L>, f32_matmul<L>};
+}
+
+std::vector<FormatRow> build_table() {
+  std::vector<FormatRow> t;
+  {
+    FormatRow r{};
+    r.name = "f32";
+    r.description = "IEEE float32, the reference precision";
+    r.block_size = 1;
+    r.bytes_per_block = 4;
+    r.bits_per_weight = 32;
+    r.act = ActType::f32;
+    r.row_bytes = f32_row_bytes;
+    r.pack_row = f32_pack;
+    r.unpack_row = f32_unpack;
+    r.kernels[static_cast<int>(Isa::generic)] = f32_kernels<Isa::generic>();
+    r.kernels[static_cast<int>(Isa::avx2)] = f32_kernels<Isa::avx2>();
+    r.kernels[static_cast<int>(Isa::avx512)] = f32_kernels<Isa::avx512>();
+    t.push_back(r);
+  }
+  return t;
+}
+
+}  // namespace
+
+const FormatKernels& FormatRow::kernels_at(Isa isa) const {
+  return kernels[static_cast<int>(kernel_isa_at(isa))];
+}
+
+Isa FormatRow::kernel_isa_at(Isa isa) const {
+  for (int i = static_cast<int>(isa); i > 0; --i)
+    if (kernels[i].matvec) return static_cast<Isa>(i);
+  return Isa::generic;
+}
+
+const std::vector<FormatRow>& format_table() {
+  static const std::vector<FormatRow> t = build_table();
+  return t;
+}
+
+const FormatRow& format_by_name(const std::string& name) {
+  std::string known;
+  for (const FormatRow& r : format_table()) {
+    if (name == r.name) return r;
+    known += known.empty() ? "" : ", ";
+    known += r.name;
+  }
+  throw Error(str("unknown weight format '", name, "' (known: ", known, ")"));
+}
+
+}  // namespace cibench

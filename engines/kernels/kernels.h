@@ -1,0 +1,52 @@
+#pragma once
+// The kernels of one instruction-set level. Kernels take raw pointers and sizes; they never
+// allocate, log or throw (front ends in engines/core/ops.h validate shapes first).
+//
+// Every table entry has a generic twin (kernels_generic.cpp) that is the oracle in the tests.
+// Each ISA's table lives in its own source file compiled with that ISA's flags only.
+#include <cstddef>
+#include <cstdint>
+
+#include "engines/core/cpu.h"
+
+namespace cibench {
+
+struct KernelTable {
+  Isa isa;
+  // y[r] = dot(W[r, :K], x) for r in [0, rows); W rows are `ldw` floats apart.
+  void (*matvec_f32)(const float* w, int64_t ldw, const float* x, float* y, int64_t rows,
+                     int64_t k);
+  // Y[m, n] = dot(X[m, :K], W[n, :K]) for m < M, n < N  (Y = X W^T, row-major).
+  void (*matmul_f32)(const float* w, int64_t ldw, const float* x, int64_t ldx, float* y,
+                     int64_t ldy, int64_t m, int64_t n, int64_t k);
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  // y[i] += a * x[i]
+  void (*axpy_f32)(float a, const float* x, float* y, int64_t n);
+  // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]
+  void (*rmsnorm)(const float* x, const float* w, float* out, int64_t n, float eps);
+  // in place, numerically stable (max subtracted)
+  void (*softmax)(float* x, int64_t n);
+  // out[i] = silu(gate[i]) * up[i]
+  void (*swiglu)(const float* gate, const float* up, float* out, int64_t n);
+  // Rotary embedding on interleaved pairs (v[2i], v[2i+1]) of each head, given per-pair
+  // cos/sin tables for this position (head_dim / 2 entries each).
+  void (*rope)(float* v, int64_t n_heads, int64_t head_dim, const float* cos_tab,
+               const float* sin_tab);
+  // One query head over positions [0, n_pos) of a KV cache:
+  //   att[t] = softmax_t(dot(q, k[t]) * scale);  out = sum_t att[t] * v[t]
+  // k[t] = k_cache + t * kv_stride (likewise v). `att` is scratch of n_pos floats.
+  void (*attention)(const float* q, const float* k_cache, const float* v_cache, int64_t n_pos,
+                    int64_t head_dim, int64_t kv_stride, float scale, float* att, float* out);
+};
+
+// The table for a level; levels without their own file fall back to the next lower one.
+const KernelTable& kernels_for(Isa isa);
+// The table for active_isa().
+const KernelTable& active_kernels();
+
+// Per-ISA tables (defined in kernels_<isa>.cpp).
+const KernelTable& kernels_generic();
+const KernelTable& kernels_avx2();
+const KernelTable& kernels_avx512();
+
+}  // namespace cibench

@@ -1,0 +1,85 @@
+// Generic (portable, scalar) kernels: the oracle every fast path is tested against.
+// Compiled without any ISA flags; written for clarity first.
+#include <cmath>
+
+#include "engines/kernels/kernels.h"
+
+namespace cibench {
+namespace {
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  float s = 0.f;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void matvec_f32(const float* w, int64_t ldw, const float* x, float* y, int64_t rows, int64_t k) {
+  for (int64_t r = 0; r < rows; ++r) y[r] = dot_f32(w + r * ldw, x, k);
+}
+
+void matmul_f32(const float* w, int64_t ldw, const float* x, int64_t ldx, float* y, int64_t ldy,
+                int64_t m, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) y[i * ldy + j] = dot_f32(x + i * ldx, w + j * ldw, k);
+}
+
+void axpy_f32(float a, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void rmsnorm(const float* x, const float* w, float* out, int64_t n, float eps) {
+  float ss = 0.f;
+  for (int64_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * w[i];
+}
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  float sum = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void rope(float* v, int64_t n_heads, int64_t head_dim, const float* cos_tab,
+          const float* sin_tab) {
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* p = v + h * head_dim;
+    for (int64_t i = 0; i < head_dim / 2; ++i) {
+      const float a = p[2 * i], b = p[2 * i + 1];
+      p[2 * i] = a * cos_tab[i] - b * sin_tab[i];
+      p[2 * i + 1] = a * sin_tab[i] + b * cos_tab[i];
+    }
+  }
+}
+
+void attention(const float* q, const float* k_cache, const float* v_cache, int64_t n_pos,
+               int64_t head_dim, int64_t kv_stride, float scale, float* att, float* out) {
+  for (int64_t t = 0; t < n_pos; ++t) att[t] = dot_f32(q, k_cache + t * kv_stride, head_dim) * scale;
+  softmax(att, n_pos);
+  for (int64_t i = 0; i < head_dim; ++i) out[i] = 0.f;
+  for (int64_t t = 0; t < n_pos; ++t) axpy_f32(att[t], v_cache + t * kv_stride, out, head_dim);
+}
+
+}  // namespace
+
+const KernelTable& kernels_generic() {
+  static const KernelTable t{Isa::generic, matvec_f32, matmul_f32, dot_f32, axpy_f32,
+                             rmsnorm,      softmax,    swiglu,     rope,    attention};
+  return t;
+}
+
+}  // namespace cibench

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages cibench needs. Idempotent: quiet and quick when all are present.
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config git
+      libgtest-dev libgmock-dev libbenchmark-dev
+      libsqlite3-dev sqlite3 libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
+      libsentencepiece-dev libpapi-dev libhwloc-dev
+      qt6-base-dev qt6-charts-dev libgl-dev xvfb xauth)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "cibench: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,126 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "engines/core/cpu.h"
+#include "engines/core/error.h"
+#include "engines/core/format.h"
+#include "engines/core/matrix.h"
+#include "engines/core/thread_pool.h"
+
+namespace cibench {
+namespace {
+
+TEST(Cpu, LevelsAreOrderedAndGenericAlwaysWorks) {
+  EXPECT_TRUE(isa_supported(Isa::generic));
+  auto s = supported_isas();
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(s.back(), best_supported_isa());
+  // Each supported level implies every lower one.
+  for (size_t i = 0; i < s.size(); ++i) EXPECT_EQ(static_cast<int>(s[i]), static_cast<int>(i));
+  EXPECT_FALSE(cpu_features().flags_string().empty() && isa_supported(Isa::avx2));
+}
+
+TEST(Cpu, ParseIsaNamesAndRejectsUnknown) {
+  for (Isa i : all_isas()) EXPECT_EQ(parse_isa(isa_name(i)), i);
+  try {
+    parse_isa("avx1024");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("avx1024"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("generic"), std::string::npos);
+  }
+}
+
+TEST(Cpu, ForcingAnUnsupportedLevelFailsLoudly) {
+  Isa before = active_isa();
+  for (Isa i : all_isas()) {
+    if (isa_supported(i)) {
+      set_active_isa(i);
+      EXPECT_EQ(active_isa(), i);
+    } else {
+      EXPECT_THROW(set_active_isa(i), Error) << isa_name(i);
+    }
+  }
+  set_active_isa(before);
+}
+
+TEST(ThreadPool, EveryThreadRunsOnceAndSplitCoversAllRows) {
+  for (int n : {1, 2, 3, 8}) {
+    ThreadPool pool(n);
+    std::vector<std::atomic<int>> seen(n);
+    for (int rep = 0; rep < 100; ++rep) {
+      pool.run([&](int i, int total) {
+        EXPECT_EQ(total, n);
+        seen[i].fetch_add(1);
+      });
+    }
+    for (int i = 0; i < n; ++i) EXPECT_EQ(seen[i].load(), 100);
+  }
+  for (int64_t rows : {0, 1, 15, 16, 17, 172, 1000})
+    for (int parts : {1, 2, 3, 7}) {
+      int64_t covered = 0, prev_end = 0;
+      for (int i = 0; i < parts; ++i) {
+        int64_t b, e;
+        ThreadPool::split(rows, i, parts, &b, &e, 16);
+        EXPECT_EQ(b, prev_end);
+        EXPECT_LE(b, e);
+        if (e < rows && e > b) EXPECT_EQ(e % 16, 0);
+        covered += e - b;
+        prev_end = e;
+      }
+      EXPECT_EQ(covered, rows);
+    }
+}
+
+TEST(Format, TableRowsRoundTripAndFindByName) {
+  EXPECT_EQ(std::string(format_by_name("f32").name), "f32");
+  EXPECT_THROW(format_by_name("f31"), Error);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> d;
+  for (const FormatRow& f : format_table()) {
+    for (int64_t k : {1, 31, 32, 172, 256}) {
+      std::vector<float> x(k), y(k);
+      for (auto& v : x) v = d(rng);
+      std::vector<uint8_t> packed(f.row_bytes(k));
+      f.pack_row(x.data(), k, packed.data());
+      f.unpack_row(packed.data(), k, y.data());
+      if (std::string(f.name) == "f32")
+        for (int64_t i = 0; i < k; ++i) ASSERT_EQ(x[i], y[i]);
+    }
+  }
+}
+
+TEST(Matrix, RunnerMatchesReferenceAtEveryIsaAndThreadCount) {
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> d(-1, 1);
+  const int64_t rows = 172, cols = 64, m = 5;
+  std::vector<float> w(rows * cols), x(m * cols);
+  for (auto& v : w) v = d(rng);
+  for (auto& v : x) v = d(rng);
+  std::vector<float> ref(m * rows);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < rows; ++r) {
+      double s = 0;
+      for (int64_t c = 0; c < cols; ++c) s += double(w[r * cols + c]) * x[i * cols + c];
+      ref[i * rows + r] = float(s);
+    }
+  WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, format_by_name("f32"));
+  for (Isa isa : supported_isas())
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      MatmulRunner run(pool, isa);
+      std::vector<float> y(m * rows), yv(rows);
+      run.matmul(wm, x.data(), cols, m, y.data(), rows);
+      run.matvec(wm, x.data(), yv.data());
+      for (int64_t i = 0; i < m * rows; ++i) ASSERT_NEAR(y[i], ref[i], 1e-4f);
+      for (int64_t r = 0; r < rows; ++r) ASSERT_NEAR(yv[r], ref[r], 1e-4f);
+    }
+}
+
+}  // namespace
+}  // namespace cibench
