@@ -1,0 +1,58 @@
+#pragma once
+// The Llama-family decoder: weights packed into the requested formats, ready for sessions.
+// Weights are read-only after build, so many sessions (workers) can share one model.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engines/core/matrix.h"
+#include "engines/models/llama_config.h"
+
+namespace cibench {
+
+// Which format each tensor class is packed in. Classes: "attention" (wq wk wv wo),
+// "ffn" (w1 w2 w3), "output" (the head). Embeddings stay f32 (rows are gathered, not multiplied).
+struct LlamaBuildOptions {
+  std::string format = "f32";                       // default for every class
+  std::map<std::string, std::string> class_format;  // per-class overrides
+  double sparsity = 0.0;                            // magnitude pruning fraction (formats issue)
+
+  const std::string& format_for(const std::string& tensor_class) const;
+  // "f32" or "attention=bf16,ffn=int8,output=f32" style summary.
+  std::string describe() const;
+};
+
+struct LlamaLayer {
+  std::vector<float> attention_norm;  // (dim)
+  std::vector<float> ffn_norm;        // (dim)
+  WeightMatrix wq;                    // (dim, dim)
+  WeightMatrix wk;                    // (kv_dim, dim)
+  WeightMatrix wv;                    // (kv_dim, dim)
+  WeightMatrix wo;                    // (dim, dim)
+  WeightMatrix w1;                    // (hidden_dim, dim)  gate
+  WeightMatrix w2;                    // (dim, hidden_dim)  down
+  WeightMatrix w3;                    // (hidden_dim, dim)  up
+};
+
+struct LlamaModel {
+  LlamaConfig config;
+  std::string origin;        // where it came from (path or synthetic:NAME)
+  std::string container;     // llama2c / hf-safetensors / gguf / synthetic
+  std::string content_hash;  // of the source weights
+  LlamaBuildOptions build;
+  std::vector<float> tok_embeddings;  // (vocab_size, dim)
+  std::vector<LlamaLayer> layers;
+  std::vector<float> final_norm;      // (dim)
+  WeightMatrix output;                // (vocab_size, dim)
+  std::vector<float> rope_cos;        // (seq_len, head_dim / 2)
+  std::vector<float> rope_sin;        // (seq_len, head_dim / 2)
+
+  // Bytes of all weights as stored (packed matrices + f32 embeddings and norms).
+  size_t weight_bytes() const;
+  // Bytes of the matrices a decode step streams (all layers' projections + the head).
+  size_t streamed_bytes_per_token() const;
+};
+
+LlamaModel build_llama(const LlamaSource& src, const LlamaBuildOptions& opts = {});
+
+}  // namespace cibench

@@ -1,0 +1,74 @@
+#pragma once
+// A decoding session over a shared LlamaModel: its own KV cache, scratch and thread pool.
+// Sessions never time themselves: the harness owns the clock.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engines/core/buffer.h"
+#include "engines/core/cpu.h"
+#include "engines/core/matrix.h"
+#include "engines/core/thread_pool.h"
+#include "engines/models/llama.h"
+
+namespace cibench {
+
+enum class KvMode {
+  preallocated,  // one cache sized once for the whole context, written in place
+  none,          // no cache kept: every step recomputes the whole prefix (the baseline)
+};
+const char* kv_mode_name(KvMode m);
+KvMode parse_kv_mode(const std::string& s);  // throws Error on unknown names
+
+struct SessionOptions {
+  int threads = 1;
+  bool pin_threads = false;
+  KvMode kv_mode = KvMode::preallocated;
+  int max_context = 0;      // 0 = the model's seq_len
+  int max_batch = 128;      // tokens per prefill chunk (scratch is sized for this)
+  int isa = -1;             // -1 = active_isa(); otherwise an Isa value
+};
+
+class LlamaSession {
+ public:
+  LlamaSession(const LlamaModel& model, const SessionOptions& opts);
+  ~LlamaSession();
+
+  // Forgets the context (position 0).
+  void reset();
+  // Feeds tokens at the current position (in chunks of max_batch) and returns the logits after
+  // the last one (vocab_size floats, valid until the next call). Throws if the context overflows.
+  const float* prefill(const int* tokens, int n);
+  // Feeds one token and returns the logits that follow it.
+  const float* step(int token) { return prefill(&token, 1); }
+  // Teacher forcing: feeds tokens one position at a time from the current position and writes
+  // the logits after each into `logits` (n * vocab_size floats).
+  void forward_all(const int* tokens, int n, float* logits);
+
+  int position() const { return pos_; }
+  int context_limit() const { return max_context_; }
+  const LlamaModel& model() const { return model_; }
+  const SessionOptions& options() const { return opts_; }
+  Isa isa() const { return isa_; }
+  size_t kv_cache_bytes() const;
+
+ private:
+  void forward_chunk(const int* tokens, int n, int pos0, bool want_logits);
+  const float* recompute(const int* tokens, int n);
+
+  const LlamaModel& model_;
+  SessionOptions opts_;
+  Isa isa_;
+  int max_context_;
+  int pos_ = 0;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<MatmulRunner> mm_;
+  std::vector<int> history_;  // tokens fed so far (used by KvMode::none)
+  // KV cache: (n_layers, max_context, kv_dim) for keys and values.
+  AlignedBuffer key_cache_, value_cache_;
+  // Scratch for a chunk of up to max_batch tokens.
+  AlignedBuffer x_, xb_, q_, k_, v_, att_out_, hb_, hb2_, att_scores_, logits_;
+};
+
+}  // namespace cibench
