@@ -1,1 +1,92 @@
-// placeholder
+#include "engines/models/llama.h"
+
+#include "engines/core/error.h"
+
+namespace cibench {
+
+const std::string& LlamaBuildOptions::format_for(const std::string& tensor_class) const {
+  auto it = class_format.find(tensor_class);
+  return it == class_format.end() ? format : it->second;
+}
+
+std::string LlamaBuildOptions::describe() const {
+  std::string s = format;
+  for (const auto& [cls, fmt] : class_format) s += "," + cls + "=" + fmt;
+  return s;
+}
+
+size_t LlamaModel::weight_bytes() const {
+  size_t b = (tok_embeddings.size() + final_norm.size()) * sizeof(float);
+  for (const LlamaLayer& l : layers) {
+    b += (l.attention_norm.size() + l.ffn_norm.size()) * sizeof(float);
+    for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) b += w->bytes();
+  }
+  return b + output.bytes();
+}
+
+size_t LlamaModel::streamed_bytes_per_token() const {
+  size_t b = output.bytes();
+  for (const LlamaLayer& l : layers)
+    for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) b += w->bytes();
+  return b;
+}
+
+namespace {
+
+WeightMatrix pack_tensor(const LlamaSource& src, const std::string& tensor_name,
+                         const std::string& fmt_name) {
+  const TensorSource& t = src.tensor(tensor_name);
+  return pack_matrix(tensor_name, t.rows, t.cols, format_by_name(fmt_name), t.read);
+}
+
+}  // namespace
+
+LlamaModel build_llama(const LlamaSource& src, const LlamaBuildOptions& opts) {
+  const LlamaConfig& c = src.config;
+  c.validate(src.origin);
+  for (const auto& [cls, fmt] : opts.class_format) {
+    if (cls != "attention" && cls != "ffn" && cls != "output")
+      throw Error(str("unknown tensor class '", cls, "' in format overrides (known: attention, ffn, output)"));
+    format_by_name(fmt);
+  }
+  format_by_name(opts.format);
+  if (opts.sparsity < 0.0 || opts.sparsity >= 1.0)
+    throw Error(str("sparsity must be in [0, 1), got ", opts.sparsity));
+  if (opts.sparsity > 0.0)
+    throw Error("pruning (--sparsity) needs a sparse weight format, and none is registered in this build");
+
+  LlamaModel m;
+  m.config = c;
+  m.origin = src.origin;
+  m.container = src.container;
+  m.content_hash = src.content_hash;
+  m.build = opts;
+  m.tok_embeddings = src.tensor("tok_embeddings").read_all();
+  m.final_norm = src.tensor("norm").read_all();
+  const std::string& fa = opts.format_for("attention");
+  const std::string& ff = opts.format_for("ffn");
+  m.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    LlamaLayer& L = m.layers[l];
+    L.attention_norm = src.tensor(p + "attention_norm").read_all();
+    L.ffn_norm = src.tensor(p + "ffn_norm").read_all();
+    L.wq = pack_tensor(src, p + "wq", fa);
+    L.wk = pack_tensor(src, p + "wk", fa);
+    L.wv = pack_tensor(src, p + "wv", fa);
+    L.wo = pack_tensor(src, p + "wo", fa);
+    L.w1 = pack_tensor(src, p + "w1", ff);
+    L.w2 = pack_tensor(src, p + "w2", ff);
+    L.w3 = pack_tensor(src, p + "w3", ff);
+  }
+  const std::string& fo = opts.format_for("output");
+  if (c.tied_output) {
+    m.output = pack_matrix("output", m.tok_embeddings.data(), c.vocab_size, c.dim,
+                           format_by_name(fo));
+  } else {
+    m.output = pack_tensor(src, "output", fo);
+  }
+  return m;
+}
+
+}  // namespace cibench

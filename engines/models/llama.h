@@ -44,8 +44,6 @@ struct LlamaModel {
   std::vector<LlamaLayer> layers;
   std::vector<float> final_norm;      // (dim)
   WeightMatrix output;                // (vocab_size, dim)
-  std::vector<float> rope_cos;        // (seq_len, head_dim / 2)
-  std::vector<float> rope_sin;        // (seq_len, head_dim / 2)
 
   // Bytes of all weights as stored (packed matrices + f32 embeddings and norms).
   size_t weight_bytes() const;

@@ -1,1 +1,170 @@
-// placeholder
+// Reference Llama forward pass, after llama2.c's run.c: read it top to bottom.
+#include "engines/models/llama_reference.h"
+
+#include <cmath>
+
+#include "engines/core/error.h"
+
+namespace cibench {
+namespace {
+
+// ----------------------------------------------------------------------------------------------
+// the three building blocks
+
+void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
+  float ss = 0.0f;
+  for (int i = 0; i < n; i++) ss += x[i] * x[i];
+  ss = 1.0f / std::sqrt(ss / n + eps);
+  for (int i = 0; i < n; i++) out[i] = w[i] * (ss * x[i]);
+}
+
+void softmax(float* x, int n) {
+  float max_val = x[0];
+  for (int i = 1; i < n; i++)
+    if (x[i] > max_val) max_val = x[i];
+  float sum = 0.0f;
+  for (int i = 0; i < n; i++) {
+    x[i] = std::exp(x[i] - max_val);
+    sum += x[i];
+  }
+  for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+// out (d) = W (d, n) @ x (n)
+void matmul(float* out, const float* x, const float* w, int n, int d) {
+  for (int i = 0; i < d; i++) {
+    float val = 0.0f;
+    for (int j = 0; j < n; j++) val += w[i * n + j] * x[j];
+    out[i] = val;
+  }
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------------------------
+// loading: every tensor read whole as f32
+
+LlamaReference::LlamaReference(const LlamaSource& src, int max_context)
+    : c_(src.config), max_context_(max_context > 0 ? max_context : src.config.seq_len) {
+  tok_embeddings = src.tensor("tok_embeddings").read_all();
+  for (int l = 0; l < c_.n_layers; l++) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    attention_norm.push_back(src.tensor(p + "attention_norm").read_all());
+    ffn_norm.push_back(src.tensor(p + "ffn_norm").read_all());
+    wq.push_back(src.tensor(p + "wq").read_all());
+    wk.push_back(src.tensor(p + "wk").read_all());
+    wv.push_back(src.tensor(p + "wv").read_all());
+    wo.push_back(src.tensor(p + "wo").read_all());
+    w1.push_back(src.tensor(p + "w1").read_all());
+    w2.push_back(src.tensor(p + "w2").read_all());
+    w3.push_back(src.tensor(p + "w3").read_all());
+  }
+  final_norm = src.tensor("norm").read_all();
+  output = c_.tied_output ? tok_embeddings : src.tensor("output").read_all();
+
+  const size_t kv = static_cast<size_t>(c_.n_layers) * max_context_ * c_.kv_dim();
+  key_cache.assign(kv, 0.0f);
+  value_cache.assign(kv, 0.0f);
+  x.resize(c_.dim);
+  xb.resize(c_.dim);
+  xb2.resize(c_.dim);
+  q.resize(c_.dim);
+  k.resize(c_.kv_dim());
+  v.resize(c_.kv_dim());
+  hb.resize(c_.hidden_dim);
+  hb2.resize(c_.hidden_dim);
+  att.resize(max_context_);
+  logits.resize(c_.vocab_size);
+}
+
+// ----------------------------------------------------------------------------------------------
+// the forward pass of one token
+
+const std::vector<float>& LlamaReference::forward(int token, int pos) {
+  CIBENCH_CHECK(token >= 0 && token < c_.vocab_size, "token ", token, " outside vocabulary of ",
+                c_.vocab_size);
+  CIBENCH_CHECK(pos >= 0 && pos < max_context_, "position ", pos, " outside context of ",
+                max_context_);
+  const int dim = c_.dim, kv_dim = c_.kv_dim(), hidden_dim = c_.hidden_dim;
+  const int head_size = c_.head_dim();
+  const int kv_mul = c_.n_heads / c_.n_kv_heads;  // query heads per key/value head
+
+  // the token embedding
+  for (int i = 0; i < dim; i++) x[i] = tok_embeddings[static_cast<size_t>(token) * dim + i];
+
+  for (int l = 0; l < c_.n_layers; l++) {
+    // attention rmsnorm
+    rmsnorm(xb.data(), x.data(), attention_norm[l].data(), dim, c_.norm_eps);
+
+    // q, k, v for this position
+    matmul(q.data(), xb.data(), wq[l].data(), dim, dim);
+    matmul(k.data(), xb.data(), wk[l].data(), dim, kv_dim);
+    matmul(v.data(), xb.data(), wv[l].data(), dim, kv_dim);
+
+    // RoPE: rotate each (even, odd) pair of every head by pos * theta^(-i/head_size)
+    for (int i = 0; i < dim; i += 2) {
+      const int head_dim = i % head_size;
+      const double freq = 1.0 / std::pow(static_cast<double>(c_.rope_theta),
+                                         head_dim / static_cast<double>(head_size));
+      const double val = pos * freq;
+      const float fcr = static_cast<float>(std::cos(val));
+      const float fci = static_cast<float>(std::sin(val));
+      const int rotn = i < kv_dim ? 2 : 1;  // rotate q and k, or only q
+      for (int r = 0; r < rotn; r++) {
+        float* vec = r == 0 ? q.data() : k.data();
+        const float v0 = vec[i], v1 = vec[i + 1];
+        vec[i] = v0 * fcr - v1 * fci;
+        vec[i + 1] = v0 * fci + v1 * fcr;
+      }
+    }
+
+    // store this position's key and value in the cache
+    const size_t loff = static_cast<size_t>(l) * max_context_ * kv_dim;
+    for (int i = 0; i < kv_dim; i++) {
+      key_cache[loff + static_cast<size_t>(pos) * kv_dim + i] = k[i];
+      value_cache[loff + static_cast<size_t>(pos) * kv_dim + i] = v[i];
+    }
+
+    // multi-head attention over positions 0..pos
+    for (int h = 0; h < c_.n_heads; h++) {
+      const float* qh = q.data() + h * head_size;
+      for (int t = 0; t <= pos; t++) {
+        const float* kt =
+            key_cache.data() + loff + static_cast<size_t>(t) * kv_dim + (h / kv_mul) * head_size;
+        float score = 0.0f;
+        for (int i = 0; i < head_size; i++) score += qh[i] * kt[i];
+        att[t] = score / std::sqrt(static_cast<float>(head_size));
+      }
+      softmax(att.data(), pos + 1);
+      float* out = xb.data() + h * head_size;
+      for (int i = 0; i < head_size; i++) out[i] = 0.0f;
+      for (int t = 0; t <= pos; t++) {
+        const float* vt =
+            value_cache.data() + loff + static_cast<size_t>(t) * kv_dim + (h / kv_mul) * head_size;
+        for (int i = 0; i < head_size; i++) out[i] += att[t] * vt[i];
+      }
+    }
+
+    // attention output projection and residual
+    matmul(xb2.data(), xb.data(), wo[l].data(), dim, dim);
+    for (int i = 0; i < dim; i++) x[i] += xb2[i];
+
+    // feed-forward: w2(silu(w1(x)) * w3(x)) and residual
+    rmsnorm(xb.data(), x.data(), ffn_norm[l].data(), dim, c_.norm_eps);
+    matmul(hb.data(), xb.data(), w1[l].data(), dim, hidden_dim);
+    matmul(hb2.data(), xb.data(), w3[l].data(), dim, hidden_dim);
+    for (int i = 0; i < hidden_dim; i++) {
+      const float val = hb[i];
+      hb[i] = val * (1.0f / (1.0f + std::exp(-val))) * hb2[i];
+    }
+    matmul(xb.data(), hb.data(), w2[l].data(), hidden_dim, dim);
+    for (int i = 0; i < dim; i++) x[i] += xb[i];
+  }
+
+  // final rmsnorm and the classifier into logits
+  rmsnorm(x.data(), x.data(), final_norm.data(), dim, c_.norm_eps);
+  matmul(logits.data(), x.data(), output.data(), dim, c_.vocab_size);
+  return logits;
+}
+
+}  // namespace cibench

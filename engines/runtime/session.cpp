@@ -1,1 +1,187 @@
-// placeholder
+#include "engines/runtime/session.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engines/core/error.h"
+#include "engines/kernels/kernels.h"
+
+namespace cibench {
+
+const char* kv_mode_name(KvMode m) {
+  switch (m) {
+    case KvMode::preallocated: return "preallocated";
+    case KvMode::none: return "none";
+  }
+  return "unknown";
+}
+
+KvMode parse_kv_mode(const std::string& s) {
+  if (s == "preallocated") return KvMode::preallocated;
+  if (s == "none") return KvMode::none;
+  throw Error(str("unknown KV cache mode '", s, "' (known: preallocated, none)"));
+}
+
+LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
+    : model_(model), opts_(opts) {
+  const LlamaConfig& c = model.config;
+  isa_ = opts.isa < 0 ? active_isa() : static_cast<Isa>(opts.isa);
+  if (!isa_supported(isa_)) set_active_isa(isa_);  // throws with the reason
+  max_context_ = opts.max_context > 0 ? opts.max_context : c.seq_len;
+  CIBENCH_CHECK(opts.max_batch >= 1, "max_batch must be >= 1, got ", opts.max_batch);
+  opts_.max_batch = std::min(opts.max_batch, max_context_);
+  pool_ = std::make_unique<ThreadPool>(opts.threads, opts.pin_threads);
+  mm_ = std::make_unique<MatmulRunner>(*pool_, isa_);
+  mm_->reserve(opts_.max_batch, std::max(c.dim, c.hidden_dim));
+
+  const size_t kv = static_cast<size_t>(c.n_layers) * max_context_ * c.kv_dim() * sizeof(float);
+  key_cache_ = AlignedBuffer(kv);
+  value_cache_ = AlignedBuffer(kv);
+  const size_t B = static_cast<size_t>(opts_.max_batch);
+  x_ = AlignedBuffer(B * c.dim * sizeof(float));
+  xb_ = AlignedBuffer(B * c.dim * sizeof(float));
+  q_ = AlignedBuffer(B * c.dim * sizeof(float));
+  k_ = AlignedBuffer(B * c.kv_dim() * sizeof(float));
+  v_ = AlignedBuffer(B * c.kv_dim() * sizeof(float));
+  att_out_ = AlignedBuffer(B * c.dim * sizeof(float));
+  hb_ = AlignedBuffer(B * c.hidden_dim * sizeof(float));
+  hb2_ = AlignedBuffer(B * c.hidden_dim * sizeof(float));
+  att_scores_ = AlignedBuffer(static_cast<size_t>(opts.threads) * max_context_ * sizeof(float));
+  logits_ = AlignedBuffer(static_cast<size_t>(c.vocab_size) * sizeof(float));
+
+  // RoPE: pair i of a head turns by pos * theta^(-2i / head_dim).
+  const int half = c.head_dim() / 2;
+  rope_cos_.resize(static_cast<size_t>(max_context_) * half);
+  rope_sin_.resize(rope_cos_.size());
+  for (int p = 0; p < max_context_; ++p)
+    for (int i = 0; i < half; ++i) {
+      const double freq = 1.0 / std::pow(static_cast<double>(c.rope_theta),
+                                         (2.0 * i) / static_cast<double>(c.head_dim()));
+      rope_cos_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(p * freq));
+      rope_sin_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(p * freq));
+    }
+}
+
+LlamaSession::~LlamaSession() = default;
+
+void LlamaSession::reset() {
+  pos_ = 0;
+  history_.clear();
+}
+
+size_t LlamaSession::kv_cache_bytes() const { return key_cache_.size() + value_cache_.size(); }
+
+const float* LlamaSession::prefill(const int* tokens, int n) {
+  CIBENCH_CHECK(n >= 1, "prefill needs at least one token");
+  CIBENCH_CHECK(pos_ + n <= max_context_, "context overflow: position ", pos_, " + ", n,
+                " tokens exceeds the context of ", max_context_);
+  if (opts_.kv_mode == KvMode::none) {
+    history_.insert(history_.end(), tokens, tokens + n);
+    return recompute(history_.data(), static_cast<int>(history_.size()));
+  }
+  for (int done = 0; done < n;) {
+    const int chunk = std::min(n - done, opts_.max_batch);
+    forward_chunk(tokens + done, chunk, pos_, done + chunk == n);
+    pos_ += chunk;
+    done += chunk;
+  }
+  return logits_.as<float>();
+}
+
+// KvMode::none: the cache is scratch for one recomputation of the whole prefix.
+const float* LlamaSession::recompute(const int* tokens, int n) {
+  for (int done = 0; done < n;) {
+    const int chunk = std::min(n - done, opts_.max_batch);
+    forward_chunk(tokens + done, chunk, done, done + chunk == n);
+    done += chunk;
+  }
+  pos_ = n;
+  return logits_.as<float>();
+}
+
+void LlamaSession::forward_all(const int* tokens, int n, float* logits) {
+  const int vocab = model_.config.vocab_size;
+  for (int i = 0; i < n; ++i) {
+    const float* l = step(tokens[i]);
+    std::memcpy(logits + static_cast<size_t>(i) * vocab, l, vocab * sizeof(float));
+  }
+}
+
+void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_logits) {
+  const LlamaConfig& c = model_.config;
+  const KernelTable& K = kernels_for(isa_);
+  const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
+  const int kv_mul = c.n_heads / c.n_kv_heads, half = hd / 2;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  float* x = x_.as<float>();
+  float* xb = xb_.as<float>();
+  float* q = q_.as<float>();
+  float* k = k_.as<float>();
+  float* v = v_.as<float>();
+  float* ao = att_out_.as<float>();
+  float* hb = hb_.as<float>();
+  float* hb2 = hb2_.as<float>();
+
+  for (int i = 0; i < n; ++i) {
+    CIBENCH_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token id ", tokens[i],
+                  " outside the vocabulary of ", c.vocab_size);
+    std::memcpy(x + static_cast<size_t>(i) * dim,
+                model_.tok_embeddings.data() + static_cast<size_t>(tokens[i]) * dim,
+                dim * sizeof(float));
+  }
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LlamaLayer& L = model_.layers[l];
+    for (int i = 0; i < n; ++i)
+      K.rmsnorm(x + i * dim, L.attention_norm.data(), xb + i * dim, dim, c.norm_eps);
+    mm_->matmul(L.wq, xb, dim, n, q, dim);
+    mm_->matmul(L.wk, xb, dim, n, k, kv_dim);
+    mm_->matmul(L.wv, xb, dim, n, v, kv_dim);
+
+    float* kc = key_cache_.as<float>() + static_cast<size_t>(l) * max_context_ * kv_dim;
+    float* vc = value_cache_.as<float>() + static_cast<size_t>(l) * max_context_ * kv_dim;
+    for (int i = 0; i < n; ++i) {
+      const float* cs = rope_cos_.data() + static_cast<size_t>(pos0 + i) * half;
+      const float* sn = rope_sin_.data() + static_cast<size_t>(pos0 + i) * half;
+      K.rope(q + i * dim, c.n_heads, hd, cs, sn);
+      K.rope(k + i * kv_dim, c.n_kv_heads, hd, cs, sn);
+      std::memcpy(kc + static_cast<size_t>(pos0 + i) * kv_dim, k + i * kv_dim, kv_dim * sizeof(float));
+      std::memcpy(vc + static_cast<size_t>(pos0 + i) * kv_dim, v + i * kv_dim, kv_dim * sizeof(float));
+    }
+
+    // Attention: one task per (token, query head), split statically over the pool.
+    const int64_t tasks = static_cast<int64_t>(n) * c.n_heads;
+    pool_->run([&](int t, int nt) {
+      int64_t b, e;
+      ThreadPool::split(tasks, t, nt, &b, &e);
+      float* att = att_scores_.as<float>() + static_cast<size_t>(t) * max_context_;
+      for (int64_t task = b; task < e; ++task) {
+        const int i = static_cast<int>(task / c.n_heads), h = static_cast<int>(task % c.n_heads);
+        const int kvh = h / kv_mul;
+        K.attention(q + i * dim + h * hd, kc + kvh * hd, vc + kvh * hd, pos0 + i + 1, hd, kv_dim,
+                    scale, att, ao + i * dim + h * hd);
+      }
+    });
+
+    mm_->matmul(L.wo, ao, dim, n, xb, dim);
+    for (int i = 0; i < n; ++i) K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
+
+    for (int i = 0; i < n; ++i)
+      K.rmsnorm(x + i * dim, L.ffn_norm.data(), xb + i * dim, dim, c.norm_eps);
+    mm_->matmul(L.w1, xb, dim, n, hb, hidden);
+    mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
+    for (int i = 0; i < n; ++i)
+      K.swiglu(hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden,
+               hb + static_cast<size_t>(i) * hidden, hidden);
+    mm_->matmul(L.w2, hb, hidden, n, xb, dim);
+    for (int i = 0; i < n; ++i) K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
+  }
+
+  if (!want_logits) return;
+  const float* last = x + static_cast<size_t>(n - 1) * dim;
+  K.rmsnorm(last, model_.final_norm.data(), xb, dim, c.norm_eps);
+  mm_->matvec(model_.output, xb, logits_.as<float>());
+}
+
+}  // namespace cibench

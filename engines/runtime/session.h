@@ -25,7 +25,7 @@ struct SessionOptions {
   int threads = 1;
   bool pin_threads = false;
   KvMode kv_mode = KvMode::preallocated;
-  int max_context = 0;      // 0 = the model's seq_len
+  int max_context = 0;      // 0 = the model's seq_len; larger values run past the trained context
   int max_batch = 128;      // tokens per prefill chunk (scratch is sized for this)
   int isa = -1;             // -1 = active_isa(); otherwise an Isa value
 };
@@ -67,6 +67,8 @@ class LlamaSession {
   std::vector<int> history_;  // tokens fed so far (used by KvMode::none)
   // KV cache: (n_layers, max_context, kv_dim) for keys and values.
   AlignedBuffer key_cache_, value_cache_;
+  // RoPE rotation per position: (max_context, head_dim / 2) each.
+  std::vector<float> rope_cos_, rope_sin_;
   // Scratch for a chunk of up to max_batch tokens.
   AlignedBuffer x_, xb_, q_, k_, v_, att_out_, hb_, hb2_, att_scores_, logits_;
 };

@@ -1,0 +1,190 @@
+// cibench bench: prefill and decode tokens/s of a model across formats x threads, with
+// repetitions, next to the memory-bandwidth roofline for decode. Timing is done here (the
+// harness side); the engine never reads a clock.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <map>
+#include <sstream>
+
+#include "engines/core/cpu.h"
+#include "engines/core/error.h"
+#include "engines/models/llama.h"
+#include "engines/runtime/session.h"
+#include "harness/cli/bandwidth.h"
+#include "harness/cli/command.h"
+#include "harness/cli/engine_options.h"
+#include "harness/lib/build_info.h"
+
+namespace cibench::cli {
+namespace {
+
+struct BenchArgs {
+  EngineOptions engine;
+  std::vector<std::string> models;
+  std::vector<std::string> formats = {"f32"};
+  std::vector<int> threads = {1, 2};
+  int prompt_tokens = 128;
+  int decode_tokens = 32;
+  int reps = 3;
+  unsigned long long seed = 1;
+  std::string output = "md";
+  bool no_roofline = false;
+};
+
+struct Stats {
+  double median = 0, mean = 0, stddev = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  for (double x : v) s.mean += x;
+  s.mean /= n;
+  for (double x : v) s.stddev += (x - s.mean) * (x - s.mean);
+  s.stddev = n > 1 ? std::sqrt(s.stddev / (n - 1)) : 0;
+  return s;
+}
+
+int run_bench(BenchArgs a) {
+  using clock = std::chrono::steady_clock;
+  if (a.models.empty()) a.models = {"synthetic:tinystories-110m"};
+  CIBENCH_CHECK(a.reps >= 1, "--reps must be >= 1");
+  CIBENCH_CHECK(a.prompt_tokens >= 1 && a.decode_tokens >= 1, "--prompt and --decode must be >= 1");
+  a.engine.build_options();  // applies --isa
+  const Isa isa = active_isa();
+  if (std::string(build_info().build_type) != "Release")
+    std::fprintf(stderr, "cibench: WARNING: %s build; figures are not representative\n",
+                 build_info().build_type.c_str());
+
+  std::map<int, double> bandwidth;
+  if (!a.no_roofline)
+    for (int t : a.threads) bandwidth[t] = measure_read_bandwidth(t).gb_per_s;
+
+  nlohmann::json rows = nlohmann::json::array();
+  for (const std::string& spec : a.models) {
+    LlamaSource src = open_llama_source(spec);
+    for (const std::string& fmt : a.formats) {
+      EngineOptions eo = a.engine;
+      eo.format = fmt;
+      LlamaModel model = build_llama(src, eo.build_options());
+      std::mt19937 rng(static_cast<uint32_t>(a.seed));
+      std::uniform_int_distribution<int> tokd(3, model.config.vocab_size - 1);
+      std::vector<int> prompt(a.prompt_tokens);
+      for (int& t : prompt) t = tokd(rng);
+      for (int threads : a.threads) {
+        SessionOptions so = eo.session_options(threads);
+        so.max_context = std::max(so.max_context, a.prompt_tokens + a.decode_tokens + 1);
+        so.max_batch = std::max(so.max_batch, a.prompt_tokens);
+        LlamaSession s(model, so);
+        std::vector<double> prefill_tps, decode_tps;
+        for (int r = -1; r < a.reps; ++r) {  // r = -1 is the warm-up, not recorded
+          s.reset();
+          auto t0 = clock::now();
+          const float* logits = s.prefill(prompt.data(), a.prompt_tokens);
+          auto t1 = clock::now();
+          int tok = static_cast<int>(std::max_element(logits, logits + model.config.vocab_size) - logits);
+          for (int i = 0; i < a.decode_tokens; ++i) {
+            logits = s.step(tok);
+            tok = static_cast<int>(std::max_element(logits, logits + model.config.vocab_size) - logits);
+          }
+          auto t2 = clock::now();
+          if (r < 0) continue;
+          prefill_tps.push_back(a.prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
+          decode_tps.push_back(a.decode_tokens / std::chrono::duration<double>(t2 - t1).count());
+        }
+        Stats p = stats(prefill_tps), d = stats(decode_tps);
+        nlohmann::json row;
+        row["model"] = model.origin;
+        row["format"] = model.build.describe();
+        row["isa"] = isa_name(isa);
+        row["threads"] = threads;
+        row["kv_mode"] = kv_mode_name(so.kv_mode);
+        row["prompt_tokens"] = a.prompt_tokens;
+        row["decode_tokens"] = a.decode_tokens;
+        row["reps"] = a.reps;
+        row["prefill_tokens_per_s_median"] = p.median;
+        row["prefill_tokens_per_s_stddev"] = p.stddev;
+        row["decode_tokens_per_s_median"] = d.median;
+        row["decode_tokens_per_s_stddev"] = d.stddev;
+        row["weight_bytes"] = model.weight_bytes();
+        row["streamed_bytes_per_token"] = model.streamed_bytes_per_token();
+        row["peak_rss_bytes"] = peak_rss_bytes();
+        if (bandwidth.count(threads)) {
+          const double bw = bandwidth[threads];
+          const double roof = bw * 1e9 / model.streamed_bytes_per_token();
+          row["read_bandwidth_gb_per_s"] = bw;
+          row["decode_roofline_tokens_per_s"] = roof;
+          row["decode_fraction_of_roofline"] = d.median / roof;
+        }
+        rows.push_back(row);
+        if (a.output == "md" && rows.size() == 1) {
+          std::printf("| model | format | isa | threads | prefill tok/s (%d) | decode tok/s | "
+                      "decode roofline tok/s | of roofline | weights MiB | peak RSS MiB |\n",
+                      a.prompt_tokens);
+          std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+        }
+        if (a.output == "md") {
+          std::printf("| %s | %s | %s | %d | %.1f ± %.1f | %.2f ± %.2f | %s | %s | %.1f | %.1f |\n",
+                      model.origin.c_str(), model.build.describe().c_str(), isa_name(isa), threads,
+                      p.median, p.stddev, d.median, d.stddev,
+                      row.contains("decode_roofline_tokens_per_s")
+                          ? std::to_string(row["decode_roofline_tokens_per_s"].get<double>()).substr(0, 7).c_str()
+                          : "n/a",
+                      row.contains("decode_fraction_of_roofline")
+                          ? (std::to_string(static_cast<int>(std::lround(100 * row["decode_fraction_of_roofline"].get<double>()))) + " %").c_str()
+                          : "n/a",
+                      model.weight_bytes() / 1048576.0, peak_rss_bytes() / 1048576.0);
+          std::fflush(stdout);
+        }
+      }
+    }
+  }
+  if (a.output == "json") {
+    nlohmann::json out;
+    out["cibench_commit"] = build_info().commit;
+    out["build_type"] = build_info().build_type;
+    out["cpu"] = cpu_features().model_name;
+    out["cpu_flags"] = cpu_features().flags_string();
+    out["results"] = rows;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::printf("\ncibench %s (%s), CPU: %s, ISA %s; median of %d runs after 1 warm-up; "
+                "roofline = measured read bandwidth / weight bytes streamed per token",
+                build_info().commit.c_str(), build_info().build_type.c_str(),
+                cpu_features().model_name.c_str(), isa_name(isa), a.reps);
+    for (auto& [t, bw] : bandwidth) std::printf("; %d thread%s %.1f GB/s", t, t == 1 ? "" : "s", bw);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+const RegisterCommand reg{
+    {"bench", "prefill and decode tokens/s across models x formats x threads, vs the roofline",
+     [](CLI::App& sub) -> std::function<int()> {
+       auto a = std::make_shared<BenchArgs>();
+       a->engine.add_to(sub, false);
+       sub.add_option("--models", a->models, "models (default synthetic:tinystories-110m)");
+       sub.add_option("-f,--formats", a->formats, "weight formats")->capture_default_str();
+       sub.add_option("-T,--threads", a->threads, "thread counts")->capture_default_str();
+       sub.add_option("--prompt", a->prompt_tokens, "prompt tokens for prefill")->capture_default_str();
+       sub.add_option("--decode", a->decode_tokens, "decode steps")->capture_default_str();
+       sub.add_option("--reps", a->reps, "measured repetitions (after one warm-up)")->capture_default_str();
+       sub.add_option("--seed", a->seed, "seed of the synthetic prompt")->capture_default_str();
+       sub.add_option("-o,--output", a->output, "md or json")
+           ->check(CLI::IsMember({"md", "json"}))
+           ->capture_default_str();
+       sub.add_flag("--no-roofline", a->no_roofline, "skip the bandwidth measurement");
+       return [a] { return run_bench(*a); };
+     }}};
+
+}  // namespace
+}  // namespace cibench::cli

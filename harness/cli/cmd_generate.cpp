@@ -1,0 +1,142 @@
+// cibench generate: run the engine on one prompt and print the text (and, with --json, a line
+// with the token ids and prefill/decode tokens per second, timed here, never by the engine).
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "engines/core/cpu.h"
+#include "engines/core/error.h"
+#include "engines/models/llama.h"
+#include "engines/models/tokenizer.h"
+#include "engines/runtime/sampler.h"
+#include "engines/runtime/session.h"
+#include "harness/cli/command.h"
+#include "harness/cli/engine_options.h"
+#include "harness/lib/build_info.h"
+
+namespace cibench::cli {
+namespace {
+
+struct GenerateArgs {
+  EngineOptions engine;
+  std::string tokenizer;
+  std::string prompt;
+  int steps = 256;
+  float temperature = 0.0f;
+  float top_p = 0.9f;
+  unsigned long long seed = 42;
+  int threads = 1;
+  bool json = false;
+};
+
+int run_generate(const GenerateArgs& a) {
+  using clock = std::chrono::steady_clock;
+  LlamaBuildOptions bo = a.engine.build_options();
+  LlamaSource src = open_llama_source(a.engine.model);
+  LlamaModel model = build_llama(src, bo);
+  const LlamaConfig& c = model.config;
+  std::unique_ptr<Tokenizer> tok;
+  if (!a.tokenizer.empty()) tok = open_tokenizer(a.tokenizer, c.vocab_size);
+  if (tok && tok->vocab_size() != c.vocab_size)
+    throw Error(str(a.tokenizer, ": tokenizer has ", tok->vocab_size(),
+                    " tokens but the model's vocabulary is ", c.vocab_size));
+  if (!tok && !a.prompt.empty())
+    throw Error("--prompt needs --tokenizer (the model has no tokenizer of its own)");
+  CIBENCH_CHECK(a.steps >= 1, "--steps must be >= 1, got ", a.steps);
+
+  SessionOptions so = a.engine.session_options(a.threads);
+  if (so.max_context == 0) so.max_context = std::max(c.seq_len, a.steps);
+  LlamaSession session(model, so);
+  Sampler sampler(c.vocab_size, a.temperature, a.top_p, a.seed);
+
+  std::vector<int> prompt = tok ? tok->encode(a.prompt, true, false) : std::vector<int>{c.bos_id};
+  CIBENCH_CHECK(static_cast<int>(prompt.size()) <= a.steps, "the prompt has ", prompt.size(),
+                " tokens, more than --steps ", a.steps);
+  std::vector<int> out_ids(prompt);
+
+  // Prefill: the whole prompt in one call. llama2.c's convention: `steps` positions in all,
+  // the prompt included; stop early at BOS.
+  auto t0 = clock::now();
+  const float* logits = session.prefill(prompt.data(), static_cast<int>(prompt.size()));
+  auto t1 = clock::now();
+  int token = prompt.back();
+  int generated = 0;
+  if (!a.json && tok && !a.prompt.empty()) {
+    for (size_t i = 1; i < prompt.size(); ++i) std::cout << tok->decode(prompt[i - 1], prompt[i]);
+  }
+  for (int pos = static_cast<int>(prompt.size()) - 1; pos < a.steps - 1; ++pos) {
+    if (generated > 0) logits = session.step(token);
+    const int next = sampler.sample(logits);
+    if (next == c.bos_id) break;
+    if (tok) {
+      std::cout << tok->decode(token, next);
+    } else if (!a.json) {
+      std::cout << next << ' ';
+    }
+    std::cout.flush();
+    out_ids.push_back(next);
+    token = next;
+    ++generated;
+  }
+  auto t2 = clock::now();
+  std::cout << "\n";
+  const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
+  const double decode_s = std::chrono::duration<double>(t2 - t1).count();
+  // The first generated token comes from the prefill logits; the rest each cost one step.
+  const int decode_steps = std::max(0, generated - 1);
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = model.origin;
+    j["model_hash"] = model.content_hash;
+    j["format"] = model.build.describe();
+    j["isa"] = isa_name(session.isa());
+    j["threads"] = a.threads;
+    j["kv_mode"] = kv_mode_name(so.kv_mode);
+    j["token_ids"] = out_ids;
+    j["prompt_tokens"] = prompt.size();
+    j["generated_tokens"] = generated;
+    j["prefill_tokens_per_s"] = prefill_s > 0 ? prompt.size() / prefill_s : 0.0;
+    if (decode_steps > 0) j["decode_tokens_per_s"] = decode_steps / decode_s;
+    else j["decode_tokens_per_s"] = nullptr;  // nothing was decoded: unmeasured, not zero
+    j["weight_bytes"] = model.weight_bytes();
+    j["peak_rss_bytes"] = peak_rss_bytes();
+    j["cibench_commit"] = build_info().commit;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::fprintf(stderr,
+                 "cibench: %s [%s, isa %s, %d thread%s, kv %s]: prefill %zu tok %.1f tok/s, "
+                 "decode %d tok %.1f tok/s\n",
+                 model.origin.c_str(), model.build.describe().c_str(), isa_name(session.isa()),
+                 a.threads, a.threads == 1 ? "" : "s", kv_mode_name(so.kv_mode), prompt.size(),
+                 prefill_s > 0 ? prompt.size() / prefill_s : 0.0, decode_steps,
+                 decode_steps > 0 ? decode_steps / decode_s : 0.0);
+  }
+  return 0;
+}
+
+const RegisterCommand reg{{"generate", "generate text from a prompt with the in-tree engine",
+                           [](CLI::App& sub) -> std::function<int()> {
+                             auto a = std::make_shared<GenerateArgs>();
+                             a->engine.add_to(sub);
+                             sub.add_option("-z,--tokenizer", a->tokenizer,
+                                            "tokenizer: llama2.c tokenizer.bin, SentencePiece "
+                                            ".model, or a .gguf with a vocabulary");
+                             sub.add_option("-i,--prompt", a->prompt, "prompt text");
+                             sub.add_option("-n,--steps", a->steps,
+                                            "positions in all, the prompt included")
+                                 ->capture_default_str();
+                             sub.add_option("-t,--temperature", a->temperature,
+                                            "0 = greedy")
+                                 ->capture_default_str();
+                             sub.add_option("-p,--top-p", a->top_p, "nucleus sampling mass")
+                                 ->capture_default_str();
+                             sub.add_option("-s,--seed", a->seed, "sampling seed")->capture_default_str();
+                             sub.add_option("-T,--threads", a->threads, "threads")->capture_default_str();
+                             sub.add_flag("--json", a->json, "print a JSON line with ids and speeds");
+                             return [a] { return run_generate(*a); };
+                           }}};
+
+}  // namespace
+}  // namespace cibench::cli
