@@ -1,0 +1,557 @@
+#include "harness/lib/scenario.h"
+
+#include <toml++/toml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "engines/core/cpu.h"
+#include "engines/core/format.h"
+
+namespace cibench {
+
+const char* pattern_name(Pattern p) {
+  switch (p) {
+    case Pattern::single_stream: return "single_stream";
+    case Pattern::server: return "server";
+    case Pattern::offline: return "offline";
+    case Pattern::closed_loop: return "closed_loop";
+    case Pattern::stepped: return "stepped";
+  }
+  return "?";
+}
+
+std::string SourcePos::message(const std::string& what) const {
+  return str(file, ":", line, ":", column, ": key '", key, "': ", what);
+}
+
+std::string Variant::label() const {
+  std::string s = str(format, " t", threads, " w", workers);
+  if (sparsity > 0) s += str(" sparsity=", sparsity);
+  if (kv_mode != "preallocated") s += " kv=" + kv_mode;
+  if (isa != "auto") s += " isa=" + isa;
+  if (pin_threads) s += " pinned";
+  return s;
+}
+
+std::vector<Variant> Scenario::variants() const {
+  std::vector<Variant> out;
+  for (const auto& f : formats)
+    for (double sp : sparsities)
+      for (int t : threads)
+        for (int w : workers)
+          for (const auto& kv : kv_modes)
+            for (const auto& isa : isas)
+              for (bool pin : pin_threads) {
+                Variant v;
+                v.index = static_cast<int>(out.size());
+                v.format = f;
+                v.sparsity = sp;
+                v.threads = t;
+                v.workers = w;
+                v.kv_mode = kv;
+                v.isa = isa;
+                v.pin_threads = pin;
+                out.push_back(v);
+              }
+  return out;
+}
+
+std::string fnv1a_hex(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string shared_folder() {
+  if (const char* e = std::getenv("CIBENCH_SHARED"); e && *e) return e;
+  return CIBENCH_SHARED_DIR;
+}
+
+std::string resolve_data_path(const std::string& p) {
+  namespace fs = std::filesystem;
+  if (p.empty() || fs::path(p).is_absolute() || fs::exists(p)) return p;
+  const std::string s = shared_folder() + "/" + p;
+  return fs::exists(s) ? s : p;
+}
+
+namespace {
+
+const char* type_name(toml::node_type t) {
+  switch (t) {
+    case toml::node_type::table: return "table";
+    case toml::node_type::array: return "array";
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::date: return "date";
+    case toml::node_type::time: return "time";
+    case toml::node_type::date_time: return "date-time";
+    default: return "nothing";
+  }
+}
+
+// Reads one table: typed getters that name file:line:column and the key on errors, and a
+// finish() that rejects every key nobody asked for.
+class Reader {
+ public:
+  Reader(const toml::table* t, std::string prefix, std::string file)
+      : t_(t), prefix_(std::move(prefix)), file_(std::move(file)) {}
+
+  bool present() const { return t_ != nullptr; }
+
+  SourcePos pos_of(const toml::node& n, const std::string& key) const {
+    SourcePos p;
+    const auto& src = n.source();
+    p.file = src.path ? *src.path : file_;
+    p.line = static_cast<int>(src.begin.line);
+    p.column = static_cast<int>(src.begin.column);
+    p.key = full(key);
+    return p;
+  }
+  SourcePos table_pos(const std::string& key) const {
+    if (t_) {
+      SourcePos p = pos_of(*t_, key);
+      if (p.line == 0) p.line = p.column = 1;
+      return p;
+    }
+    return SourcePos{file_, 1, 1, full(key)};
+  }
+
+  [[noreturn]] void fail(const toml::node& n, const std::string& key, const std::string& what) const {
+    throw ScenarioError(pos_of(n, key).message(what));
+  }
+
+  const toml::node* node(const std::string& key) {
+    seen_.insert(key);
+    return t_ ? t_->get(key) : nullptr;
+  }
+
+  std::optional<std::string> str_opt(const std::string& key) {
+    const toml::node* n = node(key);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) fail(*n, key, str("expected a string, got ", type_name(n->type())));
+    return n->value<std::string>();
+  }
+  std::optional<int64_t> int_opt(const std::string& key, int64_t lo, int64_t hi) {
+    const toml::node* n = node(key);
+    if (!n) return std::nullopt;
+    if (!n->is_integer()) fail(*n, key, str("expected an integer, got ", type_name(n->type())));
+    const int64_t v = *n->value<int64_t>();
+    if (v < lo || v > hi) fail(*n, key, str("must be in [", lo, ", ", hi, "], got ", v));
+    return v;
+  }
+  std::optional<double> num_opt(const std::string& key, double lo, double hi) {
+    const toml::node* n = node(key);
+    if (!n) return std::nullopt;
+    if (!n->is_number()) fail(*n, key, str("expected a number, got ", type_name(n->type())));
+    const double v = *n->value<double>();
+    if (!(v >= lo && v <= hi)) fail(*n, key, str("must be in [", lo, ", ", hi, "], got ", v));
+    return v;
+  }
+  std::optional<bool> bool_opt(const std::string& key) {
+    const toml::node* n = node(key);
+    if (!n) return std::nullopt;
+    if (!n->is_boolean()) fail(*n, key, str("expected true or false, got ", type_name(n->type())));
+    return n->value<bool>();
+  }
+  // A scalar or an array of scalars of one kind, checked element by element.
+  template <typename T>
+  std::optional<std::vector<T>> list_opt(const std::string& key,
+                                         const std::function<T(const toml::node&)>& conv) {
+    const toml::node* n = node(key);
+    if (!n) return std::nullopt;
+    std::vector<T> out;
+    if (const toml::array* a = n->as_array()) {
+      if (a->empty()) fail(*n, key, "the list is empty");
+      for (const toml::node& e : *a) out.push_back(conv(e));
+    } else {
+      out.push_back(conv(*n));
+    }
+    return out;
+  }
+  const toml::table* sub(const std::string& key) {
+    const toml::node* n = node(key);
+    if (!n) return nullptr;
+    if (!n->is_table()) fail(*n, key, str("expected a table, got ", type_name(n->type())));
+    return n->as_table();
+  }
+
+  void finish() const {
+    if (!t_) return;
+    for (auto&& [k, v] : *t_) {
+      if (seen_.count(std::string(k.str()))) continue;
+      SourcePos p;
+      p.file = k.source().path ? *k.source().path : file_;
+      p.line = static_cast<int>(k.source().begin.line);
+      p.column = static_cast<int>(k.source().begin.column);
+      if (p.line == 0) p = pos_of(v, std::string(k.str()));
+      p.key = full(std::string(k.str()));
+      throw ScenarioError(p.message("unknown key" + known_list()));
+    }
+  }
+  void known(std::vector<std::string> keys) { known_ = std::move(keys); }
+  std::string full(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string known_list() const {
+    if (known_.empty()) return "";
+    std::string s = " (known keys:";
+    for (auto& k : known_) s += " " + k;
+    return s + ")";
+  }
+  const toml::table* t_;
+  std::string prefix_;
+  std::string file_;
+  std::set<std::string> seen_;
+  std::vector<std::string> known_;
+};
+
+LengthDist read_length(Reader& r, const std::string& key, const LengthDist& def) {
+  const toml::node* n = r.node(key);
+  if (!n) return def;
+  LengthDist d;
+  if (n->is_integer()) {
+    d.dist = "fixed";
+    d.value = *n->value<int64_t>();
+    if (d.value < 1 || d.value > 1000000) r.fail(*n, key, str("must be in [1, 1000000], got ", d.value));
+    d.min = d.max = d.value;
+    return d;
+  }
+  if (!n->is_table())
+    r.fail(*n, key, str("expected an integer or a table {dist = ...}, got ", type_name(n->type())));
+  Reader t(n->as_table(), r.full(key), r.file());
+  t.known({"dist", "value", "min", "max", "median", "sigma"});
+  d.dist = t.str_opt("dist").value_or("fixed");
+  if (d.dist == "fixed") {
+    auto v = t.int_opt("value", 1, 1000000);
+    if (!v) throw ScenarioError(t.table_pos("value").message("required for dist = \"fixed\""));
+    d.value = d.min = d.max = *v;
+  } else if (d.dist == "uniform" || d.dist == "lognormal") {
+    auto lo = t.int_opt("min", 1, 1000000), hi = t.int_opt("max", 1, 1000000);
+    if (!lo || !hi) throw ScenarioError(t.table_pos(lo ? "max" : "min").message(str("required for dist = \"", d.dist, "\"")));
+    if (*lo > *hi) throw ScenarioError(t.table_pos("min").message(str("min ", *lo, " > max ", *hi)));
+    d.min = *lo;
+    d.max = *hi;
+    if (d.dist == "lognormal") {
+      auto med = t.num_opt("median", 1, 1e6);
+      auto sg = t.num_opt("sigma", 0, 10);
+      if (!med || !sg) throw ScenarioError(t.table_pos(med ? "sigma" : "median").message("required for dist = \"lognormal\""));
+      d.median = *med;
+      d.sigma = *sg;
+    }
+  } else {
+    throw ScenarioError(t.pos_of(*n->as_table()->get("dist"), "dist")
+                            .message(str("unknown distribution '", d.dist, "' (fixed, uniform, lognormal)")));
+  }
+  t.finish();
+  return d;
+}
+
+// Parses an SLO key: [metric_]pNN_ms or [metric_]max_ms.
+std::optional<Slo> parse_slo_key(const std::string& key) {
+  static const std::regex re(R"(^(?:(latency|ttft|tpot|queue|service)_)?(p50|p90|p95|p99|p99_9|p999|max)_ms$)");
+  std::smatch m;
+  if (!std::regex_match(key, m, re)) return std::nullopt;
+  Slo s;
+  s.key = key;
+  s.metric = m[1].matched ? m[1].str() : "latency";
+  const std::string p = m[2].str();
+  s.percentile = p == "max" ? 100 : (p == "p99_9" || p == "p999") ? 99.9 : std::stod(p.substr(1));
+  return s;
+}
+
+void apply_override(toml::table& root, const std::string& ov) {
+  const auto eq = ov.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ScenarioError(str("--set '", ov, "': expected key=value (e.g. load.target_qps=4)"));
+  const std::string key = ov.substr(0, eq), value = ov.substr(eq + 1);
+  toml::table t;
+  try {
+    t = toml::parse(key + " = " + value, std::string_view("--set"));
+  } catch (const toml::parse_error&) {
+    try {
+      if (value.find('\'') != std::string::npos || value.find('\n') != std::string::npos) throw;
+      t = toml::parse(key + " = '" + value + "'", std::string_view("--set"));
+    } catch (const toml::parse_error& e) {
+      throw ScenarioError(str("--set '", ov, "': ", e.description()));
+    }
+  }
+  // Merge leaves (non-tables replace, tables merge).
+  std::function<void(toml::table&, const toml::table&, const std::string&)> merge =
+      [&](toml::table& dst, const toml::table& src, const std::string& path) {
+        for (auto&& [k, v] : src) {
+          const std::string name = path.empty() ? std::string(k.str()) : path + "." + std::string(k.str());
+          if (const toml::table* st = v.as_table()) {
+            toml::node* existing = dst.get(k.str());
+            if (existing && !existing->is_table())
+              throw ScenarioError(str("--set '", ov, "': '", name, "' is not a table in the scenario"));
+            if (!existing) dst.insert(k, toml::table{});
+            merge(*dst.get(k.str())->as_table(), *st, name);
+          } else {
+            dst.insert_or_assign(k, v);
+          }
+        }
+      };
+  merge(root, t, "");
+}
+
+Scenario parse_table(toml::table& root, const std::string& path, const std::vector<std::string>& overrides) {
+  for (const auto& ov : overrides) apply_override(root, ov);
+
+  Scenario s;
+  s.path = path;
+  s.overrides = overrides;
+  Reader top(&root, "", path);
+  top.known({"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "counters"});
+  // Unknown top-level tables first, so a typo there is reported before anything else.
+  for (const char* k : {"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "counters"})
+    top.node(k);
+  top.finish();
+
+  {  // [scenario]
+    Reader r(top.sub("scenario"), "scenario", path);
+    r.known({"name", "description", "question"});
+    s.name = r.str_opt("name").value_or(std::filesystem::path(path).stem().string());
+    s.description = r.str_opt("description").value_or("");
+    s.question = r.str_opt("question").value_or("");
+    r.finish();
+  }
+  {  // [model]
+    Reader r(top.sub("model"), "model", path);
+    r.known({"source", "tokenizer"});
+    const toml::node* n = r.node("source");
+    if (!n) throw ScenarioError(r.table_pos("source").message(
+        "required: the model (a file or folder, synthetic:NAME[@seed], or sut:null / sut:sleep?ms=N)"));
+    s.model_pos = r.pos_of(*n, "source");
+    s.model = *r.str_opt("source");
+    if (s.model.empty()) r.fail(*n, "source", "the model is empty");
+    const bool special = s.model.rfind("synthetic:", 0) == 0 || s.model.rfind("sut:", 0) == 0;
+    if (!special && !std::filesystem::exists(resolve_data_path(s.model)))
+      r.fail(*n, "source", str("model '", s.model, "' not found (neither a file nor under ", shared_folder(), ")"));
+    if (!special) s.model = resolve_data_path(s.model);
+    s.tokenizer = r.str_opt("tokenizer").value_or("");
+    if (!s.tokenizer.empty()) {
+      if (!std::filesystem::exists(resolve_data_path(s.tokenizer)))
+        r.fail(*r.node("tokenizer"), "tokenizer", str("tokenizer '", s.tokenizer, "' not found"));
+      s.tokenizer = resolve_data_path(s.tokenizer);
+    }
+    r.finish();
+  }
+  {  // [matrix]
+    Reader r(top.sub("matrix"), "matrix", path);
+    r.known({"format", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads"});
+    auto as_string = [&](const std::string& key) {
+      return [&r, key](const toml::node& e) -> std::string {
+        if (!e.is_string()) r.fail(e, key, str("expected a string, got ", type_name(e.type())));
+        return *e.value<std::string>();
+      };
+    };
+    auto as_int = [&](const std::string& key, int lo, int hi) {
+      return [&r, key, lo, hi](const toml::node& e) -> int {
+        if (!e.is_integer()) r.fail(e, key, str("expected an integer, got ", type_name(e.type())));
+        const int64_t v = *e.value<int64_t>();
+        if (v < lo || v > hi) r.fail(e, key, str("must be in [", lo, ", ", hi, "], got ", v));
+        return static_cast<int>(v);
+      };
+    };
+    if (auto v = r.list_opt<std::string>("format", [&](const toml::node& e) {
+          std::string f = as_string("format")(e);
+          try {
+            format_by_name(f);
+          } catch (const Error& err) {
+            r.fail(e, "format", err.what());
+          }
+          return f;
+        }))
+      s.formats = *v;
+    if (auto v = r.list_opt<double>("sparsity", [&](const toml::node& e) {
+          if (!e.is_number()) r.fail(e, "sparsity", str("expected a number, got ", type_name(e.type())));
+          const double x = *e.value<double>();
+          if (!(x >= 0 && x < 1)) r.fail(e, "sparsity", str("must be in [0, 1), got ", x));
+          return x;
+        }))
+      s.sparsities = *v;
+    if (auto v = r.list_opt<int>("threads", as_int("threads", 1, 1024))) s.threads = *v;
+    if (auto v = r.list_opt<int>("workers", as_int("workers", 1, 1024))) s.workers = *v;
+    if (auto v = r.list_opt<std::string>("kv_mode", as_string("kv_mode"))) s.kv_modes = *v;
+    if (auto v = r.list_opt<std::string>("isa", [&](const toml::node& e) {
+          std::string name = as_string("isa")(e);
+          if (name != "auto") {
+            try {
+              parse_isa(name);
+            } catch (const Error& err) {
+              r.fail(e, "isa", err.what());
+            }
+          }
+          return name;
+        }))
+      s.isas = *v;
+    if (auto v = r.list_opt<bool>("pin_threads", [&](const toml::node& e) {
+          if (!e.is_boolean()) r.fail(e, "pin_threads", str("expected true or false, got ", type_name(e.type())));
+          return *e.value<bool>();
+        }))
+      s.pin_threads = *v;
+    r.finish();
+  }
+  {  // [workload]
+    Reader r(top.sub("workload"), "workload", path);
+    r.known({"source", "eval_set", "samples", "prompt_tokens", "gen_tokens"});
+    s.workload_source = r.str_opt("source").value_or("synthetic");
+    if (s.workload_source != "synthetic" && s.workload_source != "eval")
+      r.fail(*r.node("source"), "source", str("must be \"synthetic\" or \"eval\", got '", s.workload_source, "'"));
+    s.eval_set = r.str_opt("eval_set").value_or("");
+    if (s.workload_source == "eval") {
+      if (s.eval_set.empty())
+        throw ScenarioError(r.table_pos("eval_set").message("required when source = \"eval\""));
+      if (!std::filesystem::exists(resolve_data_path(s.eval_set)))
+        r.fail(*r.node("eval_set"), "eval_set", str("eval set '", s.eval_set, "' not found"));
+      s.eval_set = resolve_data_path(s.eval_set);
+    }
+    s.synthetic_samples = r.int_opt("samples", 1, 100000000).value_or(1024);
+    LengthDist def_prompt;
+    def_prompt.value = def_prompt.min = def_prompt.max = 32;
+    LengthDist def_gen;
+    def_gen.value = def_gen.min = def_gen.max = 16;
+    s.prompt_tokens = read_length(r, "prompt_tokens", def_prompt);
+    s.gen_tokens = read_length(r, "gen_tokens", def_gen);
+    r.finish();
+  }
+  {  // [load]
+    Reader r(top.sub("load"), "load", path);
+    r.known({"pattern", "target_qps", "clients", "rates_qps"});
+    const std::string p = r.str_opt("pattern").value_or("single_stream");
+    if (p == "single_stream") s.pattern = Pattern::single_stream;
+    else if (p == "server") s.pattern = Pattern::server;
+    else if (p == "offline") s.pattern = Pattern::offline;
+    else if (p == "closed_loop") s.pattern = Pattern::closed_loop;
+    else if (p == "stepped") s.pattern = Pattern::stepped;
+    else r.fail(*r.node("pattern"), "pattern",
+                str("unknown pattern '", p, "' (single_stream, server, offline, closed_loop, stepped)"));
+    s.target_qps = r.num_opt("target_qps", 1e-6, 1e9).value_or(0);
+    s.clients = static_cast<int>(r.int_opt("clients", 1, 100000).value_or(1));
+    if (auto v = r.list_opt<double>("rates_qps", [&](const toml::node& e) {
+          if (!e.is_number()) r.fail(e, "rates_qps", str("expected a number, got ", type_name(e.type())));
+          const double x = *e.value<double>();
+          if (!(x > 0)) r.fail(e, "rates_qps", str("must be > 0, got ", x));
+          return x;
+        }))
+      s.rates_qps = *v;
+    r.finish();
+    if (s.pattern == Pattern::server && s.target_qps <= 0)
+      throw ScenarioError(r.table_pos("target_qps").message("required (> 0) for pattern = \"server\""));
+    if (s.pattern == Pattern::stepped && s.rates_qps.empty())
+      throw ScenarioError(r.table_pos("rates_qps").message("required for pattern = \"stepped\""));
+  }
+  {  // [run]
+    Reader r(top.sub("run"), "run", path);
+    r.known({"warmup_queries", "min_duration_ms", "min_queries", "max_duration_ms", "exact_sample_cap"});
+    s.warmup_queries = r.int_opt("warmup_queries", 0, 1000000).value_or(2);
+    s.min_duration_ms = r.int_opt("min_duration_ms", 0, 86400000).value_or(1000);
+    s.min_queries = r.int_opt("min_queries", 1, 1000000000).value_or(16);
+    s.max_duration_ms = r.int_opt("max_duration_ms", 1, 86400000).value_or(60000);
+    s.exact_sample_cap = r.int_opt("exact_sample_cap", 0, 100000000).value_or(262144);
+    if (s.max_duration_ms < s.min_duration_ms)
+      throw ScenarioError(r.table_pos("max_duration_ms")
+                              .message(str("max_duration_ms ", s.max_duration_ms, " < min_duration_ms ", s.min_duration_ms)));
+    r.finish();
+  }
+  {  // [seeds]
+    Reader r(top.sub("seeds"), "seeds", path);
+    r.known({"arrivals", "samples", "lengths"});
+    s.seed_arrivals = static_cast<uint64_t>(r.int_opt("arrivals", 0, INT64_MAX).value_or(1));
+    s.seed_samples = static_cast<uint64_t>(r.int_opt("samples", 0, INT64_MAX).value_or(2));
+    s.seed_lengths = static_cast<uint64_t>(r.int_opt("lengths", 0, INT64_MAX).value_or(3));
+    r.finish();
+  }
+  {  // [slo]
+    const toml::table* t = top.sub("slo");
+    Reader r(t, "slo", path);
+    if (t) {
+      for (auto&& [k, v] : *t) {
+        const std::string key(k.str());
+        auto slo = parse_slo_key(key);
+        if (!slo) r.fail(v, key, "unknown SLO key (use [metric_]pNN_ms or [metric_]max_ms; metric: latency, ttft, tpot, queue, service; pNN: p50 p90 p95 p99 p999 max)");
+        slo->limit_ms = *r.num_opt(key, 0, 1e12);
+        s.slos.push_back(*slo);
+      }
+    }
+    r.finish();
+  }
+  {  // [accuracy]
+    Reader r(top.sub("accuracy"), "accuracy", path);
+    r.known({"enabled", "eval_set", "reference_format", "max_tokens", "window", "min_top1_agreement",
+             "max_kl_mean", "max_kl_p99", "max_ppl_ratio"});
+    AccuracySpec& a = s.accuracy;
+    a.enabled = r.present() ? r.bool_opt("enabled").value_or(true) : false;
+    a.eval_set = r.str_opt("eval_set").value_or("");
+    if (!a.eval_set.empty()) {
+      if (!std::filesystem::exists(resolve_data_path(a.eval_set)))
+        r.fail(*r.node("eval_set"), "eval_set", str("eval set '", a.eval_set, "' not found"));
+      a.eval_set = resolve_data_path(a.eval_set);
+    }
+    a.reference_format = r.str_opt("reference_format").value_or("f32");
+    a.max_tokens = static_cast<int>(r.int_opt("max_tokens", 2, 10000000).value_or(512));
+    a.window = static_cast<int>(r.int_opt("window", 2, 1000000).value_or(128));
+    a.min_top1_agreement = r.num_opt("min_top1_agreement", 0, 1);
+    a.max_kl_mean = r.num_opt("max_kl_mean", 0, 1e9);
+    a.max_kl_p99 = r.num_opt("max_kl_p99", 0, 1e9);
+    a.max_ppl_ratio = r.num_opt("max_ppl_ratio", 0, 1e9);
+    r.finish();
+  }
+  {  // [counters]
+    Reader r(top.sub("counters"), "counters", path);
+    r.known({"enabled", "mode", "profile_queries"});
+    s.counters_enabled = r.bool_opt("enabled").value_or(true);
+    s.counters_mode = r.str_opt("mode").value_or("separate");
+    if (s.counters_mode != "separate" && s.counters_mode != "same")
+      r.fail(*r.node("mode"), "mode", str("must be \"separate\" (a profiling pass after the timed run) or \"same\" (counted during the timed run), got '", s.counters_mode, "'"));
+    s.profile_queries = r.int_opt("profile_queries", 1, 1000000).value_or(4);
+    r.finish();
+  }
+  top.finish();
+
+  std::ostringstream os;
+  os << root;
+  s.canonical = os.str();
+  s.hash = fnv1a_hex(s.canonical);
+  return s;
+}
+
+}  // namespace
+
+Scenario parse_scenario_text(const std::string& text, const std::string& path,
+                             const std::vector<std::string>& overrides) {
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view(path));
+  } catch (const toml::parse_error& e) {
+    throw ScenarioError(str(path, ":", e.source().begin.line, ":", e.source().begin.column, ": ",
+                            e.description()));
+  }
+  return parse_table(root, path, overrides);
+}
+
+Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ScenarioError(str(path, ": cannot open the scenario file"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_scenario_text(ss.str(), path, overrides);
+}
+
+}  // namespace cibench

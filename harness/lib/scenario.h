@@ -1,0 +1,144 @@
+#pragma once
+// Scenario files (TOML): the question, the model, the variant matrix, the workload, the load
+// pattern, run rules, named seeds, SLOs, the accuracy block and counters. Every key is known:
+// an unknown key, a wrong type or an impossible value is a ScenarioError whose message starts
+// with "file:line:column: key 'table.key': ". See docs/harness.md for the walkthrough.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engines/core/error.h"
+#include "harness/lib/schedule.h"
+
+namespace cibench {
+
+class ScenarioError : public Error {
+ public:
+  using Error::Error;
+};
+
+enum class Pattern { single_stream, server, offline, closed_loop, stepped };
+const char* pattern_name(Pattern p);
+
+// Where a key was written (for errors raised after parsing, e.g. a model that will not open).
+struct SourcePos {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string key;
+  // "file:line:column: key 'k': what"
+  std::string message(const std::string& what) const;
+};
+
+// An SLO is an upper bound on one percentile of one metric, e.g. p95_ms = 100 (latency),
+// ttft_p99_ms = 500, tpot_p95_ms = 50, queue_p99_ms = 20.
+struct Slo {
+  std::string key;     // as written: "ttft_p99_ms"
+  std::string metric;  // latency | ttft | tpot | queue | service
+  double percentile;   // 50, 90, 95, 99, 99.9 or 100 (max)
+  double limit_ms;
+};
+
+struct AccuracySpec {
+  bool enabled = false;
+  std::string eval_set;           // text file (path, or relative to the shared folder)
+  std::string reference_format = "f32";
+  int max_tokens = 512;           // eval tokens scored
+  int window = 128;               // tokens per teacher-forced window (context)
+  std::optional<double> min_top1_agreement;
+  std::optional<double> max_kl_mean;
+  std::optional<double> max_kl_p99;
+  std::optional<double> max_ppl_ratio;
+};
+
+// One point of the variant matrix.
+struct Variant {
+  int index = 0;
+  std::string format = "f32";
+  double sparsity = 0;
+  int threads = 1;
+  int workers = 1;
+  std::string kv_mode = "preallocated";
+  std::string isa = "auto";
+  bool pin_threads = false;
+  std::string label() const;  // "f32 t2 w1 kv=preallocated isa=auto"
+};
+
+struct Scenario {
+  std::string path;
+  std::string name;
+  std::string description;
+  std::string question;
+
+  // [model]
+  std::string model;       // path, synthetic:NAME[@seed], or sut:null / sut:sleep?ms=..
+  std::string tokenizer;   // optional tokenizer path (real models)
+  SourcePos model_pos;
+
+  // [matrix] (cross product, in this nesting order, format outermost)
+  std::vector<std::string> formats{"f32"};
+  std::vector<double> sparsities{0.0};
+  std::vector<int> threads{1};
+  std::vector<int> workers{1};
+  std::vector<std::string> kv_modes{"preallocated"};
+  std::vector<std::string> isas{"auto"};
+  std::vector<bool> pin_threads{false};
+
+  // [workload]
+  std::string workload_source = "synthetic";  // synthetic | eval
+  std::string eval_set;                       // for workload_source = eval
+  int64_t synthetic_samples = 1024;           // distinct synthetic prompts
+  LengthDist prompt_tokens;
+  LengthDist gen_tokens;
+
+  // [load]
+  Pattern pattern = Pattern::single_stream;
+  double target_qps = 0;
+  int clients = 1;
+  std::vector<double> rates_qps;  // stepped
+
+  // [run]
+  int64_t warmup_queries = 2;
+  int64_t min_duration_ms = 1000;
+  int64_t min_queries = 16;
+  int64_t max_duration_ms = 60000;
+  int64_t exact_sample_cap = 262144;
+
+  // [seeds]
+  uint64_t seed_arrivals = 1;
+  uint64_t seed_samples = 2;
+  uint64_t seed_lengths = 3;
+
+  std::vector<Slo> slos;
+  AccuracySpec accuracy;
+
+  // [counters]
+  bool counters_enabled = true;
+  std::string counters_mode = "separate";  // separate (profiling pass) | same (timed run)
+  int64_t profile_queries = 4;
+
+  // Canonical text of the effective scenario (after --set) and its hash (hex FNV-1a 64).
+  std::string canonical;
+  std::string hash;
+  std::vector<std::string> overrides;
+
+  std::vector<Variant> variants() const;
+  bool is_test_sut() const { return model.rfind("sut:", 0) == 0; }
+};
+
+// Parses a file, applying --set overrides ("table.key=value"; value is TOML, or a bare string).
+// Throws ScenarioError ("file:line:column: key 'k': message").
+Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});
+Scenario parse_scenario_text(const std::string& text, const std::string& path,
+                             const std::vector<std::string>& overrides = {});
+
+// The folder used for relative eval-set paths: CIBENCH_SHARED or the configured shared folder.
+std::string shared_folder();
+// Resolves a data path: absolute or existing relative paths as is, else under shared_folder().
+std::string resolve_data_path(const std::string& p);
+
+// FNV-1a 64-bit of a string, as 16 hex digits.
+std::string fnv1a_hex(const std::string& s);
+
+}  // namespace cibench

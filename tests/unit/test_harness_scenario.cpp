@@ -1,0 +1,126 @@
+// Scenario files: errors name file:line:column and the key; unknown keys are errors; the
+// variant matrix expands to a cross product; --set overrides apply before validation.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "harness/lib/scenario.h"
+
+namespace cibench {
+namespace {
+
+const char* kGood = R"(# a scenario
+[scenario]
+name = "t"
+
+[model]
+source = "sut:sleep?ms=1"
+
+[matrix]
+format = ["f32"]
+threads = [1, 2]
+workers = [1, 2, 3]
+
+[workload]
+prompt_tokens = { dist = "uniform", min = 4, max = 8 }
+gen_tokens = 3
+
+[load]
+pattern = "server"
+target_qps = 50.5
+
+[slo]
+p95_ms = 100
+ttft_p99_ms = 500
+
+[seeds]
+arrivals = 9
+)";
+
+std::string error_of(const std::string& text, const std::vector<std::string>& ov = {}) {
+  try {
+    parse_scenario_text(text, "case.toml", ov);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(HarnessScenario, ParsesAndExpandsTheMatrix) {
+  const Scenario s = parse_scenario_text(kGood, "case.toml");
+  EXPECT_EQ(s.name, "t");
+  EXPECT_EQ(s.pattern, Pattern::server);
+  EXPECT_DOUBLE_EQ(s.target_qps, 50.5);
+  EXPECT_EQ(s.variants().size(), 6u);
+  EXPECT_EQ(s.prompt_tokens.dist, "uniform");
+  EXPECT_EQ(s.gen_tokens.value, 3);
+  EXPECT_EQ(s.seed_arrivals, 9u);
+  ASSERT_EQ(s.slos.size(), 2u);
+  EXPECT_EQ(s.slos[0].metric, "latency");
+  EXPECT_DOUBLE_EQ(s.slos[0].percentile, 95);
+  EXPECT_EQ(s.slos[1].metric, "ttft");
+  EXPECT_DOUBLE_EQ(s.slos[1].limit_ms, 500);
+  // Comments and layout do not change the hash; values do.
+  EXPECT_EQ(parse_scenario_text(std::string("# other comment\n") + kGood, "x.toml").hash, s.hash);
+  EXPECT_NE(parse_scenario_text(kGood, "x.toml", {"load.target_qps=4"}).hash, s.hash);
+}
+
+TEST(HarnessScenario, OverridesApplyBeforeValidation) {
+  const Scenario s = parse_scenario_text(kGood, "case.toml",
+                                         {"load.target_qps=8", "matrix.threads=[4]", "model.source=sut:null"});
+  EXPECT_DOUBLE_EQ(s.target_qps, 8);
+  EXPECT_EQ(s.threads, std::vector<int>{4});
+  EXPECT_EQ(s.model, "sut:null");
+  EXPECT_NE(error_of(kGood, {"load.target_qps=fast"}).find("key 'load.target_qps': expected a number"),
+            std::string::npos);
+  EXPECT_NE(error_of(kGood, {"load.bogus=1"}).find("key 'load.bogus': unknown key"), std::string::npos);
+}
+
+TEST(HarnessScenario, UnknownKeyNamesFileLineColumn) {
+  std::string t = kGood;
+  t.replace(t.find("target_qps = 50.5"), 17, "target_qsp = 50.5");  // line 19
+  EXPECT_EQ(error_of(t).rfind("case.toml:19:1: key 'load.target_qsp': unknown key", 0), 0u) << error_of(t);
+  EXPECT_EQ(error_of(std::string(kGood) + "[extra]\n").rfind("case.toml:", 0), 0u);
+  EXPECT_NE(error_of(std::string(kGood) + "[extra]\n").find("key 'extra': unknown key"), std::string::npos);
+}
+
+TEST(HarnessScenario, WrongTypeNamesFileLineColumn) {
+  std::string t = kGood;
+  t.replace(t.find("threads = [1, 2]"), 16, "threads = [1, \"two\"]");  // line 10, column 15
+  EXPECT_EQ(error_of(t), "case.toml:10:15: key 'matrix.threads': expected an integer, got string");
+  std::string u = kGood;
+  u.replace(u.find("target_qps = 50.5"), 17, "target_qps = \"x\"");
+  EXPECT_EQ(error_of(u).rfind("case.toml:19:14: key 'load.target_qps': expected a number", 0), 0u) << error_of(u);
+  std::string f = kGood;
+  f.replace(f.find("format = [\"f32\"]"), 16, "format = [\"f33\"]");
+  EXPECT_EQ(error_of(f).rfind("case.toml:9:11: key 'matrix.format': ", 0), 0u) << error_of(f);
+}
+
+TEST(HarnessScenario, MissingModelNamesFileLine) {
+  std::string t = kGood;
+  t.replace(t.find("source = \"sut:sleep?ms=1\""), 25, "source = \"/nonexistent/model.bin\"");
+  EXPECT_EQ(error_of(t).rfind("case.toml:6:10: key 'model.source': model '/nonexistent/model.bin' not found", 0), 0u)
+      << error_of(t);
+  std::string u = kGood;
+  u.replace(u.find("source = \"sut:sleep?ms=1\""), 25, "");
+  EXPECT_EQ(error_of(u).rfind("case.toml:5:1: key 'model.source': required", 0), 0u) << error_of(u);
+  // TOML syntax errors carry the position too.
+  EXPECT_EQ(error_of("[model\nsource = 1").rfind("case.toml:1:", 0), 0u) << error_of("[model\nsource = 1");
+}
+
+TEST(HarnessScenario, ShippedScenariosParse) {
+  const std::filesystem::path dir = std::filesystem::path(CIBENCH_SOURCE_DIR) / "scenarios";
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".toml") continue;
+    SCOPED_TRACE(e.path().string());
+    const Scenario s = parse_scenario_file(e.path().string());
+    EXPECT_FALSE(s.question.empty());
+    EXPECT_FALSE(s.variants().empty());
+    ++n;
+  }
+  EXPECT_GE(n, 4);
+}
+
+}  // namespace
+}  // namespace cibench
