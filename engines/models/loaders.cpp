@@ -1,1 +1,633 @@
-// placeholder
+// open_llama_source: llama2.c legacy .bin, Hugging Face folders (config.json + safetensors) and
+// GGUF files, each delivered as f32 rows in the canonical layout of llama_config.h.
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "engines/core/buffer.h"
+#include "engines/core/error.h"
+#include "engines/models/gguf.h"
+#include "engines/models/llama_config.h"
+#include "engines/models/safetensors.h"
+
+namespace cibench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// XXH64 (xxHash, seed 0), streaming. content_hash = "xxh64:" + 16 hex digits; for a single file
+// it equals `xxhsum -H64 FILE`.
+
+class Xxh64 {
+ public:
+  void update(const uint8_t* p, size_t n) {
+    total_ += n;
+    if (buf_len_ > 0) {
+      const size_t take = std::min(n, size_t{32} - buf_len_);
+      std::memcpy(buf_ + buf_len_, p, take);
+      buf_len_ += take;
+      p += take;
+      n -= take;
+      if (buf_len_ < 32) return;
+      stripe(buf_);
+      buf_len_ = 0;
+    }
+    for (; n >= 32; p += 32, n -= 32) stripe(p);
+    std::memcpy(buf_, p, n);
+    buf_len_ = n;
+  }
+
+  uint64_t digest() const {
+    uint64_t h;
+    if (total_ >= 32) {
+      h = rotl(v_[0], 1) + rotl(v_[1], 7) + rotl(v_[2], 12) + rotl(v_[3], 18);
+      for (uint64_t v : v_) h = (h ^ round(0, v)) * kP1 + kP4;
+    } else {
+      h = kP5;
+    }
+    h += total_;
+    const uint8_t* p = buf_;
+    size_t n = buf_len_;
+    for (; n >= 8; p += 8, n -= 8) h = rotl(h ^ round(0, read64(p)), 27) * kP1 + kP4;
+    if (n >= 4) {
+      uint32_t w;
+      std::memcpy(&w, p, 4);
+      h = rotl(h ^ (uint64_t{w} * kP1), 23) * kP2 + kP3;
+      p += 4;
+      n -= 4;
+    }
+    for (; n > 0; ++p, --n) h = rotl(h ^ (*p * kP5), 11) * kP1;
+    h ^= h >> 33;
+    h *= kP2;
+    h ^= h >> 29;
+    h *= kP3;
+    h ^= h >> 32;
+    return h;
+  }
+
+  std::string label() const {
+    static const char* hex = "0123456789abcdef";
+    std::string s = "xxh64:";
+    const uint64_t d = digest();
+    for (int i = 60; i >= 0; i -= 4) s += hex[(d >> i) & 0xf];
+    return s;
+  }
+
+ private:
+  static constexpr uint64_t kP1 = 0x9E3779B185EBCA87ull, kP2 = 0xC2B2AE3D27D4EB4Full,
+                            kP3 = 0x165667B19E3779F9ull, kP4 = 0x85EBCA77C2B2AE63ull,
+                            kP5 = 0x27D4EB2F165667C5ull;
+  static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+  static uint64_t read64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  static uint64_t round(uint64_t acc, uint64_t in) { return rotl(acc + in * kP2, 31) * kP1; }
+  void stripe(const uint8_t* p) {
+    for (int i = 0; i < 4; ++i) v_[i] = round(v_[i], read64(p + 8 * i));
+  }
+
+  uint64_t v_[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
+  uint8_t buf_[32] = {};
+  size_t buf_len_ = 0;
+  uint64_t total_ = 0;
+};
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+void check_rows(const std::string& name, int64_t rows, int64_t r0, int64_t n) {
+  if (r0 < 0 || n < 0 || r0 > rows || n > rows - r0)
+    throw Error(str("tensor '", name, "': rows [", r0, ", ", r0 + n, ") are outside its ", rows,
+                    " rows"));
+}
+
+// Keeps every mapped file of a source alive for as long as any reader may run.
+std::shared_ptr<const void> keep(std::vector<std::shared_ptr<const void>> v) {
+  return std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(v));
+}
+
+// f32 little-endian rows at `base` (rows x cols), in a file kept alive by `owner`.
+TensorSource f32_rows(std::shared_ptr<const void> owner, const std::string& name,
+                      const uint8_t* base, int64_t rows, int64_t cols) {
+  TensorSource t;
+  t.rows = rows;
+  t.cols = cols;
+  t.read = [owner = std::move(owner), name, base, rows, cols](int64_t r0, int64_t n, float* dst) {
+    check_rows(name, rows, r0, n);
+    std::memcpy(dst, base + static_cast<size_t>(r0 * cols) * 4, static_cast<size_t>(n * cols) * 4);
+  };
+  return t;
+}
+
+// Hugging Face stores q/k rows per head as [first halves of the RoPE pairs; second halves]
+// (rotate-half); llama2.c interleaves the pairs. Canonical row h*hd + 2j + t is HF row
+// h*hd + t*hd/2 + j.
+TensorSource unpermute_rotary(TensorSource hf, int head_dim) {
+  TensorSource t;
+  t.rows = hf.rows;
+  t.cols = hf.cols;
+  const int64_t cols = hf.cols, rows = hf.rows;
+  t.read = [hf = std::move(hf), head_dim, cols, rows](int64_t r0, int64_t n, float* dst) {
+    check_rows("rotary projection", rows, r0, n);
+    for (int64_t r = r0; r < r0 + n; ++r) {
+      const int64_t h = r / head_dim, i = r % head_dim;
+      const int64_t src = h * head_dim + (i % 2) * (head_dim / 2) + i / 2;
+      hf.read(src, 1, dst + (r - r0) * cols);
+    }
+  };
+  return t;
+}
+
+// ---------------------------------------------------------------------------------------------
+// llama2.c legacy .bin
+
+LlamaSource open_llama2c(const std::string& path) {
+  auto file = std::make_shared<const MappedFile>(path);
+  const size_t size = file->size();
+  constexpr size_t kHeader = 7 * sizeof(int32_t);
+  if (size < kHeader)
+    throw FileError(path, str("file too short for a llama2.c header: ", size,
+                              " bytes, the header alone is ", kHeader));
+  int32_t h[7];
+  std::memcpy(h, file->data(), sizeof h);
+  if (static_cast<uint32_t>(h[0]) == 0x616b3432u)
+    throw FileError(path, str("llama2.c export version ", h[1],
+                              " (magic 'ak42') is not supported; cibench reads the legacy "
+                              "(version 0) .bin written by export.py --version 0"));
+  if (h[5] == INT32_MIN) throw FileError(path, "invalid llama2.c header: vocab_size is INT32_MIN");
+
+  LlamaSource src;
+  src.origin = path;
+  src.container = "llama2c";
+  LlamaConfig& c = src.config;
+  c.dim = h[0];
+  c.hidden_dim = h[1];
+  c.n_layers = h[2];
+  c.n_heads = h[3];
+  c.n_kv_heads = h[4];
+  c.tied_output = h[5] > 0;
+  c.vocab_size = std::abs(h[5]);
+  c.seq_len = h[6];
+  c.norm_eps = 1e-5f;
+  c.rope_theta = 10000.0f;
+  c.validate(path);  // sizes positive and bounded, so the products below cannot overflow
+
+  const int64_t d = c.dim, hd = c.hidden_dim, L = c.n_layers, kv = c.kv_dim(), v = c.vocab_size;
+  const int64_t rope_table = int64_t{c.seq_len} * (c.head_dim() / 2);
+  // Offsets (in floats) of each tensor, in file order.
+  int64_t at = 0;
+  auto next = [&](int64_t count) {
+    const int64_t o = at;
+    at += count;
+    return o;
+  };
+  const int64_t o_emb = next(v * d), o_rms_att = next(L * d), o_wq = next(L * d * d),
+                o_wk = next(L * kv * d), o_wv = next(L * kv * d), o_wo = next(L * d * d),
+                o_rms_ffn = next(L * d), o_w1 = next(L * hd * d), o_w2 = next(L * d * hd),
+                o_w3 = next(L * hd * d), o_norm = next(d);
+  next(2 * rope_table);  // freq_cis_real, freq_cis_imag: legacy RoPE tables, not used
+  const int64_t o_out = c.tied_output ? -1 : next(v * d);
+  const uint64_t expected = kHeader + static_cast<uint64_t>(at) * 4;
+  const std::string dims =
+      str("dim=", c.dim, " hidden_dim=", c.hidden_dim, " n_layers=", c.n_layers, " n_heads=",
+          c.n_heads, " n_kv_heads=", c.n_kv_heads, " vocab_size=", h[5], " seq_len=", c.seq_len);
+  if (size < expected)
+    throw FileError(path, str("file is truncated or its header is wrong: the header (", dims,
+                              ") implies ", expected, " bytes but the file has ", size, " bytes"));
+  if (size > expected) {
+    std::string hint;
+    if (c.tied_output && size - expected == static_cast<uint64_t>(v * d) * 4)
+      hint = " (exactly one [vocab_size, dim] classifier more: an untied classifier needs a "
+             "negative vocab_size in the header)";
+    throw FileError(path, str("the header (", dims, ") implies ", expected,
+                              " bytes but the file has ", size, " bytes, ", size - expected,
+                              " more", hint));
+  }
+
+  Xxh64 hash;
+  hash.update(file->data(), size);
+  src.content_hash = hash.label();
+
+  const uint8_t* base = file->data() + kHeader;
+  auto add = [&](const std::string& name, int64_t off, int64_t rows, int64_t cols) {
+    src.tensors[name] = f32_rows(file, name, base + static_cast<size_t>(off) * 4, rows, cols);
+  };
+  add("tok_embeddings", o_emb, v, d);
+  add("norm", o_norm, 1, d);
+  if (!c.tied_output) add("output", o_out, v, d);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    add(p + "attention_norm", o_rms_att + l * d, 1, d);
+    add(p + "ffn_norm", o_rms_ffn + l * d, 1, d);
+    add(p + "wq", o_wq + l * d * d, d, d);
+    add(p + "wk", o_wk + l * kv * d, kv, d);
+    add(p + "wv", o_wv + l * kv * d, kv, d);
+    add(p + "wo", o_wo + l * d * d, d, d);
+    add(p + "w1", o_w1 + l * hd * d, hd, d);
+    add(p + "w2", o_w2 + l * d * hd, d, hd);
+    add(p + "w3", o_w3 + l * hd * d, hd, d);
+  }
+  src.keepalive = keep({file});
+  return src;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hugging Face folder: config.json + model.safetensors (or sharded with an index)
+
+const nlohmann::json* json_field(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return (it == j.end() || it->is_null()) ? nullptr : &*it;
+}
+
+int json_int(const nlohmann::json& j, const char* key, const std::string& cfg,
+             const int* fallback = nullptr) {
+  const nlohmann::json* f = json_field(j, key);
+  if (!f) {
+    if (fallback) return *fallback;
+    throw FileError(cfg, str("missing '", key, "'"));
+  }
+  if (!f->is_number_integer())
+    throw FileError(cfg, str("'", key, "' must be an integer, got ", f->dump()));
+  const int64_t v = f->is_number_unsigned()
+                        ? static_cast<int64_t>(std::min<uint64_t>(f->get<uint64_t>(), INT64_MAX))
+                        : f->get<int64_t>();
+  if (v < INT_MIN || v > INT_MAX) throw FileError(cfg, str("'", key, "' = ", v, " is out of range"));
+  return static_cast<int>(v);
+}
+
+double json_number(const nlohmann::json& j, const char* key, const std::string& cfg,
+                   double fallback) {
+  const nlohmann::json* f = json_field(j, key);
+  if (!f) return fallback;
+  if (!f->is_number()) throw FileError(cfg, str("'", key, "' must be a number, got ", f->dump()));
+  return f->get<double>();
+}
+
+// A tensor found in one of the weight files.
+struct HfTensor {
+  std::shared_ptr<const SafetensorsFile> file;
+  const SafetensorInfo* info = nullptr;
+};
+
+LlamaSource open_hf(const std::string& spec) {
+  const fs::path spec_path(spec);
+  const bool spec_is_dir = fs::is_directory(spec_path);
+  fs::path dir = spec_is_dir ? spec_path : spec_path.parent_path();
+  if (dir.empty()) dir = ".";
+  const std::string dir_s = dir.string();
+  const std::string cfg = (dir / "config.json").string();
+  if (!fs::exists(cfg))
+    throw FileError(dir_s, "no config.json in this folder (a Hugging Face model folder needs "
+                           "config.json and model.safetensors)");
+
+  nlohmann::json j;
+  const std::string cfg_text = read_file(cfg);
+  try {
+    j = nlohmann::json::parse(cfg_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(cfg, str("not valid JSON (", e.what(), ")"));
+  }
+  if (!j.is_object()) throw FileError(cfg, "not a JSON object");
+
+  // Architecture: LlamaForCausalLM (model_type llama) without features the engine lacks.
+  bool is_llama = false;
+  if (const auto* mt = json_field(j, "model_type"); mt && mt->is_string())
+    is_llama = mt->get<std::string>() == "llama";
+  if (const auto* ar = json_field(j, "architectures"); ar && ar->is_array())
+    for (const auto& a : *ar)
+      if (a.is_string() && a.get<std::string>() == "LlamaForCausalLM") is_llama = true;
+  if (!is_llama)
+    throw FileError(cfg, str("not a Llama model (model_type ",
+                             json_field(j, "model_type") ? j["model_type"].dump() : "absent",
+                             ", architectures ",
+                             json_field(j, "architectures") ? j["architectures"].dump() : "absent",
+                             "); cibench's decoder reads LlamaForCausalLM"));
+  if (const auto* act = json_field(j, "hidden_act");
+      act && !(act->is_string() && act->get<std::string>() == "silu"))
+    throw FileError(cfg, str("hidden_act ", act->dump(), " is not supported (only silu)"));
+  if (const auto* rs = json_field(j, "rope_scaling"))
+    throw FileError(cfg, str("rope_scaling ", rs->dump(), " is not supported"));
+  for (const char* k : {"attention_bias", "mlp_bias"})
+    if (const auto* b = json_field(j, k); b && !(b->is_boolean() && !b->get<bool>()))
+      throw FileError(cfg, str("'", k, "' = ", b->dump(), " is not supported (no biases)"));
+
+  LlamaSource src;
+  src.origin = dir_s;
+  src.container = "hf-safetensors";
+  LlamaConfig& c = src.config;
+  c.dim = json_int(j, "hidden_size", cfg);
+  c.hidden_dim = json_int(j, "intermediate_size", cfg);
+  c.n_layers = json_int(j, "num_hidden_layers", cfg);
+  c.n_heads = json_int(j, "num_attention_heads", cfg);
+  c.n_kv_heads = json_int(j, "num_key_value_heads", cfg, &c.n_heads);
+  c.vocab_size = json_int(j, "vocab_size", cfg);
+  const int default_ctx = 2048;  // transformers' LlamaConfig default
+  c.seq_len = json_int(j, "max_position_embeddings", cfg, &default_ctx);
+  c.norm_eps = static_cast<float>(json_number(j, "rms_norm_eps", cfg, 1e-6));
+  c.rope_theta = static_cast<float>(json_number(j, "rope_theta", cfg, 10000.0));
+  bool tie = false;  // transformers' LlamaConfig default
+  if (const auto* t = json_field(j, "tie_word_embeddings")) {
+    if (!t->is_boolean()) throw FileError(cfg, str("'tie_word_embeddings' must be true or false"));
+    tie = t->get<bool>();
+  }
+  const int default_bos = 1, default_eos = 2;
+  c.bos_id = json_int(j, "bos_token_id", cfg, &default_bos);
+  if (const auto* e = json_field(j, "eos_token_id"); e && e->is_array()) {
+    if (e->empty() || !(*e)[0].is_number_integer())
+      throw FileError(cfg, str("'eos_token_id' ", e->dump(), " has no integer id"));
+    c.eos_id = (*e)[0].get<int>();
+  } else {
+    c.eos_id = json_int(j, "eos_token_id", cfg, &default_eos);
+  }
+  c.validate(cfg);
+  if (const auto* hdim = json_field(j, "head_dim");
+      hdim && !(hdim->is_number_integer() && hdim->get<int64_t>() == c.head_dim()))
+    throw FileError(cfg, str("head_dim ", hdim->dump(), " differs from hidden_size / "
+                             "num_attention_heads = ", c.head_dim(), " (not supported)"));
+
+  // Weight files: the one named, model.safetensors, or the shards of an index.
+  std::vector<std::string> weight_files;
+  const std::string single = (dir / "model.safetensors").string();
+  const std::string index = (dir / "model.safetensors.index.json").string();
+  if (!spec_is_dir && spec_path.extension() == ".safetensors") {
+    weight_files.push_back(spec);
+  } else if (fs::exists(single)) {
+    weight_files.push_back(single);
+  } else if (fs::exists(index)) {
+    nlohmann::json ij;
+    try {
+      ij = nlohmann::json::parse(read_file(index));
+    } catch (const nlohmann::json::exception& e) {
+      throw FileError(index, str("not valid JSON (", e.what(), ")"));
+    }
+    const nlohmann::json* wm = ij.is_object() ? json_field(ij, "weight_map") : nullptr;
+    if (!wm || !wm->is_object()) throw FileError(index, "no 'weight_map' object");
+    std::vector<std::string> shards;
+    for (const auto& [name, shard] : wm->items()) {
+      if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos)
+        throw FileError(index, str("weight_map entry '", name, "' is not a file name in the folder"));
+      shards.push_back(shard.get<std::string>());
+    }
+    std::sort(shards.begin(), shards.end());
+    shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+    for (const auto& s : shards) weight_files.push_back((dir / s).string());
+  } else {
+    throw FileError(dir_s, "no model.safetensors (or model.safetensors.index.json) beside "
+                           "config.json");
+  }
+
+  std::map<std::string, HfTensor> by_name;
+  std::vector<std::shared_ptr<const void>> owners;
+  Xxh64 hash;
+  hash.update(reinterpret_cast<const uint8_t*>(cfg_text.data()), cfg_text.size());
+  for (const auto& wf : weight_files) {
+    if (!fs::exists(wf)) throw FileError(wf, "no such file (named by the model folder)");
+    auto st = std::make_shared<const SafetensorsFile>(wf);
+    hash.update(st->file()->data(), st->file()->size());
+    for (const auto& [name, info] : st->tensors()) {
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
+        throw FileError(wf, str("tensor '", name, "' is a bias; cibench's Llama decoder has no "
+                                "biases"));
+      if (!by_name.emplace(name, HfTensor{st, &info}).second)
+        throw FileError(wf, str("tensor '", name, "' appears in more than one weight file"));
+    }
+    owners.push_back(st);
+  }
+  src.content_hash = hash.label();
+  const std::string weights_desc = weight_files.size() == 1 ? weight_files[0] : dir_s;
+
+  // One canonical tensor from an HF tensor of shape [rows, cols] (or [cols] when rows is 0).
+  auto take = [&](const std::string& hf_name, int64_t rows, int64_t cols) -> TensorSource {
+    auto it = by_name.find(hf_name);
+    if (it == by_name.end())
+      throw FileError(weights_desc, str("missing tensor '", hf_name, "'"));
+    const HfTensor ht = it->second;
+    const SafetensorInfo& info = *ht.info;
+    if (info.dtype != "F32" && info.dtype != "F16" && info.dtype != "BF16")
+      throw FileError(ht.file->path(), str("tensor '", hf_name, "' has dtype ", info.dtype,
+                                           "; cibench reads F32/F16/BF16 safetensors"));
+    const std::vector<int64_t> want =
+        rows == 0 ? std::vector<int64_t>{cols} : std::vector<int64_t>{rows, cols};
+    if (info.shape != want)
+      throw FileError(ht.file->path(),
+                      str("tensor '", hf_name, "' has shape ", shape_str(info.shape), " but ", cfg,
+                          " implies ", shape_str(want)));
+    TensorSource t;
+    t.rows = rows == 0 ? 1 : rows;
+    t.cols = cols;
+    const int64_t t_rows = t.rows;
+    // A 1-D safetensor reads as one element per row.
+    const bool one_d = rows == 0;
+    t.read = [ht, hf_name, t_rows, cols, one_d](int64_t r0, int64_t n, float* dst) {
+      check_rows(hf_name, t_rows, r0, n);
+      if (one_d) ht.info->read_rows_f32(r0 * cols, n * cols, dst);
+      else ht.info->read_rows_f32(r0, n, dst);
+    };
+    return t;
+  };
+
+  const int64_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
+  src.tensors["tok_embeddings"] = take("model.embed_tokens.weight", v, d);
+  src.tensors["norm"] = take("model.norm.weight", 0, d);
+  if (by_name.count("lm_head.weight")) {
+    c.tied_output = false;
+    src.tensors["output"] = take("lm_head.weight", v, d);
+  } else if (tie) {
+    c.tied_output = true;
+  } else {
+    throw FileError(weights_desc, str("missing tensor 'lm_head.weight' while ", cfg,
+                                      " says tie_word_embeddings is false"));
+  }
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::string q = "layers." + std::to_string(l) + ".";
+    src.tensors[q + "attention_norm"] = take(p + "input_layernorm.weight", 0, d);
+    src.tensors[q + "ffn_norm"] = take(p + "post_attention_layernorm.weight", 0, d);
+    src.tensors[q + "wq"] = unpermute_rotary(take(p + "self_attn.q_proj.weight", d, d), c.head_dim());
+    src.tensors[q + "wk"] = unpermute_rotary(take(p + "self_attn.k_proj.weight", kv, d), c.head_dim());
+    src.tensors[q + "wv"] = take(p + "self_attn.v_proj.weight", kv, d);
+    src.tensors[q + "wo"] = take(p + "self_attn.o_proj.weight", d, d);
+    src.tensors[q + "w1"] = take(p + "mlp.gate_proj.weight", hd, d);
+    src.tensors[q + "w2"] = take(p + "mlp.down_proj.weight", d, hd);
+    src.tensors[q + "w3"] = take(p + "mlp.up_proj.weight", hd, d);
+  }
+  src.keepalive = keep(std::move(owners));
+  return src;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GGUF (general.architecture = llama)
+
+LlamaSource open_gguf(const std::string& path) {
+  auto g = std::make_shared<const GgufFile>(path);
+  const std::string& arch = g->get("general.architecture").as_string("general.architecture", path);
+  if (arch != "llama")
+    throw FileError(path, str("general.architecture is '", arch,
+                              "'; cibench's Llama loader reads 'llama' GGUF files"));
+
+  auto int_key = [&](const std::string& key, std::optional<int> fallback = std::nullopt) {
+    if (!g->has(key)) {
+      if (fallback) return *fallback;
+      throw FileError(path, str("missing metadata key '", key, "'"));
+    }
+    const int64_t v = g->get(key).as_int(key, path);
+    if (v < INT_MIN || v > INT_MAX)
+      throw FileError(path, str("metadata '", key, "' = ", v, " is out of range"));
+    return static_cast<int>(v);
+  };
+  auto float_key = [&](const std::string& key, double fallback) {
+    return g->has(key) ? g->get(key).as_float(key, path) : fallback;
+  };
+
+  LlamaSource src;
+  src.origin = path;
+  src.container = "gguf";
+  LlamaConfig& c = src.config;
+  c.dim = int_key("llama.embedding_length");
+  c.hidden_dim = int_key("llama.feed_forward_length");
+  c.n_layers = int_key("llama.block_count");
+  c.n_heads = int_key("llama.attention.head_count");
+  c.n_kv_heads = int_key("llama.attention.head_count_kv", c.n_heads);
+  c.seq_len = int_key("llama.context_length");
+  c.norm_eps = static_cast<float>(float_key("llama.attention.layer_norm_rms_epsilon", 1e-5));
+  c.rope_theta = static_cast<float>(float_key("llama.rope.freq_base", 10000.0));
+  if (g->has("tokenizer.ggml.tokens") &&
+      g->get("tokenizer.ggml.tokens").type == GgufType::array) {
+    const size_t n = g->get("tokenizer.ggml.tokens").array.size();
+    if (n > static_cast<size_t>(INT_MAX))
+      throw FileError(path, str("tokenizer.ggml.tokens has ", n, " entries, too many"));
+    c.vocab_size = static_cast<int>(n);
+  } else if (g->has("llama.vocab_size")) {
+    c.vocab_size = int_key("llama.vocab_size");
+  } else if (const GgufTensorInfo* te = g->find_tensor("token_embd.weight");
+             te && te->dims.size() >= 2 && te->dims[1] <= INT_MAX) {
+    c.vocab_size = static_cast<int>(te->dims[1]);
+  } else {
+    throw FileError(path, "no vocabulary size (neither tokenizer.ggml.tokens nor "
+                          "llama.vocab_size nor a token_embd.weight tensor)");
+  }
+  c.bos_id = int_key("tokenizer.ggml.bos_token_id", c.bos_id);
+  c.eos_id = int_key("tokenizer.ggml.eos_token_id", c.eos_id);
+  c.validate(path);
+  if (g->has("llama.rope.dimension_count") &&
+      int_key("llama.rope.dimension_count") != c.head_dim())
+    throw FileError(path, str("llama.rope.dimension_count = ", int_key("llama.rope.dimension_count"),
+                              " differs from head_dim ", c.head_dim(),
+                              " (partial rotary embeddings are not supported)"));
+  if (g->has("llama.rope.scaling.type")) {
+    const std::string& st = g->get("llama.rope.scaling.type").as_string("llama.rope.scaling.type", path);
+    if (st != "none")
+      throw FileError(path, str("llama.rope.scaling.type '", st, "' is not supported"));
+  }
+  if (g->find_tensor("rope_freqs.weight"))
+    throw FileError(path, "tensor 'rope_freqs.weight' (RoPE frequency factors) is not supported");
+
+  Xxh64 hash;
+  hash.update(g->file()->data(), g->file()->size());
+  src.content_hash = hash.label();
+
+  // One canonical tensor from a GGUF tensor with dims [cols, rows] (or [cols] when rows is 0).
+  auto take = [&](const std::string& name, int64_t rows, int64_t cols) -> TensorSource {
+    const GgufTensorInfo* ti = g->find_tensor(name);
+    if (!ti) throw FileError(path, str("missing tensor '", name, "'"));
+    if (ti->ggml_type != 0 && ti->ggml_type != 1 && ti->ggml_type != 30)
+      throw FileError(path, str("tensor '", name, "' has type ",
+                                GgufFile::ggml_type_name(ti->ggml_type),
+                                "; cibench reads F32/F16/BF16 GGUF tensors"));
+    std::vector<int64_t> dims = ti->dims;
+    while (dims.size() > 1 && dims.back() == 1) dims.pop_back();
+    const std::vector<int64_t> want =
+        rows == 0 ? std::vector<int64_t>{cols} : std::vector<int64_t>{cols, rows};
+    if (dims != want)
+      throw FileError(path, str("tensor '", name, "' has dims ", shape_str(ti->dims),
+                                " (GGUF order, innermost first) but the metadata implies ",
+                                shape_str(want)));
+    TensorSource t;
+    t.rows = rows == 0 ? 1 : rows;
+    t.cols = cols;
+    const int64_t t_rows = t.rows;
+    const uint32_t type = ti->ggml_type;
+    const uint8_t* base = ti->data;
+    t.read = [g, name, base, type, t_rows, cols](int64_t r0, int64_t n, float* dst) {
+      check_rows(name, t_rows, r0, n);
+      const size_t first = static_cast<size_t>(r0 * cols), count = static_cast<size_t>(n * cols);
+      if (type == 0) {
+        std::memcpy(dst, base + first * 4, count * 4);
+        return;
+      }
+      const uint8_t* s = base + first * 2;
+      for (size_t i = 0; i < count; ++i) {
+        const uint16_t h = static_cast<uint16_t>(s[2 * i] | (s[2 * i + 1] << 8));
+        dst[i] = type == 1 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+    };
+    return t;
+  };
+
+  const int64_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
+  src.tensors["tok_embeddings"] = take("token_embd.weight", v, d);
+  src.tensors["norm"] = take("output_norm.weight", 0, d);
+  c.tied_output = g->find_tensor("output.weight") == nullptr;
+  if (!c.tied_output) src.tensors["output"] = take("output.weight", v, d);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const std::string q = "layers." + std::to_string(l) + ".";
+    src.tensors[q + "attention_norm"] = take(p + "attn_norm.weight", 0, d);
+    src.tensors[q + "ffn_norm"] = take(p + "ffn_norm.weight", 0, d);
+    src.tensors[q + "wq"] = take(p + "attn_q.weight", d, d);
+    src.tensors[q + "wk"] = take(p + "attn_k.weight", kv, d);
+    src.tensors[q + "wv"] = take(p + "attn_v.weight", kv, d);
+    src.tensors[q + "wo"] = take(p + "attn_output.weight", d, d);
+    src.tensors[q + "w1"] = take(p + "ffn_gate.weight", hd, d);
+    src.tensors[q + "w2"] = take(p + "ffn_down.weight", d, hd);
+    src.tensors[q + "w3"] = take(p + "ffn_up.weight", hd, d);
+  }
+  src.keepalive = g;
+  return src;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+LlamaSource open_llama_source(const std::string& spec) {
+  if (spec.rfind("synthetic:", 0) == 0) return synthetic_llama_source(spec);
+
+  std::error_code ec;
+  const fs::path p(spec);
+  if (spec.empty() || !fs::exists(p, ec)) throw FileError(spec, "no such file or directory");
+  LlamaSource src;
+  const std::string name = p.filename().string();
+  if (fs::is_directory(p, ec) || name == "config.json" || ends_with(name, ".safetensors") ||
+      name == "model.safetensors.index.json") {
+    src = open_hf(spec);
+  } else if (ends_with(name, ".gguf")) {
+    src = open_gguf(spec);
+  } else {
+    auto f = std::make_shared<const MappedFile>(spec);
+    const bool is_gguf = f->size() >= 4 && std::memcmp(f->data(), "GGUF", 4) == 0;
+    f.reset();
+    src = is_gguf ? open_gguf(spec) : open_llama2c(spec);
+  }
+  validate_llama_source(src);
+  return src;
+}
+
+}  // namespace cibench
