@@ -7,6 +7,8 @@
 
 namespace cibench {
 
+class GgufFile;
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -26,5 +28,9 @@ class Tokenizer {
 // `vocab_size_hint` > 0 is the model's vocabulary size (llama2.c files do not store it).
 // Throws FileError naming the file and the problem.
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, int vocab_size_hint = 0);
+
+// The vocabulary of an already opened GGUF file (tokenizer.ggml.model "llama" only).
+// Throws FileError naming the file and the problem.
+std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& gguf);
 
 }  // namespace cibench

@@ -1,0 +1,46 @@
+#pragma once
+// Internals shared by the tokenizer implementations (tokenizer.cpp, tokenizer_sentencepiece.cpp,
+// tokenizer_gguf.cpp). Not part of the public interface.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engines/models/tokenizer.h"
+
+namespace cibench::tokenizer_detail {
+
+// What decode() does with a piece.
+enum class PieceKind : uint8_t {
+  text,     // printed as its text (SentencePiece's "▁" already turned into a space)
+  byte,     // a byte-fallback piece <0xAB>: printed as the raw byte
+  control,  // BOS/EOS and other control pieces of SentencePiece/GGUF vocabularies: printed as ""
+};
+
+// The printable form of every piece, so that all kinds decode by the same rule.
+struct PieceTable {
+  std::vector<std::string> text;  // (vocab) piece text, spaces as ' '
+  std::vector<PieceKind> kind;    // (vocab)
+  std::vector<uint8_t> byte;      // (vocab) the byte of PieceKind::byte pieces
+
+  // Appends one piece, deciding its kind from its text when `kind` is text and the text is
+  // exactly of the form <0xAB> (two hex digits).
+  void add(std::string piece_text, PieceKind k);
+  int size() const { return static_cast<int>(text.size()); }
+};
+
+// llama2.c's decode(): the piece of `token`; a leading space is dropped when prev == bos;
+// byte pieces become the raw byte. Throws Error when `token` is out of range.
+std::string decode_piece(const PieceTable& pieces, int bos, int prev, int token);
+
+// "<0xAB>" -> 0xAB; -1 when `s` is not exactly that form.
+int parse_byte_piece(const std::string& s);
+
+// Replaces every U+2581 "▁" by a space.
+std::string unescape_spaces(const std::string& s);
+
+std::unique_ptr<Tokenizer> open_llama2c(const std::string& path, int vocab_size_hint);
+std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path);
+std::unique_ptr<Tokenizer> open_gguf_vocab(const std::string& path);
+
+}  // namespace cibench::tokenizer_detail

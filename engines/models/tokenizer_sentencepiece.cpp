@@ -1,0 +1,64 @@
+// SentencePiece tokenizer.model through libsentencepiece. Encoding is the library's own (it adds
+// the dummy "▁" prefix itself); decoding follows the llama2.c rule shared by all kinds.
+#include <sentencepiece_processor.h>
+
+#include "engines/core/buffer.h"
+#include "engines/core/error.h"
+#include "engines/models/tokenizer_impl.h"
+
+namespace cibench::tokenizer_detail {
+namespace {
+
+class SentencePieceTokenizer final : public Tokenizer {
+ public:
+  SentencePieceTokenizer(const std::string& path, const std::string& proto) : path_(path) {
+    const auto st = sp_.LoadFromSerializedProto(proto);
+    if (!st.ok()) throw FileError(path, str("not a SentencePiece model: ", st.ToString()));
+    const int n = sp_.GetPieceSize();
+    if (n <= 0) throw FileError(path, "SentencePiece model has no pieces");
+    for (int i = 0; i < n; ++i) {
+      PieceKind k = PieceKind::text;
+      if (sp_.IsControl(i)) k = PieceKind::control;
+      else if (sp_.IsByte(i)) k = PieceKind::byte;
+      pieces_.add(unescape_spaces(sp_.IdToPiece(i)), k);
+    }
+  }
+
+  std::vector<int> encode(const std::string& text, bool add_bos, bool add_eos) const override {
+    std::vector<int> ids;
+    const auto st = sp_.Encode(text, &ids);
+    if (!st.ok()) throw Error(str(path_, ": SentencePiece encode failed: ", st.ToString()));
+    if (add_bos) {
+      if (bos_id() < 0) throw Error(str(path_, ": SentencePiece model has no BOS piece"));
+      ids.insert(ids.begin(), bos_id());
+    }
+    if (add_eos) {
+      if (eos_id() < 0) throw Error(str(path_, ": SentencePiece model has no EOS piece"));
+      ids.push_back(eos_id());
+    }
+    return ids;
+  }
+
+  std::string decode(int prev, int token) const override {
+    return decode_piece(pieces_, bos_id(), prev, token);
+  }
+  int vocab_size() const override { return sp_.GetPieceSize(); }
+  int bos_id() const override { return sp_.bos_id(); }
+  int eos_id() const override { return sp_.eos_id(); }
+  std::string kind() const override { return "sentencepiece"; }
+
+ private:
+  std::string path_;
+  sentencepiece::SentencePieceProcessor sp_;
+  PieceTable pieces_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path) {
+  const std::string proto = read_file(path);
+  if (proto.empty()) throw FileError(path, "SentencePiece model file is empty");
+  return std::make_unique<SentencePieceTokenizer>(path, proto);
+}
+
+}  // namespace cibench::tokenizer_detail
