@@ -1,0 +1,105 @@
+// The store: versioned schema, NULL-with-reason counters enforced by the schema, stale runs
+// marked incomplete, provenance readable.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/lib/store.h"
+#include "harness/lib/sysinfo.h"
+
+namespace cibench {
+namespace {
+
+std::string temp_db(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cibench_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto p = dir / name;
+  std::filesystem::remove(p);
+  std::filesystem::remove(p.string() + "-wal");
+  std::filesystem::remove(p.string() + "-shm");
+  return p.string();
+}
+
+Fields minimal_run(int64_t pid) {
+  return {{"status", std::string("running")}, {"started_utc", utc_now_iso()},
+          {"scenario_name", std::string("t")}, {"scenario_hash", std::string("0")},
+          {"scenario_toml", std::string("")},  {"model_spec", std::string("sut:null")},
+          {"pid", pid},                        {"hostname", collect_system_info().hostname}};
+}
+
+TEST(HarnessStore, SchemaIsVersionedAndWal) {
+  const std::string p = temp_db("a.sqlite");
+  Store s(p);
+  EXPECT_EQ(s.schema_version(), kSchemaVersion);
+  EXPECT_EQ(sql_to_string(s.query("PRAGMA journal_mode").rows[0][0]), "wal");
+  EXPECT_EQ(s.query("SELECT version FROM schema_migrations").rows.size(), static_cast<size_t>(kSchemaVersion));
+  // Reopening does not re-apply migrations.
+  Store again(p);
+  EXPECT_EQ(again.schema_version(), kSchemaVersion);
+}
+
+TEST(HarnessStore, CountersNeedAValueOrAReasonNeverBoth) {
+  Store s(temp_db("b.sqlite"));
+  const int64_t run = s.insert("runs", minimal_run(getpid()));
+  const int64_t v = s.insert("variants", {{"run_id", run}, {"variant_index", int64_t{0}},
+                                          {"label", std::string("x")}, {"status", std::string("ok")}});
+  EXPECT_NO_THROW(s.insert("counters", {{"variant_id", v}, {"name", std::string("cycles")},
+                                        {"phase", std::string("all")}, {"scope", std::string("total")},
+                                        {"value", sql_null()}, {"source", std::string("papi")},
+                                        {"unavailable_reason", std::string("PAPI_ENOEVNT")}}));
+  // NULL without a reason, or a value with a reason, violate the CHECK constraint.
+  EXPECT_THROW(s.insert("counters", {{"variant_id", v}, {"name", std::string("cycles")},
+                                     {"phase", std::string("all")}, {"scope", std::string("total")},
+                                     {"value", sql_null()}, {"source", std::string("papi")}}),
+               StoreError);
+  EXPECT_THROW(s.insert("counters", {{"variant_id", v}, {"name", std::string("cycles")},
+                                     {"phase", std::string("all")}, {"scope", std::string("total")},
+                                     {"value", 1.0}, {"source", std::string("papi")},
+                                     {"unavailable_reason", std::string("x")}}),
+               StoreError);
+}
+
+TEST(HarnessStore, RunsOfDeadProcessesAreMarkedIncomplete) {
+  const std::string p = temp_db("c.sqlite");
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // now a pid that no longer exists
+  {
+    Store s(p);
+    const int64_t dead = s.insert("runs", minimal_run(child));
+    s.insert("variants", {{"run_id", dead}, {"variant_index", int64_t{0}}, {"label", std::string("x")},
+                          {"status", std::string("running")}});
+    s.insert("runs", minimal_run(getpid()));  // this process: alive, stays running
+  }
+  Store s(p);
+  auto r = s.query("SELECT status FROM runs ORDER BY run_id");
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(sql_to_string(r.rows[0][0]), "incomplete");
+  EXPECT_EQ(sql_to_string(r.rows[1][0]), "running");
+  EXPECT_EQ(sql_to_string(s.query("SELECT status FROM variants").rows[0][0]), "incomplete");
+  EXPECT_EQ(s.resolve_run("last"), 2);
+  EXPECT_EQ(s.resolve_run("last~1"), 1);
+  EXPECT_THROW(s.resolve_run("7"), StoreError);
+}
+
+TEST(HarnessStore, SystemInfoKeepsReasonsForUnreadableKnobs) {
+  // A fake sysfs root with nothing in it: every knob is unknown with a reason naming the file.
+  const auto root = std::filesystem::temp_directory_path() / ("cibench_fake_sys_" + std::to_string(getpid()));
+  std::filesystem::create_directories(root / "sys/kernel/mm/transparent_hugepage");
+  { std::ofstream(root / "sys/kernel/mm/transparent_hugepage/enabled") << "always [madvise] never\n"; }
+  const SystemInfo s = collect_system_info(root.string());
+  EXPECT_FALSE(s.governor.value.has_value());
+  EXPECT_NE(s.governor.reason.find("scaling_governor: absent"), std::string::npos) << s.governor.reason;
+  EXPECT_FALSE(s.turbo.value.has_value());
+  EXPECT_FALSE(s.turbo.reason.empty());
+  ASSERT_TRUE(s.thp.value.has_value());
+  EXPECT_EQ(*s.thp.value, "madvise");
+  EXPECT_FALSE(s.cpu_model.empty());
+  EXPECT_GT(s.logical_cpus, 0);
+}
+
+}  // namespace
+}  // namespace cibench
