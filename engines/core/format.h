@@ -45,6 +45,10 @@ struct FormatRow {
   void (*quantize_act)(const float* x, int64_t k, void* dst);
   // Kernels per ISA level; a level with no entry uses the next lower one that has one.
   FormatKernels kernels[kIsaCount];
+  // Variable-size rows (sparse formats): the exact bytes pack_row writes for this row, at most
+  // row_bytes(k). nullptr = every row is row_bytes(k). pack_matrix stores variable rows back to
+  // back behind a row-offset table and passes row_bytes == 0 to the kernels (see matrix.h).
+  size_t (*packed_row_bytes)(const float* src, int64_t k) = nullptr;
 
   // The kernels to run at `isa` (falls back towards generic, which every row must have).
   const FormatKernels& kernels_at(Isa isa) const;

@@ -17,16 +17,43 @@ WeightMatrix pack_matrix(const std::string& name, int64_t rows, int64_t cols,
   w.rows = rows;
   w.cols = cols;
   w.format = &format;
-  w.row_bytes = format.row_bytes(cols);
-  w.storage = AlignedBuffer(w.bytes());
   const int64_t block_rows = std::max<int64_t>(1, (1 << 20) / cols);
   std::vector<float> tmp(static_cast<size_t>(std::min(block_rows, rows) * cols));
+  if (!format.packed_row_bytes) {
+    w.row_bytes = format.row_bytes(cols);
+    w.storage = AlignedBuffer(w.bytes());
+    for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
+      const int64_t n = std::min(block_rows, rows - r0);
+      source(r0, n, tmp.data());
+      for (int64_t r = 0; r < n; ++r)
+        format.pack_row(tmp.data() + r * cols, cols, w.storage.data() + (r0 + r) * w.row_bytes);
+    }
+    return w;
+  }
+  // Variable-size rows: pack into a growing buffer, then lay out table + rows in one allocation.
+  constexpr size_t kAlign = 16;
+  const size_t table = (static_cast<size_t>(rows) + 1) * sizeof(uint64_t);
+  std::vector<uint64_t> offsets(static_cast<size_t>(rows) + 1);
+  std::vector<uint8_t> packed;
+  size_t at = (table + kAlign - 1) / kAlign * kAlign;
   for (int64_t r0 = 0; r0 < rows; r0 += block_rows) {
     const int64_t n = std::min(block_rows, rows - r0);
     source(r0, n, tmp.data());
-    for (int64_t r = 0; r < n; ++r)
-      format.pack_row(tmp.data() + r * cols, cols, w.storage.data() + (r0 + r) * w.row_bytes);
+    for (int64_t r = 0; r < n; ++r) {
+      const float* src = tmp.data() + r * cols;
+      const size_t nb = format.packed_row_bytes(src, cols);
+      offsets[r0 + r] = at;
+      const size_t begin = at - (table + kAlign - 1) / kAlign * kAlign;
+      packed.resize(begin + (nb + kAlign - 1) / kAlign * kAlign);
+      format.pack_row(src, cols, packed.data() + begin);
+      at += (nb + kAlign - 1) / kAlign * kAlign;
+    }
   }
+  offsets[rows] = at;
+  w.row_bytes = 0;
+  w.storage = AlignedBuffer(at);
+  std::copy(offsets.begin(), offsets.end(), w.storage.as<uint64_t>());
+  std::copy(packed.begin(), packed.end(), w.storage.data() + (table + kAlign - 1) / kAlign * kAlign);
   return w;
 }
 

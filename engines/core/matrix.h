@@ -16,12 +16,23 @@ struct WeightMatrix {
   int64_t rows = 0;                 // output features (N)
   int64_t cols = 0;                 // input features (K)
   const FormatRow* format = nullptr;
-  size_t row_bytes = 0;             // format->row_bytes(cols)
-  AlignedBuffer storage;            // rows * row_bytes
+  size_t row_bytes = 0;             // format->row_bytes(cols); 0 = variable-size rows
+  // Fixed rows: rows * row_bytes. Variable rows (formats with packed_row_bytes, e.g. sparse):
+  // a table of rows + 1 uint64 byte offsets from data() (row r = [offset[r], offset[r + 1]),
+  // each 16-byte aligned), then the rows back to back. Kernels get data() and row_bytes == 0.
+  AlignedBuffer storage;
 
+  bool variable_rows() const { return row_bytes == 0 && storage.size() != 0; }
   const uint8_t* data() const { return storage.data(); }
-  const uint8_t* row(int64_t r) const { return storage.data() + r * row_bytes; }
-  size_t bytes() const { return static_cast<size_t>(rows) * row_bytes; }
+  const uint8_t* row(int64_t r) const {
+    return variable_rows() ? storage.data() + storage.as<uint64_t>()[r]
+                           : storage.data() + r * row_bytes;
+  }
+  // Bytes of weights (the offset table included for variable rows).
+  size_t bytes() const {
+    return variable_rows() ? static_cast<size_t>(storage.as<uint64_t>()[rows])
+                           : static_cast<size_t>(rows) * row_bytes;
+  }
 };
 
 // Fills `dst` with rows [row_begin, row_begin + n_rows) of a (rows x cols) f32 matrix.

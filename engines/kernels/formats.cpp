@@ -4,6 +4,7 @@
 
 #include "engines/core/error.h"
 #include "engines/core/format.h"
+#include "engines/kernels/fmt_common.h"
 #include "engines/kernels/kernels.h"
 
 namespace cibench {
@@ -55,6 +56,7 @@ std::vector<FormatRow> build_table() {
     r.kernels[static_cast<int>(Isa::avx512)] = f32_kernels<Isa::avx512>();
     t.push_back(r);
   }
+  fmt::append_packed_rows(t);  // bf16, int8, w8a8, int4 group-wise, sparse (fmt_pack.cpp)
   return t;
 }
 

@@ -1,0 +1,158 @@
+#pragma once
+// Byte layouts of the packed weight formats and the per-ISA kernel getters.
+//
+// The rows of the format table (formats.cpp) are built from these layouts; the kernels live in
+// one source per ISA (fmt_generic.cpp, fmt_avx2.cpp, fmt_avx512.cpp, fmt_avx512vnni.cpp,
+// fmt_amx.cpp), the SIMD ones generated from shared templates (fmt_dense.inc, fmt_int8act.inc,
+// fmt_sparse.inc) over a vector-traits type, each compiled with its own ISA flags only.
+//
+// Layouts (all little-endian, rows packed independently; K = columns):
+//   bf16         uint16 x K (upper half of the IEEE float, round-to-nearest-even)
+//   int8         [f32 scale][int8 x K]                         w = scale * q, q in [-127, 127]
+//   w8a8         [f32 scale][int8 x round_up(K, 32)]           zero padded so kernels need no tails
+//   int4 gG      groups of G along K (the last one ragged when G does not divide K), each
+//                [f16 d]([f16 m] asym)[nibbles: 16 bytes per 32-element sub-block]; in a sub-block
+//                byte j holds element j (low nibble) and element 16 + j (high nibble); a ragged
+//                group is padded to whole sub-blocks with code 8 (sym) / 0 (asym).
+//                sym: w = d * (q - 8);  asym: w = d * q + m
+//   f32_sparse   [u32 n][f32 value x n][u16 column x n]        n = nonzeros rounded up to 8
+//   int8_sparse  [u32 n][f32 scale][u16 column x n][int8 x n]  (padding entries: column 0, value 0)
+//   int8_bs      [u32 nb][f32 scale][u16 block x nb][int8 x 16 x nb]   1x16 blocks along K
+//   int8_24      [f32 scale] then per 16 columns (4 groups of 4): [int8 x 8 values][u32 index
+//                nibbles]: value j (0..7) sits at column 8 * (j / 4) + nibble j of its 16 columns
+// Sparse rows (f32_sparse, int8_sparse, int8_bs) have a size that depends on the data; packed in
+// a WeightMatrix they are stored back to back behind a row-offset table (see matrix.h). Their
+// kernels accept either form: row_bytes > 0 = fixed stride, row_bytes == 0 = offset table at w.
+//
+// Activations for int8 dot products (w8a8): [f32 scale][28 bytes pad][int8 x round_up(K, 32)],
+// quantised per row (token) symmetric to [-127, 127], zero padded.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <vector>
+
+#include "engines/core/format.h"
+
+namespace cibench {
+namespace fmt {
+
+enum class Kind : uint8_t { bf16, int8, w8a8, int4, f32_sparse, int8_sparse, int8_bs, int8_24 };
+
+// What a kernel getter needs to know about a row.
+struct Spec {
+  Kind kind;
+  int group = 0;      // int4: 32, 64 or 128
+  bool asym = false;  // int4: zero point (min) stored per group
+};
+
+constexpr int64_t kSparseBlock = 16;      // int8_bs block width along K
+constexpr int64_t kActHeader = 32;        // bytes before the int8 values of an activation row
+constexpr int64_t kMaxSparseCols = 65536; // u16 column indices
+
+inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// ---- scalar conversions (shared by every ISA so the twins agree bit for bit) -----------------
+inline float bf16_to_f32(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+// IEEE half precision (the int4 scales); exact for normals, flushes tiny values to zero.
+inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+  uint32_t u;
+  if (exp == 0) {
+    if (man == 0) {
+      u = sign;
+    } else {  // subnormal half: value = man * 2^-24
+      float f = static_cast<float>(man) * 5.9604644775390625e-8f;
+      std::memcpy(&u, &f, 4);
+      u |= sign;
+    }
+  } else if (exp == 31) {
+    u = sign | 0x7f800000u | (man << 13);
+  } else {
+    u = sign | ((exp + 112) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t f32_to_f16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const float a = std::fabs(f);
+  if (!(a < 65504.f)) return static_cast<uint16_t>(sign | (std::isnan(f) ? 0x7e00u : 0x7bffu));
+  if (a < 6.103515625e-05f) {  // subnormal half
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.f)));
+  }
+  uint32_t v;
+  std::memcpy(&v, &a, 4);
+  uint32_t exp = ((v >> 23) & 0xff) - 112, man = v & 0x7fffffu;
+  // round to nearest even on the 13 dropped bits
+  uint32_t r = (exp << 10) | (man >> 13);
+  const uint32_t rest = man & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (r & 1u))) ++r;
+  return static_cast<uint16_t>(sign | r);
+}
+
+inline float load_f32(const uint8_t* p) {
+  float f;
+  std::memcpy(&f, p, 4);
+  return f;
+}
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// Row r of a weight buffer: fixed stride, or (row_bytes == 0) via the offset table at w.
+inline const uint8_t* row_ptr(const uint8_t* w, size_t row_bytes, int64_t r) {
+  if (row_bytes) return w + static_cast<size_t>(r) * row_bytes;
+  return w + reinterpret_cast<const uint64_t*>(w)[r];
+}
+
+// ---- int4 group geometry -----------------------------------------------------------------
+inline int64_t int4_hdr(bool asym) { return asym ? 4 : 2; }
+inline int64_t int4_group_bytes(int64_t group_len, bool asym) {
+  return int4_hdr(asym) + round_up(group_len, 32) / 2;
+}
+inline size_t int4_row_bytes(int64_t k, int64_t group, bool asym) {
+  const int64_t full = k / group, tail = k % group;
+  return static_cast<size_t>(full * int4_group_bytes(group, asym) +
+                             (tail ? int4_group_bytes(tail, asym) : 0));
+}
+
+// ---- int8 activation rows (w8a8) -----------------------------------------------------------
+inline size_t act8_row_bytes(int64_t k) { return static_cast<size_t>(kActHeader + round_up(k, 32)); }
+
+// ---- per-ISA kernel getters: {nullptr, nullptr} when that level has nothing of its own -----
+FormatKernels kernels_generic(const Spec& s);
+FormatKernels kernels_avx2(const Spec& s);
+FormatKernels kernels_avx512(const Spec& s);
+FormatKernels kernels_avx512vnni(const Spec& s);
+FormatKernels kernels_amx(const Spec& s);
+
+// Appends every row but f32 to the format table (fmt_pack.cpp).
+void append_packed_rows(std::vector<FormatRow>& table);
+
+}  // namespace fmt
+}  // namespace cibench

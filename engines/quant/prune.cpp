@@ -1,0 +1,77 @@
+#include "engines/quant/prune.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "engines/core/error.h"
+
+namespace cibench {
+namespace {
+
+// Zeroes the n_zero items of smallest score (ties: lower index first); item i covers columns
+// [i * width, min(cols, (i + 1) * width)).
+void zero_smallest(float* row, int64_t cols, int64_t width, const std::vector<double>& score,
+                   int64_t n_zero, std::vector<int64_t>& order) {
+  const int64_t n = static_cast<int64_t>(score.size());
+  order.resize(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return score[a] < score[b]; });
+  for (int64_t j = 0; j < n_zero && j < n; ++j) {
+    const int64_t i = order[j];
+    for (int64_t c = i * width; c < std::min(cols, (i + 1) * width); ++c) row[c] = 0.f;
+  }
+}
+
+}  // namespace
+
+void prune_magnitude(float* w, int64_t rows, int64_t cols, double sparsity,
+                     const std::string& pattern) {
+  CIBENCH_CHECK(sparsity >= 0.0 && sparsity < 1.0, "prune_magnitude: sparsity must be in [0, 1), got ",
+                sparsity);
+  CIBENCH_CHECK(pattern == "unstructured" || pattern == "block" || pattern == "2:4",
+                "prune_magnitude: unknown pattern '", pattern,
+                "' (expected unstructured, block or 2:4)");
+  if (sparsity == 0.0 || rows <= 0 || cols <= 0) return;
+  std::vector<double> score;
+  std::vector<int64_t> order;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = w + r * cols;
+    if (pattern == "unstructured") {
+      score.resize(static_cast<size_t>(cols));
+      for (int64_t c = 0; c < cols; ++c) score[c] = std::fabs(row[c]);
+      const auto n_zero = static_cast<int64_t>(std::llround(sparsity * static_cast<double>(cols)));
+      zero_smallest(row, cols, 1, score, n_zero, order);
+    } else if (pattern == "block") {
+      const int64_t nb = (cols + kPruneBlockCols - 1) / kPruneBlockCols;
+      score.assign(static_cast<size_t>(nb), 0.0);
+      for (int64_t c = 0; c < cols; ++c)
+        score[c / kPruneBlockCols] += static_cast<double>(row[c]) * row[c];
+      const auto n_zero = static_cast<int64_t>(std::llround(sparsity * static_cast<double>(nb)));
+      zero_smallest(row, cols, kPruneBlockCols, score, n_zero, order);
+    } else {  // 2:4
+      for (int64_t g = 0; g < cols; g += 4) {
+        const int64_t n = std::min<int64_t>(4, cols - g);
+        if (n <= 2) continue;
+        score.resize(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) score[i] = std::fabs(row[g + i]);
+        zero_smallest(row + g, n, 1, score, n - 2, order);
+      }
+    }
+  }
+}
+
+const char* prune_pattern_for_format(const std::string& format_name) {
+  auto ends_with = [&](const char* suffix) {
+    const std::string s = suffix;
+    return format_name.size() >= s.size() &&
+           format_name.compare(format_name.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends_with("_24")) return "2:4";
+  if (ends_with("_bs")) return "block";
+  return "unstructured";
+}
+
+}  // namespace cibench

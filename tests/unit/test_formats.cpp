@@ -1,0 +1,476 @@
+// The packed weight formats, looping over format_table():
+//   pack -> unpack error within a per-format bound; every kernel equals its generic twin at every
+//   ISA this host supports (aligned, ragged and tiny shapes; matvec and matmul); the generic
+//   kernels equal unpack + f32 math; sparse kernels equal the dense kernel on the pruned weights;
+//   magnitude pruning; MatmulRunner at 1 and 2 threads with every format.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engines/core/cpu.h"
+#include "engines/core/error.h"
+#include "engines/core/format.h"
+#include "engines/core/matrix.h"
+#include "engines/core/thread_pool.h"
+#include "engines/quant/prune.h"
+
+namespace cibench {
+namespace {
+
+std::vector<float> gauss(size_t n, std::mt19937& rng) {
+  std::normal_distribution<float> d;
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+bool is_sparse(const FormatRow& f) {
+  const std::string n = f.name;
+  return n.find("_sparse") != std::string::npos || n.find("_bs") != std::string::npos ||
+         n.find("_24") != std::string::npos;
+}
+
+// Sparse rows get pruned weights (the 2:4 pack prunes by itself; the others store every
+// non-zero, so unpruned inputs would be legal but pointless).
+void prune_for(const FormatRow& f, std::vector<float>& w, int64_t rows, int64_t cols,
+               double sparsity = 0.8) {
+  if (is_sparse(f)) prune_magnitude(w.data(), rows, cols, sparsity, prune_pattern_for_format(f.name));
+}
+
+// Relative RMS error bound of pack -> unpack on N(0, 1) rows, per format:
+//   f32, f32_sparse  exact.
+//   bf16   8 significant bits, round to nearest: |e| <= 2^-9 |w| per weight, so RMS <= 2^-9;
+//          bound 2^-8.
+//   int8 family  symmetric per row, step = max|w| / 127; uniform rounding error has RMS
+//          step / sqrt(12) = max|w| / 440; the largest of <= 1000 normals is ~3.3 sigma -> 0.75 %;
+//          bound 1 %.
+//   int4 sym  step = max|w| of the group / 8 -> RMS = max / 27.7; the group maximum is ~2.0
+//          (G=32), 2.4 (64), 2.6 (128) sigma -> 7.5 / 8.5 / 9.5 %; bounds 9 / 10 / 11 %.
+//   int4 asym  step = range / 15, range ~ 2 x max -> about the same; same bounds.
+// (f16 scales add < 0.1 %.)
+double error_bound(const FormatRow& f) {
+  const std::string n = f.name;
+  if (n == "f32" || n == "f32_sparse") return 0.0;
+  if (n == "bf16") return 1.0 / 256;
+  if (n.rfind("int4_g32", 0) == 0) return 0.09;
+  if (n.rfind("int4_g64", 0) == 0) return 0.10;
+  if (n.rfind("int4_g128", 0) == 0) return 0.11;
+  return 0.01;  // int8, w8a8, int8_sparse, int8_bs, int8_24 (relative to the pruned weights)
+}
+
+TEST(Formats, TableHasEveryRowWithConsistentGeometry) {
+  for (const char* name : {"f32", "bf16", "int8", "w8a8", "int4_g32", "int4_g64", "int4_g128",
+                           "int4_g32_asym", "int4_g64_asym", "int4_g128_asym", "f32_sparse",
+                           "int8_sparse", "int8_bs", "int8_24"})
+    EXPECT_EQ(std::string(format_by_name(name).name), name);
+  for (const FormatRow& f : format_table()) {
+    SCOPED_TRACE(f.name);
+    EXPECT_TRUE(f.kernels[0].matvec && f.kernels[0].matmul) << "every row needs generic kernels";
+    EXPECT_EQ(f.act == ActType::f32, f.quantize_act == nullptr);
+    EXPECT_GT(f.bits_per_weight, 0);
+    if (!f.packed_row_bytes) {
+      // A whole number of blocks costs bytes_per_block each, plus at most a 4-byte row header.
+      const int64_t k = f.block_size * 64;
+      EXPECT_GE(f.row_bytes(k), 64 * f.bytes_per_block);
+      EXPECT_LE(f.row_bytes(k), 64 * f.bytes_per_block + 4);
+    }
+  }
+}
+
+TEST(Formats, PackUnpackErrorWithinBound) {
+  std::mt19937 rng(11);
+  for (const FormatRow& f : format_table()) {
+    SCOPED_TRACE(f.name);
+    for (int64_t k : {1, 5, 31, 32, 33, 100, 172, 256, 1000}) {
+      const int64_t rows = 16;
+      auto w = gauss(rows * k, rng);
+      prune_for(f, w, rows, k);
+      double err = 0, ref = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* src = w.data() + r * k;
+        std::vector<uint8_t> packed(f.row_bytes(k) + 64, 0xcd);
+        if (f.packed_row_bytes) {
+          ASSERT_LE(f.packed_row_bytes(src, k), f.row_bytes(k));
+        }
+        f.pack_row(src, k, packed.data());
+        std::vector<float> back(k);
+        f.unpack_row(packed.data(), k, back.data());
+        for (int64_t i = 0; i < k; ++i) {
+          err += (double(back[i]) - src[i]) * (double(back[i]) - src[i]);
+          ref += double(src[i]) * src[i];
+          if (src[i] == 0.f && is_sparse(f)) {
+            ASSERT_EQ(back[i], 0.f) << "k=" << k << " i=" << i;
+          }
+        }
+      }
+      const double rel = ref > 0 ? std::sqrt(err / ref) : 0.0;
+      EXPECT_LE(rel, error_bound(f)) << "k=" << k;
+    }
+  }
+}
+
+TEST(Formats, Int4RaggedGroupsAndExactValues) {
+  // Values that are exactly representable survive the round trip exactly, ragged tail included.
+  for (const char* name : {"int4_g32", "int4_g64", "int4_g128"}) {
+    const FormatRow& f = format_by_name(name);
+    for (int64_t k : {172, 100, 33, 1}) {
+      std::vector<float> x(k), y(k);
+      for (int64_t i = 0; i < k; ++i) x[i] = 0.25f * static_cast<float>(static_cast<int>(i % 16) - 8);
+      x[0] = -2.f;  // the largest magnitude of every group maps to code 0
+      for (int64_t g = 0; g < k; g += f.block_size) x[g] = -2.f;
+      std::vector<uint8_t> p(f.row_bytes(k));
+      f.pack_row(x.data(), k, p.data());
+      f.unpack_row(p.data(), k, y.data());
+      for (int64_t i = 0; i < k; ++i) ASSERT_EQ(x[i], y[i]) << name << " k=" << k << " i=" << i;
+    }
+  }
+}
+
+// ---- kernels -----------------------------------------------------------------------------------
+
+struct Packed {
+  std::vector<uint8_t> bytes;  // fixed stride row_bytes(k)
+  std::vector<float> unpacked;
+  size_t row_bytes;
+};
+
+Packed pack_rows(const FormatRow& f, const std::vector<float>& w, int64_t rows, int64_t k) {
+  Packed p;
+  p.row_bytes = f.row_bytes(k);
+  p.bytes.assign(p.row_bytes * rows + 64, 0);
+  p.unpacked.resize(rows * k);
+  for (int64_t r = 0; r < rows; ++r) {
+    f.pack_row(w.data() + r * k, k, p.bytes.data() + r * p.row_bytes);
+    f.unpack_row(p.bytes.data() + r * p.row_bytes, k, p.unpacked.data() + r * k);
+  }
+  return p;
+}
+
+// Activations in the format's type: f32 as is, or quantised rows (x_row_bytes each).
+struct Acts {
+  std::vector<uint8_t> bytes;
+  size_t row_bytes;
+  std::vector<float> dequantised;  // what the kernels effectively multiply with
+};
+
+Acts make_acts(const FormatRow& f, const std::vector<float>& x, int64_t m, int64_t k) {
+  Acts a;
+  if (f.act == ActType::f32) {
+    a.row_bytes = k * sizeof(float);
+    a.bytes.resize(a.row_bytes * m + 64);
+    std::memcpy(a.bytes.data(), x.data(), a.row_bytes * m);
+    a.dequantised = x;
+    return a;
+  }
+  a.row_bytes = f.act_row_bytes(k);
+  a.bytes.assign(a.row_bytes * m + 64, 0);
+  a.dequantised.resize(m * k);
+  for (int64_t i = 0; i < m; ++i) {
+    uint8_t* dst = a.bytes.data() + i * a.row_bytes;
+    f.quantize_act(x.data() + i * k, k, dst);
+    float s;
+    std::memcpy(&s, dst, 4);  // int8 activation rows: [f32 scale][pad to 32][int8 values]
+    for (int64_t c = 0; c < k; ++c)
+      a.dequantised[i * k + c] = s * static_cast<float>(static_cast<int8_t>(dst[32 + c]));
+  }
+  return a;
+}
+
+// Tolerance for a dot product of length k computed in f32 in two different orders: a few
+// roundings per term of the magnitude sum (asymmetric int4 sums d*q*x and m*x separately, so the
+// magnitude includes 2 max|w| sum|x|).
+float tol(const float* w, const float* x, int64_t k) {
+  double s = 0, sx = 0, mw = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    s += std::fabs(double(w[i]) * x[i]);
+    sx += std::fabs(x[i]);
+    mw = std::max(mw, std::fabs(double(w[i])));
+  }
+  return static_cast<float>(4 * 6e-8 * double(k + 8) * (s + 2 * mw * sx) + 1e-6);
+}
+
+bool exact_twins(const FormatRow& f) { return f.act != ActType::f32; }  // int32 accumulation
+
+class FormatTwin : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam()))
+      GTEST_SKIP() << isa_name(GetParam()) << " not on this CPU: its kernels are untested here";
+  }
+};
+
+void check_twins(const FormatRow& f, Isa isa, int64_t rows, int64_t k, std::mt19937& rng) {
+  auto w = gauss(rows * k, rng);
+  prune_for(f, w, rows, k);
+  Packed p = pack_rows(f, w, rows, k);
+  const FormatKernels& fast = f.kernels_at(isa);
+  const FormatKernels& ref = f.kernels[0];
+  for (int64_t m : {1, 2, 5, 17}) {
+    auto x = gauss(m * k, rng);
+    Acts a = make_acts(f, x, m, k);
+    // matvec on the first activation row, over a sub-range of rows too
+    for (int64_t rb : {int64_t{0}, rows / 2}) {
+      std::vector<float> y0(rows, -1.f), y1(rows, -1.f);
+      ref.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y0.data(), rb, rows);
+      fast.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y1.data(), rb, rows);
+      for (int64_t r = rb; r < rows; ++r) {
+        if (exact_twins(f))
+          ASSERT_EQ(y0[r - rb], y1[r - rb]) << "matvec k=" << k << " rows=" << rows << " r=" << r;
+        else
+          ASSERT_NEAR(y0[r - rb], y1[r - rb], tol(&p.unpacked[r * k], a.dequantised.data(), k))
+              << "matvec k=" << k << " rows=" << rows << " r=" << r;
+      }
+    }
+    const int64_t ldy = rows + 3;
+    std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f);
+    ref.matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y0.data(), ldy, 0, rows);
+    fast.matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y1.data(), ldy, 0, rows);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t r = 0; r < rows; ++r) {
+        if (exact_twins(f))
+          ASSERT_EQ(y0[i * ldy + r], y1[i * ldy + r]) << "matmul m=" << m << " k=" << k;
+        else
+          ASSERT_NEAR(y0[i * ldy + r], y1[i * ldy + r],
+                      tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
+              << "matmul m=" << m << " k=" << k << " rows=" << rows << " i=" << i << " r=" << r;
+      }
+      for (int64_t r = rows; r < ldy; ++r) ASSERT_EQ(y1[i * ldy + r], 7.f) << "wrote past the rows";
+    }
+  }
+}
+
+TEST_P(FormatTwin, EveryKernelMatchesItsGenericTwin) {
+  std::mt19937 rng(21);
+  for (const FormatRow& f : format_table()) {
+    SCOPED_TRACE(std::string(f.name) + " at " + isa_name(GetParam()) + " (runs " +
+                 isa_name(f.kernel_isa_at(GetParam())) + ")");
+    for (int64_t k = 1; k <= 7; ++k)
+      for (int64_t rows = 1; rows <= 5; ++rows) check_twins(f, GetParam(), rows, k, rng);
+    for (int64_t k : {33, 100, 172, 256, 600})
+      for (int64_t rows : {3, 8, 19}) check_twins(f, GetParam(), rows, k, rng);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, FormatTwin, ::testing::ValuesIn(all_isas()),
+                         [](const ::testing::TestParamInfo<Isa>& p) { return std::string(isa_name(p.param)); });
+
+TEST(Formats, GenericKernelsEqualUnpackPlusF32Math) {
+  std::mt19937 rng(31);
+  for (const FormatRow& f : format_table()) {
+    SCOPED_TRACE(f.name);
+    for (int64_t k : {1, 7, 64, 172}) {
+      const int64_t rows = 9, m = 3;
+      auto w = gauss(rows * k, rng);
+      prune_for(f, w, rows, k);
+      Packed p = pack_rows(f, w, rows, k);
+      auto x = gauss(m * k, rng);
+      Acts a = make_acts(f, x, m, k);
+      std::vector<float> y(m * rows);
+      f.kernels[0].matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y.data(),
+                          rows, 0, rows);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t r = 0; r < rows; ++r) {
+          double s = 0;
+          for (int64_t c = 0; c < k; ++c) s += double(p.unpacked[r * k + c]) * a.dequantised[i * k + c];
+          ASSERT_NEAR(y[i * rows + r], s, tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
+              << "k=" << k << " i=" << i << " r=" << r;
+        }
+    }
+  }
+}
+
+// ---- pruning and sparse formats ----------------------------------------------------------------
+
+TEST(Prune, UnstructuredLeavesExactFractionAndKeepsLargest) {
+  std::mt19937 rng(41);
+  for (double s : {0.5, 0.7, 0.8, 0.9})
+    for (int64_t cols : {100, 172, 256}) {
+      const int64_t rows = 7;
+      auto w = gauss(rows * cols, rng);
+      auto orig = w;
+      prune_magnitude(w.data(), rows, cols, s, "unstructured");
+      const int64_t want = std::llround(s * cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t zeros = 0;
+        float max_pruned = 0, min_kept = 1e30f;
+        for (int64_t c = 0; c < cols; ++c) {
+          const float o = std::fabs(orig[r * cols + c]);
+          if (w[r * cols + c] == 0.f) {
+            ++zeros;
+            max_pruned = std::max(max_pruned, o);
+          } else {
+            ASSERT_EQ(w[r * cols + c], orig[r * cols + c]);
+            min_kept = std::min(min_kept, o);
+          }
+        }
+        ASSERT_EQ(zeros, want) << "s=" << s << " cols=" << cols;
+        ASSERT_LE(max_pruned, min_kept);
+      }
+    }
+}
+
+TEST(Prune, TwoFourAndBlockPatterns) {
+  std::mt19937 rng(42);
+  const int64_t rows = 5, cols = 172;  // 172 = 43 groups of 4, 10 blocks of 16 + a ragged 12
+  auto w = gauss(rows * cols, rng);
+  auto orig = w;
+  prune_magnitude(w.data(), rows, cols, 0.5, "2:4");
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < cols; g += 4) {
+      int nz = 0;
+      float min_kept = 1e30f, max_pruned = 0;
+      for (int64_t c = g; c < g + 4; ++c) {
+        const float o = std::fabs(orig[r * cols + c]);
+        if (w[r * cols + c] != 0.f) {
+          ++nz;
+          min_kept = std::min(min_kept, o);
+        } else {
+          max_pruned = std::max(max_pruned, o);
+        }
+      }
+      ASSERT_EQ(nz, 2);
+      ASSERT_LE(max_pruned, min_kept);
+    }
+
+  for (double s : {0.5, 0.8}) {
+    w = orig;
+    prune_magnitude(w.data(), rows, cols, s, "block");
+    const int64_t nb = (cols + kPruneBlockCols - 1) / kPruneBlockCols;
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t zero_blocks = 0;
+      double max_pruned = 0, min_kept = 1e30;
+      for (int64_t b = 0; b < nb; ++b) {
+        int64_t z = 0, n = 0;
+        double norm = 0;
+        for (int64_t c = b * kPruneBlockCols; c < std::min(cols, (b + 1) * kPruneBlockCols); ++c, ++n) {
+          z += w[r * cols + c] == 0.f;
+          norm += double(orig[r * cols + c]) * orig[r * cols + c];
+        }
+        ASSERT_TRUE(z == 0 || z == n) << "a block is either whole or gone";
+        if (z == n) {
+          ++zero_blocks;
+          max_pruned = std::max(max_pruned, norm);
+        } else {
+          min_kept = std::min(min_kept, norm);
+        }
+      }
+      ASSERT_EQ(zero_blocks, std::llround(s * nb));
+      ASSERT_LE(max_pruned, min_kept);
+    }
+  }
+}
+
+TEST(Prune, ValidatesAndMapsFormatsToPatterns) {
+  std::vector<float> w(16, 1.f);
+  EXPECT_THROW(prune_magnitude(w.data(), 1, 16, 1.0, "unstructured"), Error);
+  EXPECT_THROW(prune_magnitude(w.data(), 1, 16, -0.1, "unstructured"), Error);
+  EXPECT_THROW(prune_magnitude(w.data(), 1, 16, 0.5, "diagonal"), Error);
+  prune_magnitude(w.data(), 1, 16, 0.0, "unstructured");
+  EXPECT_EQ(std::count(w.begin(), w.end(), 0.f), 0);
+  EXPECT_STREQ(prune_pattern_for_format("int8_24"), "2:4");
+  EXPECT_STREQ(prune_pattern_for_format("int8_bs"), "block");
+  EXPECT_STREQ(prune_pattern_for_format("int8_sparse"), "unstructured");
+  EXPECT_STREQ(prune_pattern_for_format("f32_sparse"), "unstructured");
+}
+
+TEST(Sparse, KernelsEqualTheDenseKernelOnPrunedWeights) {
+  std::mt19937 rng(51);
+  struct Case {
+    const char* sparse;
+    const char* dense;
+  };
+  for (Case cs : {Case{"f32_sparse", "f32"}, Case{"int8_sparse", "int8"}, Case{"int8_bs", "int8"},
+                  Case{"int8_24", "int8"}}) {
+    const FormatRow& fs = format_by_name(cs.sparse);
+    const FormatRow& fd = format_by_name(cs.dense);
+    for (double s : {0.5, 0.9}) {
+      const int64_t rows = 37, cols = 172, m = 5;
+      auto w = gauss(rows * cols, rng);
+      prune_magnitude(w.data(), rows, cols, s, prune_pattern_for_format(cs.sparse));
+      auto x = gauss(m * cols, rng);
+      WeightMatrix ws = pack_matrix("s", w.data(), rows, cols, fs);
+      WeightMatrix wd = pack_matrix("d", w.data(), rows, cols, fd);
+      EXPECT_EQ(ws.variable_rows(), fs.packed_row_bytes != nullptr);
+      std::vector<float> unpacked(rows * cols);
+      unpack_matrix(ws, unpacked.data());
+      for (Isa isa : supported_isas()) {
+        SCOPED_TRACE(std::string(cs.sparse) + " at " + isa_name(isa));
+        ThreadPool pool(1);
+        MatmulRunner run(pool, isa);
+        std::vector<float> ys(m * rows), yd(m * rows), vs(rows), vd(rows);
+        run.matmul(ws, x.data(), cols, m, ys.data(), rows);
+        run.matmul(wd, x.data(), cols, m, yd.data(), rows);
+        run.matvec(ws, x.data(), vs.data());
+        run.matvec(wd, x.data(), vd.data());
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t r = 0; r < rows; ++r) {
+            const float t = tol(&unpacked[r * cols], &x[i * cols], cols);
+            ASSERT_NEAR(ys[i * rows + r], yd[i * rows + r], t) << "s=" << s;
+            if (i == 0) {
+              ASSERT_NEAR(vs[r], vd[r], t) << "s=" << s;
+            }
+          }
+      }
+    }
+  }
+}
+
+TEST(Sparse, CompressedRowsShrinkWithSparsity) {
+  std::mt19937 rng(52);
+  const int64_t rows = 64, cols = 512;
+  auto w = gauss(rows * cols, rng);
+  const size_t dense = pack_matrix("d", w.data(), rows, cols, format_by_name("int8")).bytes();
+  prune_magnitude(w.data(), rows, cols, 0.9, "unstructured");
+  WeightMatrix s = pack_matrix("s", w.data(), rows, cols, format_by_name("int8_sparse"));
+  // 10 % of 512 = 52 non-zeros per row (56 padded): 8 + 56 * 3 bytes, 16-aligned, + the table.
+  EXPECT_LT(s.bytes(), dense * 4 / 10);
+  EXPECT_GT(s.bytes(), static_cast<size_t>(rows) * (8 + 52 * 3));
+  std::vector<float> back(rows * cols);
+  unpack_matrix(s, back.data());
+  for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(back[i] == 0.f, w[i] == 0.f);
+}
+
+// ---- MatmulRunner with every format ------------------------------------------------------------
+
+TEST(Formats, MatmulRunnerEveryFormatAtOneAndTwoThreads) {
+  std::mt19937 rng(61);
+  const int64_t rows = 70, cols = 172, m = 6;
+  for (const FormatRow& f : format_table()) {
+    SCOPED_TRACE(f.name);
+    auto w = gauss(rows * cols, rng);
+    prune_for(f, w, rows, cols);
+    auto x = gauss(m * cols, rng);
+    WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
+    std::vector<float> unpacked(rows * cols);
+    unpack_matrix(wm, unpacked.data());
+    Acts a = make_acts(f, x, m, cols);
+    for (Isa isa : supported_isas())
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        MatmulRunner run(pool, isa);
+        run.reserve(m, cols);
+        std::vector<float> y(m * rows), yv(rows);
+        run.matmul(wm, x.data(), cols, m, y.data(), rows);
+        run.matvec(wm, x.data(), yv.data());
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t r = 0; r < rows; ++r) {
+            double s = 0;
+            for (int64_t c = 0; c < cols; ++c)
+              s += double(unpacked[r * cols + c]) * a.dequantised[i * cols + c];
+            const float t = tol(&unpacked[r * cols], &a.dequantised[i * cols], cols);
+            ASSERT_NEAR(y[i * rows + r], s, t) << isa_name(isa) << " threads=" << threads;
+            if (i == 0) {
+              ASSERT_NEAR(yv[r], s, t) << isa_name(isa) << " threads=" << threads;
+            }
+          }
+      }
+  }
+}
+
+}  // namespace
+}  // namespace cibench
