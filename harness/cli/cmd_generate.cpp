@@ -47,7 +47,7 @@ int run_generate(const GenerateArgs& a) {
   CIBENCH_CHECK(a.steps >= 1, "--steps must be >= 1, got ", a.steps);
 
   SessionOptions so = a.engine.session_options(a.threads);
-  if (so.max_context == 0) so.max_context = std::max(c.seq_len, a.steps);
+  if (so.max_context == 0) so.max_context = std::max(c.seq_len, a.steps + 1);
   LlamaSession session(model, so);
   Sampler sampler(c.vocab_size, a.temperature, a.top_p, a.seed);
 
@@ -56,8 +56,8 @@ int run_generate(const GenerateArgs& a) {
                 " tokens, more than --steps ", a.steps);
   std::vector<int> out_ids(prompt);
 
-  // Prefill: the whole prompt in one call. llama2.c's convention: `steps` positions in all,
-  // the prompt included; stop early at BOS.
+  // Prefill: the whole prompt in one call. llama2.c's convention: a forward pass at each of
+  // `steps` positions, the prompt's included, each predicting the next token; stop at BOS.
   auto t0 = clock::now();
   const float* logits = session.prefill(prompt.data(), static_cast<int>(prompt.size()));
   auto t1 = clock::now();
@@ -66,7 +66,7 @@ int run_generate(const GenerateArgs& a) {
   if (!a.json && tok && !a.prompt.empty()) {
     for (size_t i = 1; i < prompt.size(); ++i) std::cout << tok->decode(prompt[i - 1], prompt[i]);
   }
-  for (int pos = static_cast<int>(prompt.size()) - 1; pos < a.steps - 1; ++pos) {
+  for (int pos = static_cast<int>(prompt.size()) - 1; pos < a.steps; ++pos) {
     if (generated > 0) logits = session.step(token);
     const int next = sampler.sample(logits);
     if (next == c.bos_id) break;
