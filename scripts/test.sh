@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs the tests.
+#   scripts/test.sh                 Release build, every test (what README and CI run)
+#   scripts/test.sh --asan-parsers  ASan/UBSan build, the model/tokenizer/scenario parser tests
+#   scripts/test.sh --asan | --tsan every test under that sanitizer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+shared="${CIBENCH_SHARED:-$(cd .. && pwd)/shared}"
+mode="${1:-release}"
+jobs="$(nproc)"
+case "$mode" in
+  release)
+    cmake --preset release -DCIBENCH_SHARED_DIR="$shared" >/dev/null
+    cmake --build build/release -j "$jobs"
+    ctest --test-dir build/release --output-on-failure -j "$jobs" ;;
+  --asan-parsers)
+    cmake --preset asan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
+    cmake --build build/asan -j "$jobs" --target cibench_tests
+    ctest --test-dir build/asan --output-on-failure -j "$jobs" \
+      -R 'Loader|Gguf|Safetensors|Tokenizer|WordPiece|Scenario|Fuzz|BadFile' ;;
+  --asan)
+    cmake --preset asan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
+    cmake --build build/asan -j "$jobs"
+    ctest --test-dir build/asan --output-on-failure -j "$jobs" ;;
+  --tsan)
+    cmake --preset tsan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
+    cmake --build build/tsan -j "$jobs"
+    ctest --test-dir build/tsan --output-on-failure -j "$jobs" ;;
+  *) echo "usage: scripts/test.sh [--asan-parsers|--asan|--tsan]" >&2; exit 2 ;;
+esac
