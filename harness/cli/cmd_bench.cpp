@@ -117,7 +117,7 @@ int run_bench(BenchArgs a) {
         row["decode_tokens_per_s_stddev"] = d.stddev;
         row["weight_bytes"] = model.weight_bytes();
         row["streamed_bytes_per_token"] = model.streamed_bytes_per_token();
-        row["peak_rss_bytes"] = peak_rss_bytes();
+        row["rss_bytes"] = current_rss_bytes();  // model + session; the bandwidth probe is freed
         if (bandwidth.count(threads)) {
           const double bw = bandwidth[threads];
           const double roof = bw * 1e9 / model.streamed_bytes_per_token();
@@ -128,7 +128,7 @@ int run_bench(BenchArgs a) {
         rows.push_back(row);
         if (a.output == "md" && rows.size() == 1) {
           std::printf("| model | format | isa | threads | prefill tok/s (%d) | decode tok/s | "
-                      "decode roofline tok/s | of roofline | weights MiB | peak RSS MiB |\n",
+                      "decode roofline tok/s | of roofline | weights MiB | RSS MiB |\n",
                       a.prompt_tokens);
           std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
         }
@@ -142,7 +142,7 @@ int run_bench(BenchArgs a) {
                       row.contains("decode_fraction_of_roofline")
                           ? (std::to_string(static_cast<int>(std::lround(100 * row["decode_fraction_of_roofline"].get<double>()))) + " %").c_str()
                           : "n/a",
-                      model.weight_bytes() / 1048576.0, peak_rss_bytes() / 1048576.0);
+                      model.weight_bytes() / 1048576.0, current_rss_bytes() / 1048576.0);
           std::fflush(stdout);
         }
       }
