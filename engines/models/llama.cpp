@@ -1,6 +1,7 @@
 #include "engines/models/llama.h"
 
 #include "engines/core/error.h"
+#include "engines/quant/prune.h"
 
 namespace cibench {
 
@@ -33,10 +34,19 @@ size_t LlamaModel::streamed_bytes_per_token() const {
 
 namespace {
 
+// Packs one projection; with sparsity > 0 it is magnitude-pruned first. Every pruning pattern
+// works within a row, so pruning happens row block by row block as the rows are read.
 WeightMatrix pack_tensor(const LlamaSource& src, const std::string& tensor_name,
-                         const std::string& fmt_name) {
+                         const std::string& fmt_name, double sparsity) {
   const TensorSource& t = src.tensor(tensor_name);
-  return pack_matrix(tensor_name, t.rows, t.cols, format_by_name(fmt_name), t.read);
+  if (sparsity <= 0.0) return pack_matrix(tensor_name, t.rows, t.cols, format_by_name(fmt_name), t.read);
+  const std::string pattern = prune_pattern_for_format(fmt_name);
+  const int64_t cols = t.cols;
+  return pack_matrix(tensor_name, t.rows, cols, format_by_name(fmt_name),
+                     [&](int64_t r0, int64_t n, float* dst) {
+                       t.read(r0, n, dst);
+                       prune_magnitude(dst, n, cols, sparsity, pattern);
+                     });
 }
 
 }  // namespace
@@ -52,8 +62,6 @@ LlamaModel build_llama(const LlamaSource& src, const LlamaBuildOptions& opts) {
   format_by_name(opts.format);
   if (opts.sparsity < 0.0 || opts.sparsity >= 1.0)
     throw Error(str("sparsity must be in [0, 1), got ", opts.sparsity));
-  if (opts.sparsity > 0.0)
-    throw Error("pruning (--sparsity) needs a sparse weight format, and none is registered in this build");
 
   LlamaModel m;
   m.config = c;
@@ -71,20 +79,20 @@ LlamaModel build_llama(const LlamaSource& src, const LlamaBuildOptions& opts) {
     LlamaLayer& L = m.layers[l];
     L.attention_norm = src.tensor(p + "attention_norm").read_all();
     L.ffn_norm = src.tensor(p + "ffn_norm").read_all();
-    L.wq = pack_tensor(src, p + "wq", fa);
-    L.wk = pack_tensor(src, p + "wk", fa);
-    L.wv = pack_tensor(src, p + "wv", fa);
-    L.wo = pack_tensor(src, p + "wo", fa);
-    L.w1 = pack_tensor(src, p + "w1", ff);
-    L.w2 = pack_tensor(src, p + "w2", ff);
-    L.w3 = pack_tensor(src, p + "w3", ff);
+    L.wq = pack_tensor(src, p + "wq", fa, opts.sparsity);
+    L.wk = pack_tensor(src, p + "wk", fa, opts.sparsity);
+    L.wv = pack_tensor(src, p + "wv", fa, opts.sparsity);
+    L.wo = pack_tensor(src, p + "wo", fa, opts.sparsity);
+    L.w1 = pack_tensor(src, p + "w1", ff, opts.sparsity);
+    L.w2 = pack_tensor(src, p + "w2", ff, opts.sparsity);
+    L.w3 = pack_tensor(src, p + "w3", ff, opts.sparsity);
   }
   const std::string& fo = opts.format_for("output");
   if (c.tied_output) {
     m.output = pack_matrix("output", m.tok_embeddings.data(), c.vocab_size, c.dim,
                            format_by_name(fo));
   } else {
-    m.output = pack_tensor(src, "output", fo);
+    m.output = pack_tensor(src, "output", fo, 0.0);  // the head is never pruned
   }
   return m;
 }

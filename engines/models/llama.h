@@ -15,7 +15,7 @@ namespace cibench {
 struct LlamaBuildOptions {
   std::string format = "f32";                       // default for every class
   std::map<std::string, std::string> class_format;  // per-class overrides
-  double sparsity = 0.0;                            // magnitude pruning fraction (formats issue)
+  double sparsity = 0.0;  // magnitude-prune attention and ffn projections (not the head)
 
   const std::string& format_for(const std::string& tensor_class) const;
   // "f32" or "attention=bf16,ffn=int8,output=f32" style summary.

@@ -135,6 +135,11 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     const LlamaLayer& L = model_.layers[l];
     for (int i = 0; i < n; ++i)
       K.rmsnorm(x + i * dim, L.attention_norm.data(), xb + i * dim, dim, c.norm_eps);
+    ActivationObserver* obs = opts_.observer;
+    const std::string lp = obs ? "layers." + std::to_string(l) + "." : std::string();
+    if (obs) {
+      for (const char* w : {"wq", "wk", "wv"}) obs->observe(lp + w, xb, n, dim);
+    }
     mm_->matmul(L.wq, xb, dim, n, q, dim);
     mm_->matmul(L.wk, xb, dim, n, k, kv_dim);
     mm_->matmul(L.wv, xb, dim, n, v, kv_dim);
@@ -164,16 +169,22 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
       }
     });
 
+    if (obs) obs->observe(lp + "wo", ao, n, dim);
     mm_->matmul(L.wo, ao, dim, n, xb, dim);
     for (int i = 0; i < n; ++i) K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
 
     for (int i = 0; i < n; ++i)
       K.rmsnorm(x + i * dim, L.ffn_norm.data(), xb + i * dim, dim, c.norm_eps);
+    if (obs) {
+      obs->observe(lp + "w1", xb, n, dim);
+      obs->observe(lp + "w3", xb, n, dim);
+    }
     mm_->matmul(L.w1, xb, dim, n, hb, hidden);
     mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
     for (int i = 0; i < n; ++i)
       K.swiglu(hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden,
                hb + static_cast<size_t>(i) * hidden, hidden);
+    if (obs) obs->observe(lp + "w2", hb, n, hidden);
     mm_->matmul(L.w2, hb, hidden, n, xb, dim);
     for (int i = 0; i < n; ++i) K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
   }
@@ -181,6 +192,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
   if (!want_logits) return;
   const float* last = x + static_cast<size_t>(n - 1) * dim;
   K.rmsnorm(last, model_.final_norm.data(), xb, dim, c.norm_eps);
+  if (opts_.observer) opts_.observer->observe("output", xb, 1, dim);
   mm_->matvec(model_.output, xb, logits_.as<float>());
 }
 

@@ -21,6 +21,17 @@ enum class KvMode {
 const char* kv_mode_name(KvMode m);
 KvMode parse_kv_mode(const std::string& s);  // throws Error on unknown names
 
+// Sees the input of every weight matrix product (calibration for quantisation recipes:
+// activation statistics, Hessians). Called on the session's calling thread, in layer order.
+class ActivationObserver {
+ public:
+  virtual ~ActivationObserver() = default;
+  // `x` holds `rows` activation rows of `cols` values entering matrix `matrix_name`
+  // (e.g. "layers.3.wq"; wq/wk/wv share one input, as do w1/w3).
+  virtual void observe(const std::string& matrix_name, const float* x, int64_t rows,
+                       int64_t cols) = 0;
+};
+
 struct SessionOptions {
   int threads = 1;
   bool pin_threads = false;
@@ -28,6 +39,7 @@ struct SessionOptions {
   int max_context = 0;      // 0 = the model's seq_len; larger values run past the trained context
   int max_batch = 128;      // tokens per prefill chunk (scratch is sized for this)
   int isa = -1;             // -1 = active_isa(); otherwise an Isa value
+  ActivationObserver* observer = nullptr;  // not owned; nullptr in timed runs
 };
 
 class LlamaSession {
