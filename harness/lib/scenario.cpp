@@ -41,6 +41,12 @@ std::string Variant::label() const {
   return s;
 }
 
+SourcePos Scenario::pos(const std::string& key) const {
+  auto it = key_pos.find(key);
+  if (it != key_pos.end()) return it->second;
+  return SourcePos{path, 1, 1, key};
+}
+
 std::vector<Variant> Scenario::variants() const {
   std::vector<Variant> out;
   for (const auto& f : formats)
@@ -88,6 +94,9 @@ std::string resolve_data_path(const std::string& p) {
 }
 
 namespace {
+
+// Positions of every key read, collected while parsing (one parse at a time per thread).
+thread_local std::map<std::string, SourcePos>* g_positions = nullptr;
 
 const char* type_name(toml::node_type t) {
   switch (t) {
@@ -137,7 +146,9 @@ class Reader {
 
   const toml::node* node(const std::string& key) {
     seen_.insert(key);
-    return t_ ? t_->get(key) : nullptr;
+    const toml::node* n = t_ ? t_->get(key) : nullptr;
+    if (n && g_positions) (*g_positions)[full(key)] = pos_of(*n, key);
+    return n;
   }
 
   std::optional<std::string> str_opt(const std::string& key) {
@@ -316,6 +327,10 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   Scenario s;
   s.path = path;
   s.overrides = overrides;
+  g_positions = &s.key_pos;
+  struct Reset {
+    ~Reset() { g_positions = nullptr; }
+  } reset;
   Reader top(&root, "", path);
   top.known({"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "counters"});
   // Unknown top-level tables first, so a typo there is reported before anything else.

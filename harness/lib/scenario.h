@@ -4,6 +4,7 @@
 // an unknown key, a wrong type or an impossible value is a ScenarioError whose message starts
 // with "file:line:column: key 'table.key': ". See docs/harness.md for the walkthrough.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -122,6 +123,10 @@ struct Scenario {
   std::string canonical;
   std::string hash;
   std::vector<std::string> overrides;
+
+  // Where each key was written ("matrix.kv_mode" -> file:line:column), for later errors.
+  std::map<std::string, SourcePos> key_pos;
+  SourcePos pos(const std::string& key) const;
 
   std::vector<Variant> variants() const;
   bool is_test_sut() const { return model.rfind("sut:", 0) == 0; }

@@ -1,0 +1,112 @@
+// cibench show RUN [--db PATH] [--json]: one run's provenance and every variant's result.
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "harness/cli/command.h"
+#include "harness/lib/store.h"
+#include "harness/lib/suite.h"
+#include "harness/lib/text_table.h"
+
+namespace cibench::cli {
+namespace {
+
+struct Args {
+  std::string run;
+  std::string db = "results/cibench.sqlite";
+  bool json = false;
+};
+
+std::string num(const SqlValue& v, int prec = 2) {
+  if (auto* d = std::get_if<double>(&v)) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(prec) << *d;
+    return os.str();
+  }
+  if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (std::holds_alternative<std::monostate>(v)) return "-";
+  return std::get<std::string>(v);
+}
+
+RegisterCommand reg{Command{
+    "show", "Show one run: provenance, and each variant's latency, throughput, validity, SLOs, accuracy",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto a = std::make_shared<Args>();
+      sub.add_option("run", a->run, "Run id, 'last' or 'last~N'")->required();
+      sub.add_option("--db", a->db, "Results database")->capture_default_str();
+      sub.add_flag("--json", a->json, "JSON on stdout");
+      return [a]() {
+        Store st(a->db, false);
+        const int64_t id = st.resolve_run(a->run);
+        const auto run = st.query("SELECT * FROM runs WHERE run_id = ?", {id});
+        const auto vars = st.query("SELECT variant_id FROM variants WHERE run_id = ? ORDER BY variant_index, step_index", {id});
+        if (a->json) {
+          nlohmann::json j;
+          j["run"] = run.to_json()[0];
+          j["variants"] = nlohmann::json::array();
+          for (const auto& r : vars.rows) j["variants"].push_back(variant_summary_json(st, std::get<int64_t>(r[0])));
+          std::cout << j.dump(2) << "\n";
+          return 0;
+        }
+        const auto& r = run.rows[0];
+        auto f = [&](const char* c) { return sql_to_string(r[run.col(c)]); };
+        auto knob = [&](const char* c) {
+          const std::string v = f(c);
+          return v.empty() ? "unknown (" + f((std::string(c) + "_reason").c_str()) + ")" : v;
+        };
+        std::cout << "run " << id << "  " << f("status") << "  " << f("started_utc") << " .. " << f("finished_utc") << "\n"
+                  << "scenario   " << f("scenario_name") << " (" << f("scenario_path") << ", hash " << f("scenario_hash")
+                  << ", seeds arrivals=" << f("seed_arrivals") << " samples=" << f("seed_samples")
+                  << " lengths=" << f("seed_lengths") << ")\n";
+        if (!f("question").empty()) std::cout << "question   " << f("question") << "\n";
+        if (!f("overrides").empty()) std::cout << "overrides  " << f("overrides") << "\n";
+        std::cout << "model      " << f("model_spec") << (f("model_hash").empty() ? "" : " (hash " + f("model_hash") + ")") << "\n"
+                  << "cibench    " << f("cibench_version") << " " << f("cibench_commit") << ", " << f("compiler") << ", "
+                  << f("build_type") << " [" << f("cxx_flags") << "]\n"
+                  << "cpu        " << f("cpu_model") << ", " << f("logical_cpus") << " logical CPUs, isa " << f("isa_active")
+                  << " (best " << f("isa_best") << ")\n"
+                  << "system     " << f("kernel") << "\n"
+                  << "knobs      governor " << knob("governor") << "; turbo " << knob("turbo") << "; smt " << knob("smt")
+                  << "; thp " << knob("thp") << "\n";
+        if (!f("warnings").empty()) std::cout << "warnings   " << f("warnings") << "\n";
+        if (!f("error").empty()) std::cout << "error      " << f("error") << "\n";
+        std::cout << "\n";
+        const auto v = st.query(
+            "SELECT label, status, queries, achieved_qps, offered_qps, tokens_per_s, latency_p50_ms, latency_p95_ms, "
+            "latency_p99_ms, ttft_p95_ms, tpot_p95_ms, valid, slo_met, quality_verdict, kl_mean, top1_agreement, "
+            "ppl_ratio, error, validity_reasons, slo_report, knee_qps, isa_used, peak_rss_bytes "
+            "FROM variants WHERE run_id = ? ORDER BY variant_index, step_index",
+            {id});
+        TextTable t({"variant", "status", "queries", "qps", "tok/s", "p50 ms", "p95 ms", "p99 ms", "ttft p95", "tpot p95",
+                     "valid", "SLO", "quality", "KL mean", "top-1", "RSS MiB"});
+        for (const auto& row : v.rows) {
+          auto slo = [&] {
+            const auto* m = std::get_if<int64_t>(&row[12]);
+            return m ? (*m ? std::string("met") : std::string("BROKEN")) : std::string("-");
+          };
+          const auto* rss = std::get_if<int64_t>(&row[22]);
+          t.add({sql_to_string(row[0]), sql_to_string(row[1]), num(row[2]), num(row[3]), num(row[5], 1), num(row[6]),
+                 num(row[7]), num(row[8]), num(row[9]), num(row[10]),
+                 std::holds_alternative<int64_t>(row[11]) ? (std::get<int64_t>(row[11]) ? "yes" : "NO") : "-", slo(),
+                 sql_to_string(row[13]).empty() ? "-" : sql_to_string(row[13]), num(row[14], 5), num(row[15], 3),
+                 rss ? std::to_string(*rss >> 20) : "-"});
+        }
+        t.print(std::cout);
+        for (const auto& row : v.rows) {
+          const std::string label = sql_to_string(row[0]);
+          if (!sql_to_string(row[17]).empty()) std::cout << "\n" << label << ": error: " << sql_to_string(row[17]) << "\n";
+          if (std::holds_alternative<int64_t>(row[11]) && !std::get<int64_t>(row[11]))
+            std::cout << "\n" << label << ": invalid: " << sql_to_string(row[18]) << "\n";
+          if (std::holds_alternative<int64_t>(row[12]) && !std::get<int64_t>(row[12]))
+            std::cout << "\n" << label << ": SLO: " << sql_to_string(row[19]) << "\n";
+        }
+        const auto knee = st.query("SELECT DISTINCT variant_index, knee_qps FROM variants WHERE run_id = ? AND pattern = 'stepped'", {id});
+        for (const auto& k : knee.rows)
+          std::cout << "\nvariant " << sql_to_string(k[0]) << ": knee (highest rate meeting the SLOs) = "
+                    << (std::holds_alternative<std::monostate>(k[1]) ? "none" : num(k[1]) + " qps") << "\n";
+        return 0;
+      };
+    }}};
+
+}  // namespace
+}  // namespace cibench::cli

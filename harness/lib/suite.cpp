@@ -1,0 +1,571 @@
+#include "harness/lib/suite.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "engines/core/cpu.h"
+#include "engines/core/error.h"
+#include "harness/lib/accuracy.h"
+#include "harness/lib/build_info.h"
+#include "harness/lib/load.h"
+#include "harness/lib/sut_llama.h"
+#include "harness/lib/sysinfo.h"
+
+namespace cibench {
+namespace {
+
+// What the scenario needs, opened once per run before any row is written.
+struct Prepared {
+  std::unique_ptr<LlamaModels> models;  // null for test SUTs
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::shared_ptr<const PromptSource> prompts;
+  int64_t n_samples = 1;
+  std::unique_ptr<AccuracyReference> accuracy;  // built lazily at the first variant
+  std::string accuracy_error;
+};
+
+Prepared prepare(const Scenario& sc) {
+  Prepared p;
+  for (size_t i = 0; i < sc.kv_modes.size(); ++i) {
+    try {
+      parse_kv_mode(sc.kv_modes[i]);
+    } catch (const Error& e) {
+      throw ScenarioError(sc.pos("matrix.kv_mode").message(e.what()));
+    }
+  }
+  if (sc.is_test_sut()) {
+    try {
+      make_test_sut(sc.model);
+    } catch (const Error& e) {
+      throw ScenarioError(sc.model_pos.message(e.what()));
+    }
+    p.n_samples = sc.synthetic_samples;
+    return p;
+  }
+  try {
+    p.models = std::make_unique<LlamaModels>(sc.model);
+  } catch (const Error& e) {
+    throw ScenarioError(sc.model_pos.message(e.what()));
+  }
+  std::string tok_path = sc.tokenizer;
+  if (tok_path.empty() && sc.model.size() > 5 && sc.model.substr(sc.model.size() - 5) == ".gguf") tok_path = sc.model;
+  const int vocab = p.models->source().config.vocab_size;
+  if (!tok_path.empty()) {
+    try {
+      p.tokenizer = open_tokenizer(tok_path, vocab);
+    } catch (const Error& e) {
+      throw ScenarioError(sc.pos("model.tokenizer").message(e.what()));
+    }
+  }
+  if (sc.workload_source == "eval") {
+    if (!p.tokenizer)
+      throw ScenarioError(sc.pos("workload.source").message(
+          "an eval-set workload needs a tokenizer: set model.tokenizer"));
+    p.prompts = std::make_shared<const PromptSource>(PromptSource::eval_text(sc.eval_set, *p.tokenizer));
+  } else {
+    p.prompts = std::make_shared<const PromptSource>(PromptSource::synthetic(vocab, sc.seed_samples, sc.synthetic_samples));
+  }
+  p.n_samples = p.prompts->size();
+  if (sc.accuracy.enabled && !sc.accuracy.eval_set.empty() && !p.tokenizer && !p.models->synthetic())
+    throw ScenarioError(sc.pos("accuracy.eval_set").message("scoring eval text needs a tokenizer: set model.tokenizer"));
+  try {
+    format_by_name(sc.accuracy.reference_format);
+  } catch (const Error& e) {
+    throw ScenarioError(sc.pos("accuracy.reference_format").message(e.what()));
+  }
+  return p;
+}
+
+SqlValue ms_or_null(const Distribution& d, int64_t ns) {
+  if (d.count == 0) return sql_null();
+  return static_cast<double>(ns) * 1e-6;
+}
+
+Fields distribution_fields(const Recorder& rec) {
+  Fields f;
+  for (Metric m : {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot}) {
+    const Distribution d = rec.distribution(m);
+    const std::string n = metric_name(m);
+    f.emplace_back(n + "_mean_ms", d.count ? SqlValue(d.mean_ns * 1e-6) : sql_null());
+    f.emplace_back(n + "_p50_ms", ms_or_null(d, d.p50_ns));
+    f.emplace_back(n + "_p90_ms", ms_or_null(d, d.p90_ns));
+    f.emplace_back(n + "_p95_ms", ms_or_null(d, d.p95_ns));
+    f.emplace_back(n + "_p99_ms", ms_or_null(d, d.p99_ns));
+    f.emplace_back(n + "_p999_ms", ms_or_null(d, d.p999_ns));
+    f.emplace_back(n + "_max_ms", ms_or_null(d, d.max_ns));
+  }
+  return f;
+}
+
+// SLO verdict: 1 all met, 0 one failed, NULL none defined or one unmeasured (and none failed).
+std::pair<SqlValue, std::string> check_slos(const Scenario& sc, const Recorder& rec) {
+  if (sc.slos.empty()) return {sql_null(), "no SLOs in the scenario"};
+  bool any_fail = false, any_unmeasured = false;
+  std::string report;
+  for (const Slo& s : sc.slos) {
+    Metric m = Metric::latency;
+    if (s.metric == "ttft") m = Metric::ttft;
+    else if (s.metric == "tpot") m = Metric::tpot;
+    else if (s.metric == "queue") m = Metric::queue;
+    else if (s.metric == "service") m = Metric::service;
+    const Distribution d = rec.distribution(m);
+    std::string line;
+    if (d.count == 0) {
+      any_unmeasured = true;
+      line = str(s.key, ": ", s.metric, " not measured (no data)");
+    } else {
+      const double v = static_cast<double>(d.at(s.percentile)) * 1e-6;
+      const bool ok = v <= s.limit_ms;
+      any_fail |= !ok;
+      std::ostringstream os;
+      os << std::setprecision(4) << s.key << ": " << s.metric << " p" << s.percentile << " = " << v
+         << " ms " << (ok ? "<=" : ">") << " " << s.limit_ms << " ms " << (ok ? "(met)" : "(BROKEN)");
+      line = os.str();
+    }
+    report += (report.empty() ? "" : "; ") + line;
+  }
+  if (any_fail) return {int64_t{0}, report};
+  if (any_unmeasured) return {sql_null(), report};
+  return {int64_t{1}, report};
+}
+
+std::string fmt_ms(const SqlValue& v) {
+  if (auto* d = std::get_if<double>(&v)) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(*d < 10 ? 2 : 1) << *d;
+    return os.str();
+  }
+  return "-";
+}
+
+class Progress {
+ public:
+  Progress(const SuiteOptions& o) : o_(o) {}
+  void line(const std::string& s) {
+    if (!o_.log) return;
+    if (bar_shown_) *o_.log << "\r\033[K";
+    bar_shown_ = false;
+    *o_.log << s << "\n" << std::flush;
+  }
+  void bar(double elapsed, int64_t done, int64_t expected) {
+    if (!o_.log || !o_.progress_bar) return;
+    const int width = 30;
+    const double frac = expected > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(expected)) : 0;
+    const int filled = static_cast<int>(frac * width);
+    *o_.log << "\r  [" << std::string(static_cast<size_t>(filled), '#') << std::string(static_cast<size_t>(width - filled), '.')
+            << "] " << done << "/" << expected << " queries  " << std::fixed << std::setprecision(1) << elapsed << " s"
+            << std::flush;
+    bar_shown_ = true;
+  }
+
+ private:
+  const SuiteOptions& o_;
+  bool bar_shown_ = false;
+};
+
+struct StepOutcome {
+  int64_t variant_id = 0;
+  bool failed = false;
+  SqlValue slo_met;
+};
+
+StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Variant& v, int step,
+                     double rate, Prepared& p, const SuiteOptions& o, Progress& prog) {
+  const Pattern pattern = sc.pattern == Pattern::stepped ? Pattern::server : sc.pattern;
+  const double offered = sc.pattern == Pattern::stepped ? rate : sc.target_qps;
+  const bool test = sc.is_test_sut();
+  std::string label = test ? str("t", v.threads, " w", v.workers) : v.label();
+  if (sc.pattern == Pattern::stepped) label += str(" @", rate, " qps");
+  Fields cfg{{"run_id", run_id},
+             {"variant_index", int64_t{v.index}},
+             {"step_index", int64_t{step}},
+             {"label", label},
+             {"status", std::string("running")},
+             {"started_utc", utc_now_iso()},
+             {"format", test ? sql_null() : SqlValue(v.format)},
+             {"sparsity", test ? sql_null() : SqlValue(v.sparsity)},
+             {"threads", int64_t{v.threads}},
+             {"workers", int64_t{v.workers}},
+             {"kv_mode", test ? sql_null() : SqlValue(v.kv_mode)},
+             {"isa_requested", v.isa},
+             {"pattern", std::string(pattern_name(sc.pattern))},
+             {"offered_qps", pattern == Pattern::server ? SqlValue(offered) : sql_null()},
+             {"clients", sc.pattern == Pattern::closed_loop ? SqlValue(int64_t{sc.clients})
+                         : sc.pattern == Pattern::single_stream ? SqlValue(int64_t{1}) : sql_null()},
+             {"counters_mode", sc.counters_enabled ? SqlValue(sc.counters_mode) : SqlValue(std::string("off"))}};
+  int64_t vid = 0;
+  {
+    Store::Transaction t(st);
+    vid = st.insert("variants", cfg);
+    t.commit();
+  }
+  StepOutcome out;
+  out.variant_id = vid;
+  try {
+    std::unique_ptr<SystemUnderTest> sut;
+    std::shared_ptr<const LlamaModel> model;
+    SessionOptions so;
+    if (test) {
+      sut = make_test_sut(sc.model);
+    } else {
+      model = p.models->get(v.format, v.sparsity);
+      so.threads = v.threads;
+      so.pin_threads = v.pin_threads;
+      so.kv_mode = parse_kv_mode(v.kv_mode);
+      if (v.isa != "auto") {
+        const Isa isa = parse_isa(v.isa);
+        if (!isa_supported(isa))
+          throw Error(str("this CPU cannot run isa '", v.isa, "' (best: ", isa_name(best_supported_isa()), ")"));
+        so.isa = static_cast<int>(isa);
+      }
+      sut = std::make_unique<LlamaSut>(model, so, v.workers, p.prompts);
+    }
+    const bool rss_reset = reset_peak_rss();
+    LoadSettings ls;
+    ls.pattern = pattern;
+    ls.target_qps = offered;
+    ls.clients = sc.clients;
+    ls.workers = v.workers;
+    ls.warmup_queries = sc.warmup_queries;
+    ls.min_duration_ns = sc.min_duration_ms * 1'000'000;
+    ls.max_duration_ns = sc.max_duration_ms * 1'000'000;
+    ls.min_queries = sc.min_queries;
+    ls.exact_cap = sc.exact_sample_cap;
+    ls.seed_arrivals = sc.seed_arrivals;
+    ls.choice = ChoiceSeeds{sc.seed_samples, sc.seed_lengths};
+    ls.n_samples = p.n_samples;
+    ls.prompt = sc.prompt_tokens;
+    ls.gen = sc.gen_tokens;
+    ls.progress = [&](double e, int64_t d, int64_t x) { prog.bar(e, d, x); };
+
+    std::unique_ptr<CounterPlan> plan;
+    std::unique_ptr<CounterObserver> counters;
+    if (sc.counters_enabled) {
+      plan = std::make_unique<CounterPlan>(o.counter_plan ? o.counter_plan() : default_counter_plan());
+      if (sc.counters_mode == "same") {
+        counters = std::make_unique<CounterObserver>(*plan, v.workers, false);
+        ls.observer = counters.get();
+      }
+    }
+    const LoadResult lr = run_load(*sut, ls);
+    if (!lr.error.empty()) throw Error(lr.error);
+    const std::optional<int64_t> rss = peak_rss_bytes();
+    const SutInfo info = sut->info();
+
+    // Profiling pass (counters perturb timing when read at phase boundaries): separate, after.
+    int64_t counter_queries = lr.recorder->count();
+    if (sc.counters_enabled && sc.counters_mode == "separate" && step == 0) {
+      counters = std::make_unique<CounterObserver>(*plan, v.workers, true);
+      LoadSettings pl = ls;
+      pl.pattern = Pattern::closed_loop;
+      pl.clients = v.workers;
+      pl.min_queries = sc.profile_queries;
+      pl.min_duration_ns = 0;
+      pl.warmup_queries = 0;
+      pl.exact_cap = 0;
+      pl.observer = counters.get();
+      pl.progress = nullptr;
+      const LoadResult pr = run_load(*sut, pl);
+      if (!pr.error.empty()) throw Error("profiling pass: " + pr.error);
+      counter_queries = pr.recorder->count();
+    }
+
+    // Accuracy (once per build: step 0).
+    std::optional<AccuracyResult> acc;
+    std::string acc_unavailable;
+    if (!sc.accuracy.enabled) acc_unavailable = "accuracy not requested ([accuracy] absent or enabled = false)";
+    else if (test) acc_unavailable = "test SUT: no model to score";
+    else if (step == 0) {
+      if (!p.accuracy && p.accuracy_error.empty()) {
+        try {
+          prog.line(str("  accuracy reference: ", sc.accuracy.reference_format, " build"));
+          auto ref = p.models->get(sc.accuracy.reference_format, 0.0);
+          SessionOptions ro;
+          ro.threads = v.threads;
+          std::vector<int> toks;
+          std::string kind, set;
+          if (p.models->synthetic() || sc.accuracy.eval_set.empty() || !p.tokenizer) {
+            toks = AccuracyReference::synthetic_tokens(ref->config.vocab_size, sc.seed_samples, sc.accuracy.max_tokens);
+            kind = p.models->synthetic() ? "fidelity on random weights" : "fidelity on random tokens";
+            set = str("synthetic tokens (seed ", sc.seed_samples, ")");
+          } else {
+            toks = AccuracyReference::eval_tokens(sc.accuracy.eval_set, *p.tokenizer, sc.accuracy.max_tokens);
+            kind = str(sc.accuracy.reference_format, " reference on eval text");
+            set = sc.accuracy.eval_set;
+          }
+          p.accuracy = std::make_unique<AccuracyReference>(*ref, ro, std::move(toks), sc.accuracy.window, kind, set);
+        } catch (const std::exception& e) {
+          p.accuracy_error = e.what();
+        }
+      }
+      if (p.accuracy) {
+        SessionOptions ao = so;
+        ao.threads = v.threads;
+        acc = p.accuracy->evaluate(*model, ao, sc.accuracy);
+      } else {
+        acc_unavailable = "accuracy reference failed: " + p.accuracy_error;
+      }
+    } else {
+      acc_unavailable = "stored with step 0 of this variant";
+    }
+
+    // Validity.
+    const Recorder& rec = *lr.recorder;
+    std::vector<std::string> why;
+    if (rec.count() < sc.min_queries)
+      why.push_back(str("completed ", rec.count(), " queries < min_queries ", sc.min_queries));
+    if (lr.duration_s * 1e3 < static_cast<double>(sc.min_duration_ms))
+      why.push_back(str("ran ", lr.duration_s, " s < min_duration_ms ", sc.min_duration_ms,
+                        pattern == Pattern::offline ? ": raise min_queries so the run lasts longer" : ""));
+    if (lr.hit_max_duration)
+      why.push_back(str("stopped at max_duration_ms ", sc.max_duration_ms, " with ", rec.count(), " of ", lr.scheduled,
+                        " scheduled queries done: the system cannot keep up (lower the rate or raise max_duration_ms)"));
+    std::string reasons;
+    for (const auto& w : why) reasons += (reasons.empty() ? "" : "; ") + w;
+    auto [slo_met, slo_report] = check_slos(sc, rec);
+    out.slo_met = slo_met;
+
+    const double dur = lr.duration_s;
+    int64_t prompt_tokens = 0;
+    const auto records = rec.records();
+    for (const auto& r : records) prompt_tokens += r.prompt_tokens;
+    Fields f{{"status", std::string("ok")},
+             {"finished_utc", utc_now_iso()},
+             {"isa_used", sql_opt(info.isa_used)},
+             {"pinning", info.pinning},
+             {"queries", rec.count()},
+             {"failed_queries", rec.failed()},
+             {"duration_s", dur},
+             {"achieved_qps", dur > 0 ? SqlValue(static_cast<double>(rec.count()) / dur) : sql_null()},
+             {"prompt_tokens", rec.all_kept() ? SqlValue(prompt_tokens) : sql_null()},
+             {"output_tokens", rec.output_tokens()},
+             {"tokens_per_s", dur > 0 && rec.output_tokens() > 0 ? SqlValue(static_cast<double>(rec.output_tokens()) / dur) : sql_null()},
+             {"percentile_estimator", rec.all_kept() ? str("nearest-rank, exact (all ", rec.count(), " requests kept)")
+                                                     : std::string("nearest-rank on a log-bucketed histogram (relative error <= 0.4%)")},
+             {"peak_rss_bytes", rss_reset ? sql_opt(rss) : sql_null()},
+             {"weight_bytes", sql_opt(info.weight_bytes)},
+             {"kv_cache_bytes", sql_opt(info.kv_cache_bytes)},
+             {"valid", int64_t{why.empty()}},
+             {"validity_reasons", why.empty() ? SqlValue(std::string("min_duration and min_queries met")) : SqlValue(reasons)},
+             {"slo_met", slo_met},
+             {"slo_report", slo_report},
+             {"counters_queries", counters ? SqlValue(counter_queries) : sql_null()}};
+    for (auto& x : distribution_fields(rec)) f.push_back(std::move(x));
+    if (acc) {
+      f.emplace_back("acc_kind", acc->kind);
+      f.emplace_back("acc_eval_set", acc->eval_set);
+      f.emplace_back("acc_tokens", acc->tokens);
+      f.emplace_back("kl_mean", sql_opt(acc->kl_mean));
+      f.emplace_back("kl_p99", sql_opt(acc->kl_p99));
+      f.emplace_back("top1_agreement", sql_opt(acc->top1_agreement));
+      f.emplace_back("ppl", sql_opt(acc->ppl));
+      f.emplace_back("ppl_ref", sql_opt(acc->ppl_ref));
+      f.emplace_back("ppl_ratio", sql_opt(acc->ppl_ratio));
+      f.emplace_back("quality_verdict", acc->verdict);
+      f.emplace_back("quality_reasons", acc->reasons);
+    } else {
+      f.emplace_back("acc_unavailable_reason", acc_unavailable);
+    }
+
+    Store::Transaction t(st);
+    st.update("variants", "variant_id", vid, f);
+    if (counters) {
+      std::vector<std::vector<SqlValue>> rows;
+      for (const auto& c : counters->rows())
+        rows.push_back({vid, c.name, c.phase, c.scope, sql_opt(c.value), c.unit, c.source,
+                        c.value ? sql_null() : SqlValue(c.unavailable_reason)});
+      st.insert_many("counters", {"variant_id", "name", "phase", "scope", "value", "unit", "source", "unavailable_reason"}, rows);
+    }
+    {
+      std::vector<std::vector<SqlValue>> rows;
+      rows.reserve(records.size());
+      int64_t seq = 0;
+      for (const auto& r : records) {
+        rows.push_back({vid, seq++, r.index, int64_t{r.worker}, r.sample_index, int64_t{r.prompt_tokens},
+                        int64_t{r.output_tokens}, int64_t{r.ok}, r.scheduled_ns * 1e-6, r.queue_ns() * 1e-6,
+                        r.service_ns() * 1e-6, r.latency_ns() * 1e-6,
+                        r.ttft_ns() >= 0 ? SqlValue(r.ttft_ns() * 1e-6) : sql_null(),
+                        r.tpot_ns() >= 0 ? SqlValue(r.tpot_ns() * 1e-6) : sql_null()});
+      }
+      st.insert_many("requests", {"variant_id", "seq", "query_index", "worker", "sample_index", "prompt_tokens",
+                                  "output_tokens", "ok", "scheduled_ms", "queue_ms", "service_ms", "latency_ms",
+                                  "ttft_ms", "tpot_ms"},
+                     rows);
+    }
+    {
+      std::vector<std::vector<SqlValue>> rows;
+      for (Metric m : {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot}) {
+        const Histogram h = rec.merged(m);
+        for (int b = 0; b < Histogram::kBuckets; ++b)
+          if (h.bucket_count(b))
+            rows.push_back({vid, std::string(metric_name(m)), static_cast<int64_t>(Histogram::bucket_lower(b)),
+                            static_cast<int64_t>(Histogram::bucket_lower(b) + Histogram::bucket_width(b)),
+                            static_cast<int64_t>(h.bucket_count(b))});
+      }
+      st.insert_many("histograms", {"variant_id", "metric", "bucket_low_ns", "bucket_high_ns", "count"}, rows);
+    }
+    t.commit();
+    const Fields dist = distribution_fields(rec);
+    auto get = [&](const std::string& k) {
+      for (auto& [n, val] : dist)
+        if (n == k) return val;
+      return sql_null();
+    };
+    prog.line(str("  ", rec.count(), " queries in ", std::fixed, std::setprecision(2), dur, " s; latency p50 ",
+                  fmt_ms(get("latency_p50_ms")), " p95 ", fmt_ms(get("latency_p95_ms")), " p99 ", fmt_ms(get("latency_p99_ms")),
+                  " ms; ttft p95 ", fmt_ms(get("ttft_p95_ms")), " ms; tpot p95 ", fmt_ms(get("tpot_p95_ms")), " ms; ",
+                  rec.output_tokens() > 0 && dur > 0 ? str(static_cast<double>(rec.output_tokens()) / dur, " tok/s; ") : "",
+                  why.empty() ? "valid" : "INVALID: " + reasons));
+    prog.line("  SLO: " + slo_report);
+    if (acc)
+      prog.line(str("  accuracy (", acc->kind, "): KL mean ", *acc->kl_mean, ", top-1 ", *acc->top1_agreement,
+                    acc->ppl_ratio ? str(", ppl ratio ", *acc->ppl_ratio) : "", " -> ", acc->verdict));
+  } catch (const std::exception& e) {
+    out.failed = true;
+    Store::Transaction t(st);
+    st.update("variants", "variant_id", vid,
+              {{"status", std::string("failed")}, {"error", std::string(e.what())}, {"finished_utc", utc_now_iso()}});
+    t.commit();
+    prog.line(str("  FAILED: ", e.what()));
+  }
+  return out;
+}
+
+}  // namespace
+
+void prevalidate_scenario(const Scenario& sc) { prepare(sc); }
+
+SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
+  Prepared p = prepare(sc);  // throws before anything is written
+  Progress prog(o);
+  Store st(o.db_path);
+  const SystemInfo si = collect_system_info();
+  const BuildInfo& b = build_info();
+  std::string warnings;
+  for (const auto& w : si.warnings) warnings += (warnings.empty() ? "" : "; ") + w;
+  std::string overrides;
+  for (const auto& ov : sc.overrides) overrides += (overrides.empty() ? "" : " ") + ov;
+  auto readable = [](const Readable& r) { return r.value ? SqlValue(*r.value) : sql_null(); };
+  auto reason = [](const Readable& r) { return r.value ? sql_null() : SqlValue(r.reason); };
+  auto readable_int = [](const Readable& r) { return r.value ? SqlValue(static_cast<int64_t>(std::stoll(*r.value))) : sql_null(); };
+  Fields run{{"status", std::string("running")},
+             {"started_utc", utc_now_iso()},
+             {"scenario_name", sc.name},
+             {"scenario_path", sc.path},
+             {"scenario_hash", sc.hash},
+             {"scenario_toml", sc.canonical},
+             {"question", sc.question},
+             {"overrides", overrides.empty() ? sql_null() : SqlValue(overrides)},
+             {"pattern", std::string(pattern_name(sc.pattern))},
+             {"seed_arrivals", static_cast<int64_t>(sc.seed_arrivals)},
+             {"seed_samples", static_cast<int64_t>(sc.seed_samples)},
+             {"seed_lengths", static_cast<int64_t>(sc.seed_lengths)},
+             {"model_spec", sc.model},
+             {"model_hash", p.models ? SqlValue(p.models->source().content_hash) : sql_null()},
+             {"model_container", p.models ? SqlValue(p.models->source().container) : SqlValue(std::string("test-sut"))},
+             {"model_params", p.models ? SqlValue(p.models->source().config.parameter_count()) : sql_null()},
+             {"cibench_version", b.version},
+             {"cibench_commit", b.commit},
+             {"compiler", b.compiler},
+             {"cxx_flags", b.cxx_flags},
+             {"build_type", b.build_type},
+             {"sanitizer", b.sanitizer.empty() ? sql_null() : SqlValue(b.sanitizer)},
+             {"hostname", si.hostname},
+             {"kernel", si.kernel},
+             {"cpu_vendor", si.cpu_vendor},
+             {"cpu_model", si.cpu_model},
+             {"cpu_flags", si.cpu_flags},
+             {"isa_best", si.isa_best},
+             {"isa_active", si.isa_active},
+             {"logical_cpus", int64_t{si.logical_cpus}},
+             {"physical_cores", readable_int(si.physical_cores)},
+             {"physical_cores_reason", reason(si.physical_cores)},
+             {"mem_total_bytes", readable_int(si.mem_total_bytes)},
+             {"governor", readable(si.governor)},
+             {"governor_reason", reason(si.governor)},
+             {"turbo", readable(si.turbo)},
+             {"turbo_reason", reason(si.turbo)},
+             {"smt", readable(si.smt)},
+             {"smt_reason", reason(si.smt)},
+             {"thp", readable(si.thp)},
+             {"thp_reason", reason(si.thp)},
+             {"pid", static_cast<int64_t>(getpid())},
+             {"warnings", warnings.empty() ? sql_null() : SqlValue(warnings)}};
+  SuiteResult res;
+  {
+    Store::Transaction t(st);
+    res.run_id = st.insert("runs", run);
+    t.commit();
+  }
+  prog.line(str("cibench: run ", res.run_id, " of scenario '", sc.name, "' (", sc.variants().size(), " variant",
+                sc.variants().size() == 1 ? "" : "s", ") into ", o.db_path));
+  if (!sc.question.empty()) prog.line("  question: " + sc.question);
+  for (const auto& w : si.warnings) prog.line("  warning: " + w);
+  try {
+    const auto variants = sc.variants();
+    for (const Variant& v : variants) {
+      std::vector<double> rates = sc.pattern == Pattern::stepped ? sc.rates_qps : std::vector<double>{sc.target_qps};
+      std::vector<int64_t> step_ids;
+      std::optional<double> knee;
+      std::string knee_note;
+      for (size_t k = 0; k < rates.size(); ++k) {
+        prog.line(str("variant ", v.index + 1, "/", variants.size(), ": ",
+                      sc.is_test_sut() ? str(sc.model, " t", v.threads, " w", v.workers) : v.label(),
+                      sc.pattern == Pattern::stepped ? str(" @ ", rates[k], " qps") : std::string()));
+        const StepOutcome so = run_step(st, res.run_id, sc, v, static_cast<int>(k), rates[k], p, o, prog);
+        res.variant_ids.push_back(so.variant_id);
+        step_ids.push_back(so.variant_id);
+        if (so.failed) {
+          res.failed_variants++;
+          break;
+        }
+        if (sc.pattern == Pattern::stepped) {
+          const auto* met = std::get_if<int64_t>(&so.slo_met);
+          if (met && *met == 1) {
+            knee = rates[k];
+          } else {
+            knee_note = str("SLO not met at ", rates[k], " qps; higher rates not run");
+            break;
+          }
+        }
+      }
+      if (sc.pattern == Pattern::stepped) {
+        prog.line(knee ? str("  knee: highest rate meeting the SLOs = ", *knee, " qps")
+                       : std::string("  knee: no rate met the SLOs"));
+        Store::Transaction t(st);
+        for (int64_t id : step_ids) st.update("variants", "variant_id", id, {{"knee_qps", sql_opt(knee)}});
+        t.commit();
+      }
+    }
+    res.status = "complete";
+    Store::Transaction t(st);
+    st.update("runs", "run_id", res.run_id, {{"status", res.status}, {"finished_utc", utc_now_iso()}});
+    t.commit();
+  } catch (const std::exception& e) {
+    res.status = "failed";
+    Store::Transaction t(st);
+    st.update("runs", "run_id", res.run_id,
+              {{"status", res.status}, {"finished_utc", utc_now_iso()}, {"error", std::string(e.what())}});
+    t.commit();
+    throw;
+  }
+  prog.line(str("cibench: run ", res.run_id, " ", res.status, " (", res.failed_variants, " failed variant",
+                res.failed_variants == 1 ? "" : "s", "); see: cibench show ", res.run_id));
+  return res;
+}
+
+nlohmann::json variant_summary_json(Store& store, int64_t variant_id) {
+  auto v = store.query("SELECT * FROM variants WHERE variant_id = ?", {variant_id}).to_json();
+  if (v.empty()) throw StoreError(str("no variant ", variant_id));
+  nlohmann::json out = v[0];
+  out["counters"] = store.query(
+      "SELECT name, phase, scope, value, unit, source, unavailable_reason FROM counters "
+      "WHERE variant_id = ? AND scope IN ('total','package') ORDER BY rowid", {variant_id}).to_json();
+  return out;
+}
+
+}  // namespace cibench

@@ -1,0 +1,144 @@
+#include "harness/lib/sut_llama.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "engines/core/error.h"
+#include "engines/runtime/sampler.h"
+#include "harness/lib/schedule.h"
+
+namespace cibench {
+
+LlamaModels::LlamaModels(const std::string& spec) : src_(open_llama_source(spec)) {}
+
+std::shared_ptr<const LlamaModel> LlamaModels::get(const std::string& format, double sparsity) {
+  const std::string key = str(format, "/", sparsity);
+  for (auto& [k, m] : cache_)
+    if (k == key) return m;
+  LlamaBuildOptions o;
+  o.format = format;
+  o.sparsity = sparsity;
+  auto m = std::make_shared<const LlamaModel>(build_llama(src_, o));
+  cache_.emplace_back(key, m);
+  if (cache_.size() > 2) cache_.erase(cache_.begin());  // keep memory bounded: two builds at most
+  return m;
+}
+
+std::vector<std::string> split_documents(const std::string& text) {
+  std::vector<std::string> docs;
+  const bool marked = text.find("<|endoftext|>") != std::string::npos;
+  std::istringstream in(text);
+  std::string line, cur;
+  auto flush = [&] {
+    const auto b = cur.find_first_not_of(" \r\n\t");
+    if (b != std::string::npos) docs.push_back(cur.substr(b, cur.find_last_not_of(" \r\n\t") - b + 1));
+    cur.clear();
+  };
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (marked ? line == "<|endoftext|>" : line.find_first_not_of(" \t") == std::string::npos) {
+      flush();
+    } else {
+      cur += (cur.empty() ? "" : "\n") + line;
+    }
+  }
+  flush();
+  return docs;
+}
+
+PromptSource PromptSource::synthetic(int vocab_size, uint64_t seed, int64_t n_samples) {
+  PromptSource p;
+  p.n_ = n_samples;
+  p.vocab_ = vocab_size;
+  p.seed_ = seed;
+  return p;
+}
+
+PromptSource PromptSource::eval_text(const std::string& path, const Tokenizer& tok, int64_t max_docs) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(path, "cannot open the eval set");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  PromptSource p;
+  for (const auto& d : split_documents(ss.str())) {
+    if (static_cast<int64_t>(p.docs_.size()) >= max_docs) break;
+    auto ids = tok.encode(d, /*add_bos=*/true, /*add_eos=*/false);
+    if (ids.size() >= 2) p.docs_.push_back(std::move(ids));
+  }
+  if (p.docs_.empty()) throw FileError(path, "no documents in the eval set");
+  p.n_ = static_cast<int64_t>(p.docs_.size());
+  p.vocab_ = tok.vocab_size();
+  return p;
+}
+
+void PromptSource::fill(int64_t s, int len, std::vector<int>& out) const {
+  out.resize(static_cast<size_t>(len));
+  if (docs_.empty()) {
+    for (int j = 0; j < len; ++j)
+      out[static_cast<size_t>(j)] = static_cast<int>(hash3(seed_, static_cast<uint64_t>(s), static_cast<uint64_t>(j)) %
+                                                     static_cast<uint64_t>(vocab_));
+    return;
+  }
+  const auto& d = docs_[static_cast<size_t>(s % n_)];
+  for (int j = 0; j < len; ++j) out[static_cast<size_t>(j)] = d[static_cast<size_t>(j) % d.size()];
+}
+
+LlamaSut::LlamaSut(std::shared_ptr<const LlamaModel> model, const SessionOptions& opts, int workers,
+                   std::shared_ptr<const PromptSource> prompts)
+    : model_(std::move(model)), opts_(opts), prompts_(std::move(prompts)),
+      sessions_(static_cast<size_t>(workers)), scratch_(static_cast<size_t>(workers)) {
+  isa_ = opts.isa >= 0 ? static_cast<Isa>(opts.isa) : active_isa();
+}
+
+LlamaSut::~LlamaSut() = default;
+
+SutInfo LlamaSut::info() const {
+  SutInfo i;
+  i.description = str("llama ", model_->origin, " ", model_->build.describe());
+  i.isa_used = isa_name(isa_);
+  i.weight_bytes = static_cast<int64_t>(model_->weight_bytes());
+  size_t kv = 0;
+  for (const auto& s : sessions_)
+    if (s) kv += s->kv_cache_bytes();
+  if (kv) kv_bytes_ = kv;
+  if (kv_bytes_) i.kv_cache_bytes = static_cast<int64_t>(kv_bytes_);
+  i.pinning = opts_.pin_threads ? "pool thread i -> cpu i (each worker)" : "none";
+  return i;
+}
+
+void LlamaSut::start_worker(int w) {
+  sessions_[static_cast<size_t>(w)] = std::make_unique<LlamaSession>(*model_, opts_);
+  isa_ = sessions_[static_cast<size_t>(w)]->isa();
+  info();  // remember the KV bytes while sessions exist
+}
+
+void LlamaSut::stop_worker(int w) {
+  info();
+  sessions_[static_cast<size_t>(w)].reset();
+}
+
+void LlamaSut::issue(int w, const Query& q, QueryContext& ctx) {
+  LlamaSession& s = *sessions_[static_cast<size_t>(w)];
+  std::vector<int>& prompt = scratch_[static_cast<size_t>(w)];
+  // Fit prompt + generation into the context (keep at least one prompt token).
+  const int limit = s.context_limit();
+  int gen = std::max(1, std::min(q.gen_tokens, limit - 1));
+  int plen = std::max(1, std::min(q.prompt_tokens, limit - gen));
+  prompts_->fill(q.sample_index, plen, prompt);
+  const int vocab = model_->config.vocab_size;
+  s.reset();
+  ctx.phase(Phase::prefill);
+  const float* logits = s.prefill(prompt.data(), plen);
+  int tok = Sampler::argmax(logits, vocab);
+  ctx.token();
+  ctx.phase(Phase::decode);
+  for (int g = 1; g < gen; ++g) {
+    logits = s.step(tok);
+    tok = Sampler::argmax(logits, vocab);
+    ctx.token();
+  }
+  ctx.complete();
+}
+
+}  // namespace cibench
