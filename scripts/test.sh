@@ -18,7 +18,7 @@ case "$mode" in
     cmake --preset asan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
     cmake --build build/asan -j "$jobs" --target cibench_tests
     ctest --test-dir build/asan --output-on-failure -j "$jobs" \
-      -R 'Loader|Gguf|Safetensors|Tokenizer|WordPiece|Scenario|Fuzz|BadFile' ;;
+      -R 'Loaders|Tokenizer|WordPiece|HarnessScenario|fuzz' ;;
   --asan)
     cmake --preset asan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
     cmake --build build/asan -j "$jobs"

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <ostream>
 #include <vector>
 
 #include "engines/core/cpu.h"
@@ -60,6 +61,10 @@ struct Case {
   Isa isa;
   int threads;
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.container << "/" << isa_name(c.isa) << "/" << c.threads << " thread(s)";
+}
 
 class Stories260K : public ::testing::TestWithParam<Case> {};
 
