@@ -16,7 +16,7 @@ case "$mode" in
     ctest --test-dir build/release --output-on-failure -j "$jobs" ;;
   --asan-parsers)
     cmake --preset asan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
-    cmake --build build/asan -j "$jobs" --target cibench_tests
+    cmake --build build/asan -j "$jobs" --target cibench_tests fuzz_smoke
     ctest --test-dir build/asan --output-on-failure -j "$jobs" \
       -R 'Loaders|Tokenizer|WordPiece|HarnessScenario|fuzz' ;;
   --asan)
