@@ -51,10 +51,16 @@ void ThreadPool::run(Fn fn, void* ctx) {
   }
   cv_start_.notify_all();
   fn(ctx, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) {
+  // Spin for the stragglers, then yield: on an oversubscribed machine a worker may be waiting
+  // for this very core.
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations) {
 #if defined(__x86_64__)
-    __builtin_ia32_pause();
+      __builtin_ia32_pause();
 #endif
+    } else {
+      std::this_thread::yield();
+    }
   }
 }
 
