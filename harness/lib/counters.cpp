@@ -341,9 +341,20 @@ class PapiBackend : public CounterBackend {
         out.push_back(str("PAPI has no preset for ", e));
         continue;
       }
+      // PAPI_query_event can say yes for a preset the PMU cannot count (a VM without a PMU):
+      // adding it to an event set is the real test.
       int code = 0;
       int rc = PAPI_event_name_to_code(const_cast<char*>(n), &code);
       if (rc == PAPI_OK) rc = PAPI_query_event(code);
+      if (rc == PAPI_OK) {
+        int es = PAPI_NULL;
+        rc = PAPI_create_eventset(&es);
+        if (rc == PAPI_OK) {
+          rc = PAPI_add_event(es, code);
+          PAPI_cleanup_eventset(es);
+          PAPI_destroy_eventset(&es);
+        }
+      }
       out.push_back(rc == PAPI_OK ? "" : str(papi_error(rc), " (", n, ")"));
     }
     return out;
@@ -446,27 +457,32 @@ EnergyReading read_rapl(const std::string& root) {
 CounterObserver::CounterObserver(CounterPlan& plan, int workers, bool phases, std::string powercap_root)
     : plan_(plan), phases_(phases), powercap_root_(std::move(powercap_root)), workers_(static_cast<size_t>(workers)) {}
 
+void CounterObserver::fail_handle(Worker& w, const Handle& h, const std::string& why) {
+  for (size_t i : h.entry_index)
+    if (w.entry_error[i].empty()) w.entry_error[i] = why;
+}
+
 void CounterObserver::attach(int wi) {
   Worker& w = workers_[static_cast<size_t>(wi)];
   w.accum.assign(3, std::vector<double>(plan_.entries.size(), 0.0));
+  w.entry_error.assign(plan_.entries.size(), "");
   std::vector<CounterBackend*> used;
   for (const auto& e : plan_.entries)
     if (e.backend && std::find(used.begin(), used.end(), e.backend) == used.end()) used.push_back(e.backend);
-  try {
-    for (CounterBackend* b : used) {
-      Handle h{b, {}, nullptr, {}};
-      std::vector<std::string> events;
-      for (size_t i = 0; i < plan_.entries.size(); ++i)
-        if (plan_.entries[i].backend == b) {
-          h.entry_index.push_back(i);
-          events.push_back(plan_.entries[i].event);
-        }
+  for (CounterBackend* b : used) {
+    Handle h{b, {}, nullptr, {}};
+    std::vector<std::string> events;
+    for (size_t i = 0; i < plan_.entries.size(); ++i)
+      if (plan_.entries[i].backend == b) {
+        h.entry_index.push_back(i);
+        events.push_back(plan_.entries[i].event);
+      }
+    try {
       h.counters = b->open_thread(events);
       w.handles.push_back(std::move(h));
+    } catch (const std::exception& e) {
+      fail_handle(w, h, e.what());
     }
-  } catch (const std::exception& e) {
-    w.error = e.what();
-    w.handles.clear();
   }
 }
 
@@ -476,20 +492,20 @@ void CounterObserver::begin(int wi) {
     if (begun_++ == 0) energy_begin_ = read_rapl(powercap_root_);
   }
   Worker& w = workers_[static_cast<size_t>(wi)];
-  try {
-    for (auto& h : w.handles) {
+  for (auto& h : w.handles) {
+    try {
       h.counters->start();
       h.last = h.counters->read();
+    } catch (const std::exception& e) {
+      fail_handle(w, h, e.what());
     }
-  } catch (const std::exception& e) {
-    w.error = e.what();
   }
 }
 
 void CounterObserver::sample(Worker& w, int into_phase) {
-  if (!w.error.empty()) return;
-  try {
-    for (auto& h : w.handles) {
+  for (auto& h : w.handles) {
+    if (h.last.empty()) continue;  // failed at start
+    try {
       const auto cur = h.counters->read();
       for (size_t k = 0; k < h.entry_index.size(); ++k) {
         const double d = cur[k] - h.last[k];
@@ -497,9 +513,10 @@ void CounterObserver::sample(Worker& w, int into_phase) {
         if (into_phase >= 0) w.accum[static_cast<size_t>(into_phase)][h.entry_index[k]] += d;
       }
       h.last = cur;
+    } catch (const std::exception& e) {
+      fail_handle(w, h, e.what());
+      h.last.clear();
     }
-  } catch (const std::exception& e) {
-    w.error = e.what();
   }
 }
 
@@ -512,7 +529,13 @@ void CounterObserver::phase(int wi, Phase p) {
 void CounterObserver::end(int wi) {
   Worker& w = workers_[static_cast<size_t>(wi)];
   sample(w, w.current_phase);
-  for (auto& h : w.handles) h.counters->stop();
+  for (auto& h : w.handles) {
+    try {
+      h.counters->stop();
+    } catch (const std::exception& e) {
+      fail_handle(w, h, e.what());
+    }
+  }
   std::lock_guard<std::mutex> lk(mu_);
   if (++ended_ == static_cast<int>(workers_.size())) energy_end_ = read_rapl(powercap_root_);
 }
@@ -527,14 +550,17 @@ std::vector<CounterRow> CounterObserver::rows() const {
     phases.push_back("decode");
   }
   const size_t n = plan_.entries.size();
+  auto entry_error_in_scope = [&](size_t i, int scope) -> std::string {
+    for (int wi = 0; wi < static_cast<int>(workers_.size()); ++wi) {
+      const auto& errs = workers_[static_cast<size_t>(wi)].entry_error;
+      if ((scope < 0 || scope == wi) && i < errs.size() && !errs[i].empty()) return str("worker ", wi, ": ", errs[i]);
+    }
+    return "";
+  };
   auto phase_index = [](const std::string& p) { return p == "prefill" ? 0 : p == "decode" ? 1 : 2; };
   // scope -1 = total
   for (int scope = -1; scope < static_cast<int>(workers_.size()); ++scope) {
     const std::string scope_name = scope < 0 ? "total" : str("worker ", scope);
-    std::string scope_error;
-    for (int wi = 0; wi < static_cast<int>(workers_.size()); ++wi)
-      if ((scope < 0 || scope == wi) && !workers_[static_cast<size_t>(wi)].error.empty() && scope_error.empty())
-        scope_error = str("worker ", wi, ": ", workers_[static_cast<size_t>(wi)].error);
     for (const auto& ph : phases) {
       const size_t pi = static_cast<size_t>(phase_index(ph));
       std::map<std::string, std::optional<double>> val;
@@ -544,8 +570,8 @@ std::vector<CounterRow> CounterObserver::rows() const {
         CounterRow r{e.event, ph, scope_name, std::nullopt, unit_of(e.event), e.backend ? e.backend->name() : "none", ""};
         if (!e.backend) {
           r.unavailable_reason = e.reason;
-        } else if (!scope_error.empty()) {
-          r.unavailable_reason = scope_error;
+        } else if (std::string err = entry_error_in_scope(i, scope); !err.empty()) {
+          r.unavailable_reason = err;
         } else {
           double v = 0;
           for (int wi = 0; wi < static_cast<int>(workers_.size()); ++wi)

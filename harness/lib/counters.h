@@ -115,8 +115,9 @@ class CounterObserver : public WorkerObserver {
     int current_phase = -1;  // -1: none yet (attributed to "all" only)
     // accum[phase][entry]: phase 0 prefill, 1 decode, 2 all
     std::vector<std::vector<double>> accum;
-    std::string error;
+    std::vector<std::string> entry_error;  // per plan entry: why this worker could not count it
   };
+  void fail_handle(Worker& w, const Handle& h, const std::string& why);
   void sample(Worker& w, int into_phase);
 
   CounterPlan& plan_;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "engines/core/error.h"
 #include "harness/lib/counters.h"
 
 namespace cibench {
@@ -96,6 +97,31 @@ TEST(HarnessCounters, FakePmuGivesValuesPerPhaseAndDerivedMetrics) {
   for (const auto& r : rows) EXPECT_NE(r.value.has_value(), !r.unavailable_reason.empty()) << r.name;
 }
 
+TEST(HarnessCounters, ABackendFailingOnAWorkerDoesNotHideTheOthers) {
+  // Probes fine, fails when a worker opens it (as PAPI does when a preset exists but the PMU
+  // cannot count it): its events are unavailable with that error, the software events still count.
+  class Flaky : public FakePmu {
+   public:
+    std::unique_ptr<ThreadCounters> open_thread(const std::vector<std::string>&) override {
+      throw Error("FAKE_ECNFLCT: cannot count here");
+    }
+  };
+  std::vector<std::unique_ptr<CounterBackend>> hw, sw;
+  hw.push_back(std::make_unique<Flaky>());
+  sw.push_back(make_rusage_backend());
+  CounterPlan plan = plan_counters(std::move(hw), std::move(sw));
+  CounterObserver obs(plan, 1, false, "/nonexistent-powercap");
+  obs.attach(0);
+  obs.begin(0);
+  obs.end(0);
+  obs.detach(0);
+  const auto rows = obs.rows();
+  const CounterRow* cyc = find(rows, "cycles", "all", "total");
+  EXPECT_FALSE(cyc->value.has_value());
+  EXPECT_EQ(cyc->unavailable_reason, "worker 0: FAKE_ECNFLCT: cannot count here");
+  EXPECT_TRUE(find(rows, "page_faults", "all", "total")->value.has_value());
+}
+
 TEST(HarnessCounters, ThisMachineReportsWhatItCannotCount) {
   CounterPlan plan = default_counter_plan();
   const CounterPlan::Entry* cycles = nullptr;
@@ -103,8 +129,11 @@ TEST(HarnessCounters, ThisMachineReportsWhatItCannotCount) {
     if (e.event == "cycles") cycles = &e;
   ASSERT_NE(cycles, nullptr);
   // Software events always have a source (perf_event or rusage).
-  for (const auto& e : plan.entries)
-    if (e.event == "task_clock_ms") EXPECT_NE(e.backend, nullptr);
+  for (const auto& e : plan.entries) {
+    if (e.event == "task_clock_ms") {
+      EXPECT_NE(e.backend, nullptr);
+    }
+  }
   if (cycles->backend) GTEST_SKIP() << "this machine has a PMU (" << cycles->backend->name() << ")";
   // No PMU (this VM): both sources tried, both reasons kept.
   EXPECT_NE(cycles->reason.find("papi: "), std::string::npos) << cycles->reason;
