@@ -1,0 +1,100 @@
+#pragma once
+// Quantisation recipes: named, parameterised entries of a table (like the weight-format table),
+// each turning FP32 Llama weights into weights for one target format row.
+//
+//   rtn          round-to-nearest onto the format's grid (per channel int8, per group int4)
+//   smoothquant  per-input-channel smoothing s = max|X|^alpha / max|W|^(1-alpha), then RTN
+//                (meant for w8a8, whose per-token activation quantisation it helps)
+//   awq          per-input-channel scaling s = mean|X|^a, a searched on calibration rows to
+//                minimise the layer output error, then RTN
+//   gptq         column-by-column quantisation with error compensation from the calibration
+//                Hessian (damping, block size, optional activation order)
+// Every recipe may be preceded by magnitude pruning (prune, then quantise).
+//
+// The output is a LlamaSource whose projections are f32 values lying exactly on the target
+// format's grid (so build_llama packs them losslessly) and whose RMSNorm weights (and the rows
+// of wv / w3) carry the inverse channel scales. Where the scales are folded, per site:
+//   attn_in (wq wk wv)  <- attention_norm weight      ffn_in (w1 w3) <- ffn_norm weight
+//   wo                  <- rows of wv (one scale per value-head channel: query heads that
+//                          share a key/value head under GQA get tied scales, so it is exact)
+//   w2                  <- rows of w3 (SwiGLU is linear in the up projection, so it is exact)
+// The output head (tied to the embeddings in the stories models) is not touched: it stays f32.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engines/models/llama.h"
+#include "engines/models/llama_config.h"
+#include "engines/quant/calibration.h"
+
+namespace cibench {
+
+struct RecipeParam {
+  const char* name;
+  double default_value;
+  const char* help;
+};
+
+struct RecipeRow {
+  const char* name;
+  const char* description;
+  bool needs_calibration;
+  bool needs_hessians;
+  std::vector<RecipeParam> params;
+};
+
+const std::vector<RecipeRow>& recipe_table();
+// Throws Error listing the known recipes.
+const RecipeRow& recipe_by_name(const std::string& name);
+
+struct RecipeSpec {
+  std::string recipe = "rtn";
+  std::string format = "int4_g32";
+  std::map<std::string, double> params;  // overrides of the row's defaults
+  double sparsity = 0.0;                 // magnitude pruning before quantisation
+  std::string prune_pattern;             // "" = the format's (see prune_pattern_for_format)
+  bool scale_only = false;  // tests: apply and fold the channel scales but do not quantise
+
+  // The value of a parameter (override or default); throws on a name the recipe does not have.
+  double param(const std::string& name) const;
+  // Throws Error on unknown recipe/format/parameter names or out-of-range values.
+  void validate() const;
+  // "awq format=int4_g32 grid=20" (every parameter, defaults included; sparsity when > 0).
+  std::string describe() const;
+  // Parses "name=value" (e.g. "alpha=0.8", "act_order=1") into params.
+  void set(const std::string& assignment);
+};
+
+struct RecipeMatrixReport {
+  std::string name;     // "layers.3.wq"
+  double rel_err = -1;  // ||(W_eff - W) X^T||^2 / ||W X^T||^2 on calibration rows (-1: no data)
+  double rtn_rel_err = -1;  // the same for plain RTN of the same (pruned) weights
+  double awq_exponent = -1; // awq: the exponent a that won for this matrix's site
+};
+
+struct RecipeOutput {
+  LlamaSource source;        // on-grid projections, adjusted norms (content_hash of the result)
+  LlamaBuildOptions build;   // attention/ffn = the format, output = f32
+  RecipeSpec spec;
+  std::string source_hash;   // content_hash of the FP32 source
+  std::vector<RecipeMatrixReport> matrices;
+  int64_t off_grid = 0;      // elements the format's pack would have changed (0 expected)
+};
+
+// Applies `spec` to `src`. `calib` is required by recipes that need calibration (and must hold
+// Hessians for gptq); with it, per-matrix output errors are reported for every recipe.
+RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
+                          const CalibrationStats* calib, int threads = 1);
+
+// A LlamaSource over tensors held in memory (name -> (rows, cols, values)).
+struct MemTensor {
+  int64_t rows = 0, cols = 0;
+  std::vector<float> data;
+};
+LlamaSource memory_llama_source(const LlamaConfig& config, std::string origin,
+                                std::string container, std::map<std::string, MemTensor> tensors);
+// "fnv1a64:..." over the names, shapes and values of a source's tensors (read in full).
+std::string tensors_hash(const LlamaSource& src);
+
+}  // namespace cibench
