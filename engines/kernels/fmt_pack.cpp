@@ -170,9 +170,10 @@ void f32s_pack(const float* src, int64_t k, uint8_t* dst) {
       store_u16(idx + 2 * j, static_cast<uint16_t>(i));
       ++j;
     }
+  const uint16_t last = j ? load_u16(idx + 2 * (j - 1)) : 0;  // padding keeps the list sorted
   for (; j < n; ++j) {
     store_f32(vals + 4 * j, 0.f);
-    store_u16(idx + 2 * j, 0);
+    store_u16(idx + 2 * j, last);
   }
 }
 void f32s_unpack(const uint8_t* src, int64_t k, float* dst) {
@@ -210,8 +211,9 @@ void i8s_pack(const float* src, int64_t k, uint8_t* dst) {
       ++j;
     }
   }
+  const uint16_t last = j ? load_u16(idx + 2 * (j - 1)) : 0;  // padding keeps the list sorted
   for (; j < n; ++j) {
-    store_u16(idx + 2 * j, 0);
+    store_u16(idx + 2 * j, last);
     vals[j] = 0;
   }
 }

@@ -1,0 +1,160 @@
+// Micro-benchmarks of every row of the weight-format table at every ISA level this CPU supports
+// (levels whose kernels would fall back to a lower level's are skipped), over transformer-sized
+// shapes (rows x cols = N x K): matvec (decode, one token) and matmul with M = 128 tokens
+// (prefill), through MatmulRunner on a pool of 1 thread (and 2 threads for 4096x4096).
+// Sparse rows run at 50/70/80/90 % magnitude-pruned sparsity (int8_24 is 50 % by construction).
+//
+// Counters: weight_GBps = packed weight bytes streamed per second; GOPs = 2*N*K*M (dense
+// equivalent, also for sparse rows) per second; weight_MB = packed size of one matrix; the label
+// names the kernels that actually ran and how many copies of the matrix are rotated.
+// Every iteration uses the next of enough copies of the matrix to exceed 96 MB, so weights come
+// from DRAM as in decoding a real model, not from the 32 MB L3.
+//
+//   cibench-microbench --benchmark_format=json > formats.json        (everything)
+//   cibench-microbench --benchmark_filter='matvec/int8.*/avx2/4096x4096'
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engines/core/cpu.h"
+#include "engines/core/format.h"
+#include "engines/core/matrix.h"
+#include "engines/core/thread_pool.h"
+#include "engines/quant/prune.h"
+
+namespace cibench {
+namespace {
+
+struct Shape {
+  int64_t rows, cols;
+};
+
+constexpr size_t kRotateBytes = size_t{96} << 20;
+constexpr int64_t kPrefillTokens = 128;
+
+const std::vector<float>& weights(Shape s, double sparsity, const std::string& pattern) {
+  static std::map<std::string, std::vector<float>> cache;
+  const std::string key = std::to_string(s.rows) + "x" + std::to_string(s.cols) + "@" +
+                          std::to_string(sparsity) + pattern;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::vector<float> w(static_cast<size_t>(s.rows * s.cols));
+  if (sparsity > 0) {
+    w = weights(s, 0.0, "");
+    prune_magnitude(w.data(), s.rows, s.cols, sparsity, pattern);
+  } else {
+    std::mt19937 rng(static_cast<unsigned>(s.rows * 31 + s.cols));
+    std::normal_distribution<float> d(0.f, 0.02f);
+    for (auto& v : w) v = d(rng);
+  }
+  return cache.emplace(key, std::move(w)).first->second;
+}
+
+WeightMatrix clone(const WeightMatrix& w) {
+  WeightMatrix c;
+  c.name = w.name;
+  c.rows = w.rows;
+  c.cols = w.cols;
+  c.format = w.format;
+  c.row_bytes = w.row_bytes;
+  c.storage = AlignedBuffer(w.storage.size());
+  std::memcpy(c.storage.data(), w.storage.data(), w.storage.size());
+  return c;
+}
+
+void bench(benchmark::State& st, const FormatRow* f, Isa isa, Shape s, double sparsity, int64_t m,
+           int threads) {
+  const std::string pattern = prune_pattern_for_format(f->name);
+  const std::vector<float>& src = weights(s, sparsity, pattern);
+  std::vector<WeightMatrix> ws;
+  ws.push_back(pack_matrix("w", src.data(), s.rows, s.cols, *f));
+  const size_t bytes = ws[0].bytes();
+  const size_t copies = std::clamp<size_t>((kRotateBytes + bytes - 1) / bytes, 1, 512);
+  for (size_t c = 1; c < copies; ++c) ws.push_back(clone(ws[0]));
+
+  ThreadPool pool(threads);
+  MatmulRunner run(pool, isa);
+  run.reserve(m, s.cols);
+  std::vector<float> x(static_cast<size_t>(m * s.cols)), y(static_cast<size_t>(m * s.rows));
+  std::mt19937 rng(7);
+  std::normal_distribution<float> d;
+  for (auto& v : x) v = d(rng);
+
+  size_t i = 0;
+  for (auto _ : st) {
+    const WeightMatrix& w = ws[i++ % copies];
+    if (m == 1) {
+      run.matvec(w, x.data(), y.data());
+    } else {
+      run.matmul(w, x.data(), s.cols, m, y.data(), s.rows);
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  st.counters["weight_GBps"] =
+      benchmark::Counter(static_cast<double>(bytes) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["GOPs"] = benchmark::Counter(2.0 * static_cast<double>(s.rows * s.cols * m) / 1e9,
+                                           benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["weight_MB"] = static_cast<double>(bytes) / 1e6;
+  st.counters["sparsity"] = sparsity;
+  st.SetLabel(std::string("kernels=") + isa_name(f->kernel_isa_at(isa)) +
+              " copies=" + std::to_string(copies));
+}
+
+bool is_sparse(const std::string& n) {
+  return n.find("_sparse") != std::string::npos || n.find("_bs") != std::string::npos ||
+         n.find("_24") != std::string::npos;
+}
+
+void register_all() {
+  const Shape shapes[] = {{4096, 4096}, {768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
+  for (const FormatRow& f : format_table()) {
+    const std::string name = f.name;
+    std::vector<double> sparsities = {0.0};
+    if (name == "int8_24") sparsities = {0.5};
+    else if (is_sparse(name)) sparsities = {0.5, 0.7, 0.8, 0.9};
+    Isa prev_kernels = Isa::generic;
+    bool first = true;
+    for (Isa isa : supported_isas()) {
+      const Isa ran = f.kernel_isa_at(isa);
+      if (!first && ran == prev_kernels) continue;  // same kernels as the level below
+      first = false;
+      prev_kernels = ran;
+      for (double sp : sparsities) {
+        std::string fname = name;
+        if (is_sparse(name)) fname += "@" + std::to_string(static_cast<int>(sp * 100 + 0.5));
+        for (Shape s : shapes)
+          for (int64_t m : {int64_t{1}, kPrefillTokens})
+            for (int threads : {1, 2}) {
+              if (threads == 2 && !(s.rows == 4096 && s.cols == 4096)) continue;
+              const std::string bname = std::string(m == 1 ? "matvec" : "matmul128") + "/" + fname +
+                                        "/" + isa_name(isa) + "/" + std::to_string(s.rows) + "x" +
+                                        std::to_string(s.cols) + "/t" + std::to_string(threads);
+              auto* b = benchmark::RegisterBenchmark(bname.c_str(), bench, &f, isa, s, sp, m, threads);
+              if (threads > 1) b->UseRealTime();
+              b->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+            }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cibench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  cibench::register_all();
+  benchmark::AddCustomContext("cpu_model", cibench::cpu_features().model_name);
+  benchmark::AddCustomContext("cpu_flags", cibench::cpu_features().flags_string());
+  benchmark::AddCustomContext("best_isa", cibench::isa_name(cibench::best_supported_isa()));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
