@@ -1,0 +1,288 @@
+#pragma once
+// The read side of the results store, shared by cibench-gui and `cibench report` so that both
+// show the same numbers from the same queries. Plain C++ over the sqlite3 C API: no Qt, no
+// engine. Every view's data comes from here: the runs list and its filters, a run's provenance,
+// the trade-off points with the quality floor and the Pareto frontier (computed once, here), the
+// latency CDF, percentiles against offered load with the SLOs, scaling against threads x workers,
+// counters (unavailable stays unavailable, with its reason: never a zero) and the compare of two
+// runs with bootstrap confidence intervals.
+//
+// A value that was not measured is std::nullopt all the way to the screen.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engines/core/error.h"
+
+struct sqlite3;
+
+namespace cibench::reports {
+
+class DbError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The oldest schema version whose tables and columns this code reads (see docs/schema.md).
+constexpr int kReadsSchemaVersion = 1;
+
+// ---- runs ----------------------------------------------------------------------------------
+
+struct RunInfo {
+  int64_t run_id = 0;
+  std::string status;         // running | complete | incomplete | failed
+  std::string started_utc;    // ISO 8601
+  std::string finished_utc;
+  std::string error;
+  std::string scenario_name;
+  std::string question;
+  std::string pattern;
+  std::string model_spec;
+  std::string hostname;
+  std::string cpu_model;
+  std::string isa_active;
+  std::string cibench_commit;
+  int64_t variants = 0;       // variant rows (all steps)
+};
+
+// Case-insensitive substring filters; empty matches everything. Dates are compared on the first
+// 10 characters of started_utc ("YYYY-MM-DD"), inclusive.
+struct RunFilter {
+  std::string scenario;
+  std::string host;   // matches hostname or CPU model
+  std::string model;
+  std::string date_from;
+  std::string date_to;
+};
+
+// ---- variants ------------------------------------------------------------------------------
+
+// One row of `variants` (one variant at one step of a run).
+struct Variant {
+  int64_t variant_id = 0;
+  int64_t run_id = 0;
+  int64_t variant_index = 0;
+  int64_t step_index = 0;
+  std::string label;
+  std::string status;  // running | ok | failed | incomplete
+  std::string error;
+  std::string format;
+  std::optional<double> sparsity;
+  std::optional<int64_t> threads;
+  std::optional<int64_t> workers;
+  std::map<std::string, std::string> text;  // every non-NULL text column
+  std::map<std::string, double> num;        // every non-NULL numeric column
+
+  std::optional<double> get(const std::string& column) const;
+  std::string text_of(const std::string& column) const;  // "" when NULL or absent
+  // "f32 s=0 t2 w1" style short name for legends and tables.
+  std::string short_name() const;
+  // The full configuration, one "key: value" per line (hover text, report tables).
+  std::string config() const;
+};
+
+// ---- axes and the Pareto frontier ---------------------------------------------------------
+
+struct Axis {
+  std::string key;    // a variants column, or a derived name (task_accuracy_delta)
+  std::string label;  // "latency p95"
+  std::string unit;   // "ms", "queries/s", "MiB", ""
+  bool higher_is_better = false;
+  double scale = 1;   // column value * scale = shown value (bytes -> MiB)
+  std::string title() const;  // "latency p95 (ms)"
+};
+
+const std::vector<Axis>& x_axes();  // latency percentiles, throughput, memory
+const std::vector<Axis>& y_axes();  // accuracy deltas and task metrics
+const Axis& find_axis(const std::string& key);  // either list; throws DbError when unknown
+
+struct Point {
+  double x = 0;
+  double y = 0;
+};
+
+// Indices of the points no other point dominates (at least as good on both axes and strictly
+// better on one), ordered by x ascending. Exact duplicates are all kept.
+std::vector<size_t> pareto_frontier(const std::vector<Point>& pts, bool x_higher_better,
+                                    bool y_higher_better);
+
+// Whether a y value meets the quality floor: y >= floor when higher is better, y <= floor when
+// lower is better (the floor is then a ceiling, e.g. max_ppl_ratio).
+bool meets_floor(const Axis& y, double value, double floor);
+
+struct TradeoffPoint {
+  Variant v;
+  double x = 0;  // shown units (after Axis::scale)
+  double y = 0;
+  bool meets_floor = true;
+  bool on_frontier = false;
+};
+
+struct Tradeoff {
+  Axis x, y;
+  std::optional<double> floor;
+  std::string floor_source;  // "scenario: min_top1_agreement" / "set by the user" / ""
+  std::vector<TradeoffPoint> points;
+  std::vector<size_t> frontier;  // indices into points, by x ascending
+  std::vector<std::pair<Variant, std::string>> unplotted;  // and why (no y, failed, ...)
+};
+
+// ---- latency, load, scaling, counters, compare ------------------------------------------
+
+struct CdfSeries {
+  int64_t variant_id = 0;
+  std::string name;
+  std::string source;         // "requests" (every request) or "histogram"
+  std::vector<Point> points;  // x: latency in ms (ascending), y: fraction of requests <= x
+  int64_t count = 0;
+};
+
+struct Slo {
+  std::string key;     // "p95_ms", "ttft_p99_ms"
+  std::string metric;  // latency | ttft | tpot | queue | service
+  std::string column;  // the variants column it bounds: "latency_p95_ms"
+  double limit_ms = 0;
+};
+
+struct LoadCurve {
+  int64_t variant_index = 0;
+  std::string name;
+  // one entry per step with an offered rate: offered, achieved, p50, p95, p99 (ms)
+  struct Step {
+    double offered_qps = 0;
+    std::optional<double> achieved_qps, p50_ms, p95_ms, p99_ms;
+    std::optional<bool> slo_met;
+  };
+  std::vector<Step> steps;
+  std::optional<double> knee_qps;
+};
+
+struct LoadSweep {
+  std::vector<LoadCurve> curves;
+  std::vector<Slo> slos;
+};
+
+struct ScalingPoint {
+  int64_t variant_id = 0;
+  int64_t threads = 1;
+  int64_t workers = 1;
+  std::optional<double> achieved_qps, tokens_per_s, p50_ms, p95_ms;
+};
+
+struct ScalingSeries {
+  std::string name;  // everything but threads and workers: "f32 s=0 kv=preallocated isa=auto"
+  std::vector<ScalingPoint> points;  // by threads x workers, then workers
+};
+
+struct CounterValue {
+  std::optional<double> value;
+  std::string unit;
+  std::string source;
+  std::string reason;  // why unavailable (set exactly when !value)
+};
+
+struct CounterSummary {
+  Variant v;
+  std::string mode;  // counters_mode: separate | same
+  std::map<std::string, CounterValue> values;  // keyed by counter_names()
+};
+
+// ipc, l1d_mpki, l2_mpki, l3_mpki, branch_mpki, energy_j, energy_per_request_j
+const std::vector<std::string>& counter_names();
+std::string counter_title(const std::string& name);  // "IPC", "L1D misses / 1000 instr", ...
+
+struct CompareRow {
+  std::string variant;  // label (and step)
+  std::string metric;   // "latency p95 (ms)"
+  std::optional<double> a, b;
+  std::optional<double> diff;    // b - a
+  std::optional<double> ci_low;  // bootstrap interval of b - a
+  std::optional<double> ci_high;
+  std::string note;              // why no interval
+  // The interval excludes 0.
+  bool significant() const { return ci_low && ci_high && (*ci_low > 0 || *ci_high < 0); }
+};
+
+struct Comparison {
+  RunInfo a, b;
+  int resamples = 0;
+  double confidence = 0.95;
+  std::vector<CompareRow> rows;
+  std::vector<std::string> only_in_a, only_in_b;  // variant labels without a match
+};
+
+// Bootstrap interval of (stat(b) - stat(a)) where stat is the nearest-rank percentile p
+// (0 < p <= 100) or the mean (p = 0): both samples resampled with replacement, seeded.
+std::pair<double, double> bootstrap_diff_ci(const std::vector<double>& a, const std::vector<double>& b,
+                                            double p, int resamples, double confidence,
+                                            uint64_t seed);
+// Nearest-rank percentile of a sample (the harness's estimator); p = 0 gives the mean.
+double sample_stat(std::vector<double> v, double p);
+
+// ---- the database --------------------------------------------------------------------------
+
+// A read-only connection. The constructor checks that the file exists, is an SQLite database,
+// carries the cibench schema and is not older than kReadsSchemaVersion; otherwise it throws a
+// DbError whose message says which (the GUI shows it as is).
+class Db {
+ public:
+  explicit Db(const std::string& path);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  const std::string& path() const { return path_; }
+  int schema_version() const { return version_; }
+  // Changes whenever another connection commits (PRAGMA data_version): live refresh.
+  int64_t data_version();
+
+  std::vector<RunInfo> runs(const RunFilter& f = {});
+  RunInfo run(int64_t run_id);  // throws when absent
+  // Resolves a run id, "last" or "last~N".
+  int64_t resolve_run(const std::string& ref);
+  // Every non-empty column of the run, in schema order (key, value).
+  std::vector<std::pair<std::string, std::string>> provenance(int64_t run_id);
+  std::vector<Slo> slos(int64_t run_id);
+  // The scenario's quality floor for a y axis (min_top1_agreement, max_ppl_ratio, ...), if set.
+  std::optional<std::pair<std::string, double>> scenario_floor(int64_t run_id, const std::string& y_key);
+
+  std::vector<Variant> variants(const std::vector<int64_t>& run_ids);
+  // Default axes for these runs: x = latency p95 when measured (else throughput), y = the first
+  // accuracy axis any variant has.
+  std::pair<std::string, std::string> default_axes(const std::vector<int64_t>& run_ids);
+  // One point per variant (its first step; accuracy columns from any step of that variant).
+  // floor: nullopt = the scenario's floor for the y axis (of the first run that has one), or no
+  // floor at all when use_scenario_floor is false.
+  Tradeoff tradeoff(const std::vector<int64_t>& run_ids, const std::string& x_key,
+                    const std::string& y_key, std::optional<double> floor = std::nullopt,
+                    bool use_scenario_floor = true);
+
+  CdfSeries latency_cdf(int64_t variant_id, const std::string& metric = "latency");
+  LoadSweep load_sweep(int64_t run_id);
+  std::vector<ScalingSeries> scaling(const std::vector<int64_t>& run_ids);
+  std::vector<CounterSummary> counters(const std::vector<int64_t>& run_ids);
+  Comparison compare(int64_t run_a, int64_t run_b, int resamples = 1000, uint64_t seed = 1);
+
+ private:
+  struct Rows;
+  Rows select(const std::string& sql, const std::vector<std::string>& params = {});
+  std::vector<double> request_latencies(int64_t variant_id, const std::string& metric);
+  std::string scenario_toml(int64_t run_id);
+
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  int version_ = 0;
+};
+
+// Minimal reader for the canonical scenario TOML stored with a run: "section.key" -> scalar
+// text (strings unquoted). Arrays and inline tables are skipped.
+std::map<std::string, std::string> scan_toml_scalars(const std::string& toml);
+
+// Number formatting shared by the GUI and the reports ("12.3", "0.987", "1.23e+04").
+std::string fmt_num(double v, int significant = 4);
+std::string fmt_opt(const std::optional<double>& v, int significant = 4);  // "n/a" when absent
+
+}  // namespace cibench::reports

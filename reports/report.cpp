@@ -1,0 +1,528 @@
+#include "reports/report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "reports/svg.h"
+
+namespace cibench::reports {
+namespace {
+
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                          "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+const char* palette(size_t i) { return kPalette[i % (sizeof kPalette / sizeof *kPalette)]; }
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string run_prefix(const ReportData& d, const Variant& v) {
+  return d.runs.size() > 1 ? "run " + std::to_string(v.run_id) + ": " : "";
+}
+
+std::string display_name(const ReportData& d, const Variant& v) { return run_prefix(d, v) + v.short_name(); }
+
+// Markdown table cell: no pipes or newlines.
+std::string md(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '|') o += "\\|";
+    else if (c == '\n') o += "; ";
+    else o += c;
+  }
+  return o;
+}
+
+// A table as rows of cells, rendered to both formats so that they cannot drift apart.
+struct Table {
+  std::vector<std::string> head;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row_class;  // HTML only ("frontier", "below", "")
+};
+
+std::string html_table(const Table& t, const std::string& cls = "") {
+  std::ostringstream os;
+  os << "<table" << (cls.empty() ? "" : " class=\"" + cls + "\"") << ">\n<thead><tr>";
+  for (const auto& h : t.head) os << "<th>" << xml_escape(h) << "</th>";
+  os << "</tr></thead>\n<tbody>\n";
+  for (size_t r = 0; r < t.rows.size(); ++r) {
+    const std::string c = r < t.row_class.size() ? t.row_class[r] : "";
+    os << "<tr" << (c.empty() ? "" : " class=\"" + c + "\"") << ">";
+    for (const auto& cell : t.rows[r]) os << "<td>" << xml_escape(cell) << "</td>";
+    os << "</tr>\n";
+  }
+  os << "</tbody></table>\n";
+  return os.str();
+}
+
+std::string md_table(const Table& t) {
+  std::ostringstream os;
+  os << "|";
+  for (const auto& h : t.head) os << " " << md(h) << " |";
+  os << "\n|";
+  for (size_t i = 0; i < t.head.size(); ++i) os << "---|";
+  os << "\n";
+  for (const auto& r : t.rows) {
+    os << "|";
+    for (const auto& cell : r) os << " " << md(cell) << " |";
+    os << "\n";
+  }
+  return os.str();
+}
+
+// ---- the tables ---------------------------------------------------------------------------------
+
+Table ranked_table(const ReportData& d) {
+  const Tradeoff& t = d.tradeoff;
+  Table tb;
+  tb.head = {"rank", "variant", t.x.title(), t.y.title(), "quality floor", "SLOs", "frontier",
+             "p50 (ms)", "p99 (ms)", "queries/s", "peak RSS (MiB)", "valid"};
+  for (const auto& r : rank_variants(d)) {
+    const auto rss = r.v.get("peak_rss_bytes");
+    const auto valid = r.v.get("valid");
+    tb.rows.push_back({r.rank ? std::to_string(r.rank) : "-", display_name(d, r.v), fmt_opt(r.x), fmt_opt(r.y),
+                       r.floor_verdict, r.slo_verdict, r.on_frontier ? "yes" : "",
+                       fmt_opt(r.v.get("latency_p50_ms")), fmt_opt(r.v.get("latency_p99_ms")),
+                       fmt_opt(r.v.get("achieved_qps")),
+                       rss ? fmt_num(*rss / (1024.0 * 1024.0), 4) : "n/a",
+                       !valid ? "n/a" : *valid != 0 ? "yes" : "no: " + r.v.text_of("validity_reasons")});
+    if (!r.note.empty()) tb.rows.back()[2] = r.note;
+    tb.row_class.push_back(r.on_frontier ? "frontier" : r.floor_verdict == "below floor" ? "below" : "");
+  }
+  return tb;
+}
+
+Table frontier_table(const ReportData& d) {
+  const Tradeoff& t = d.tradeoff;
+  Table tb;
+  tb.head = {"variant", t.x.title(), t.y.title(), "configuration"};
+  for (size_t i : t.frontier) {
+    const auto& p = t.points[i];
+    tb.rows.push_back({display_name(d, p.v), fmt_num(p.x), fmt_num(p.y), p.v.label});
+  }
+  return tb;
+}
+
+Table slo_table(const ReportData& d) {
+  Table tb;
+  tb.head = {"run", "SLO", "limit (ms)", "met by", "missed by", "not measured"};
+  for (size_t r = 0; r < d.runs.size(); ++r) {
+    for (const Slo& s : d.slos[r]) {
+      std::vector<std::string> met, missed, none;
+      for (const auto& p : d.tradeoff.points) {
+        if (p.v.run_id != d.runs[r].run_id) continue;
+        const auto v = p.v.get(s.column);
+        (!v ? none : *v <= s.limit_ms ? met : missed).push_back(p.v.short_name() + (v ? " (" + fmt_num(*v) + ")" : ""));
+      }
+      for (const auto& [v, why] : d.tradeoff.unplotted) {
+        if (v.run_id != d.runs[r].run_id || v.status != "ok") continue;
+        const auto x = v.get(s.column);
+        (!x ? none : *x <= s.limit_ms ? met : missed).push_back(v.short_name() + (x ? " (" + fmt_num(*x) + ")" : ""));
+      }
+      auto join = [](const std::vector<std::string>& v) {
+        std::string o;
+        for (const auto& s2 : v) o += (o.empty() ? "" : ", ") + s2;
+        return o.empty() ? std::string("-") : o;
+      };
+      tb.rows.push_back({std::to_string(d.runs[r].run_id), s.key, fmt_num(s.limit_ms), join(met), join(missed), join(none)});
+    }
+  }
+  return tb;
+}
+
+Table counters_table(const ReportData& d) {
+  Table tb;
+  tb.head = {"variant", "mode"};
+  for (const auto& n : counter_names()) tb.head.push_back(counter_title(n));
+  for (const auto& c : d.counters) {
+    std::vector<std::string> row{display_name(d, c.v), c.mode.empty() ? "-" : c.mode};
+    for (const auto& n : counter_names()) {
+      auto it = c.values.find(n);
+      if (it == c.values.end()) row.push_back("unavailable");
+      else if (it->second.value) row.push_back(fmt_num(*it->second.value));
+      else row.push_back("unavailable: " + it->second.reason);
+    }
+    tb.rows.push_back(row);
+  }
+  return tb;
+}
+
+Table compare_table(const Comparison& c) {
+  Table tb;
+  tb.head = {"variant", "metric", "run " + std::to_string(c.a.run_id), "run " + std::to_string(c.b.run_id),
+             "difference (B - A)", "95% interval", "significant"};
+  for (const auto& r : c.rows) {
+    std::string ci = r.ci_low ? "[" + fmt_num(*r.ci_low) + ", " + fmt_num(*r.ci_high) + "]" : r.note;
+    tb.rows.push_back({r.variant, r.metric, fmt_opt(r.a), fmt_opt(r.b), fmt_opt(r.diff), ci,
+                       r.ci_low ? (r.significant() ? "yes" : "no") : "-"});
+  }
+  return tb;
+}
+
+Table provenance_table(const RunInfo& run, const std::vector<std::pair<std::string, std::string>>& prov) {
+  Table tb;
+  tb.head = {"field", "value"};
+  (void)run;
+  for (const auto& [k, v] : prov) tb.rows.push_back({k, v});
+  return tb;
+}
+
+// ---- the charts ---------------------------------------------------------------------------------
+
+svg::Chart tradeoff_chart(const ReportData& d) {
+  const Tradeoff& t = d.tradeoff;
+  svg::Chart c;
+  c.title = "Trade-off: " + t.y.label + " against " + t.x.label;
+  c.x_title = t.x.title();
+  c.y_title = t.y.title();
+  std::map<std::string, size_t> at;
+  for (const auto& p : t.points) {
+    const std::string marker = sparsity_marker(p.v.sparsity);
+    const std::string sp = p.v.sparsity && *p.v.sparsity > 0 ? " sparsity " + fmt_num(*p.v.sparsity, 3) : "";
+    const std::string key = p.meets_floor ? p.v.format + sp : "below floor" + sp;
+    auto it = at.find(key);
+    if (it == at.end()) {
+      it = at.emplace(key, c.series.size()).first;
+      svg::Series s;
+      s.name = key;
+      s.color = p.meets_floor ? format_color(p.v.format) : kBelowFloorColor;
+      s.marker = marker;
+      c.series.push_back(s);
+    }
+    auto& s = c.series[it->second];
+    s.pts.push_back({p.x, p.y});
+    s.tips.push_back(display_name(d, p.v) + "\n" + t.x.title() + ": " + fmt_num(p.x) + "\n" + t.y.title() + ": " +
+                     fmt_num(p.y) + "\n" + p.v.config());
+    s.labels.push_back(p.on_frontier ? display_name(d, p.v) : "");
+  }
+  if (!t.frontier.empty()) {
+    svg::Series f;
+    f.name = "Pareto frontier";
+    f.kind = svg::Series::Kind::line;
+    f.color = "#222222";
+    f.dashed = true;
+    for (size_t i : t.frontier) f.pts.push_back({t.points[i].x, t.points[i].y});
+    c.series.insert(c.series.begin(), f);
+  }
+  if (t.floor) c.hlines.push_back({*t.floor, "quality floor " + fmt_num(*t.floor), "#d62728"});
+  return c;
+}
+
+svg::Chart cdf_chart(const ReportData& d) {
+  svg::Chart c;
+  c.title = "Latency distribution (CDF)";
+  c.x_title = "latency (ms)";
+  c.y_title = "fraction of requests";
+  c.log_x = true;
+  size_t i = 0;
+  for (const auto& s : d.cdfs) {
+    svg::Series sr;
+    sr.name = s.name;
+    sr.kind = svg::Series::Kind::step;
+    sr.color = palette(i++);
+    sr.pts = s.points;
+    c.series.push_back(sr);
+  }
+  return c;
+}
+
+std::vector<svg::Chart> load_charts(const ReportData& d) {
+  std::vector<svg::Chart> out;
+  for (size_t r = 0; r < d.sweeps.size(); ++r) {
+    const LoadSweep& ls = d.sweeps[r];
+    bool stepped = false;
+    for (const auto& cv : ls.curves) stepped = stepped || cv.steps.size() >= 2;
+    if (!stepped) continue;
+    svg::Chart c;
+    c.title = "Run " + std::to_string(d.runs[r].run_id) + ": latency against offered load";
+    c.x_title = "offered load (queries/s)";
+    c.y_title = "latency (ms)";
+    size_t i = 0;
+    for (const auto& cv : ls.curves) {
+      for (int which : {95, 99}) {
+        svg::Series s;
+        s.name = cv.name + (which == 95 ? " p95" : " p99");
+        s.kind = svg::Series::Kind::line;
+        s.color = palette(i);
+        s.dashed = which == 99;
+        for (const auto& st : cv.steps) {
+          const auto v = which == 95 ? st.p95_ms : st.p99_ms;
+          if (v) s.pts.push_back({st.offered_qps, *v});
+        }
+        if (!s.pts.empty()) c.series.push_back(s);
+      }
+      ++i;
+    }
+    for (const Slo& s : ls.slos)
+      if (s.metric == "latency" && (s.column == "latency_p95_ms" || s.column == "latency_p99_ms" ||
+                                    s.column == "latency_p50_ms"))
+        c.hlines.push_back({s.limit_ms, "SLO " + s.key + " " + fmt_num(s.limit_ms) + " ms", "#d62728"});
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<svg::Chart> scaling_charts(const ReportData& d) {
+  std::vector<svg::Chart> out;
+  bool any = false;
+  for (const auto& s : d.scaling) any = any || s.points.size() >= 2;
+  if (!any) return out;
+  for (int which : {0, 1}) {
+    svg::Chart c;
+    c.title = which == 0 ? "Throughput against threads x workers" : "Latency p95 against threads x workers";
+    c.x_title = "threads x workers";
+    c.integer_x = true;
+    c.y_title = which == 0 ? "throughput (queries/s)" : "latency p95 (ms)";
+    size_t i = 0;
+    for (const auto& s : d.scaling) {
+      svg::Series sr;
+      sr.name = s.name;
+      sr.kind = svg::Series::Kind::line;
+      sr.color = palette(i);
+      svg::Series pts = sr;
+      pts.kind = svg::Series::Kind::scatter;
+      pts.in_legend = false;
+      for (const auto& p : s.points) {
+        const auto v = which == 0 ? p.achieved_qps : p.p95_ms;
+        if (!v) continue;
+        const double x = static_cast<double>(p.threads * p.workers);
+        sr.pts.push_back({x, *v});
+        pts.pts.push_back({x, *v});
+        pts.labels.push_back(std::to_string(p.threads) + "x" + std::to_string(p.workers));
+      }
+      c.series.push_back(sr);
+      c.series.push_back(pts);
+      ++i;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+const char* kCss = R"CSS(
+body { font-family: sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 12px; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; }
+tr.frontier td { background: #eef6ee; font-weight: bold; }
+tr.below td { color: #888; }
+.note { color: #555; font-size: 12px; }
+details { margin: 6px 0; } pre { background: #f7f7f7; padding: 8px; font-size: 11px; overflow-x: auto; }
+)CSS";
+
+}  // namespace
+
+std::string slo_verdict(const Variant& v, const std::vector<Slo>& slos) {
+  if (slos.empty()) return "no SLO";
+  std::string missed;
+  bool any = false;
+  for (const Slo& s : slos) {
+    const auto x = v.get(s.column);
+    if (!x) continue;
+    any = true;
+    if (*x > s.limit_ms) missed += (missed.empty() ? "" : "; ") + s.key + " " + fmt_num(*x) + " > " + fmt_num(s.limit_ms);
+  }
+  if (!missed.empty()) return "missed: " + missed;
+  return any ? "met" : "not measured";
+}
+
+ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const ReportOptions& opt) {
+  CIBENCH_CHECK(!runs.empty(), "a report needs at least one run");
+  ReportData d;
+  for (int64_t id : runs) {
+    d.runs.push_back(db.run(id));
+    d.provenance.push_back(db.provenance(id));
+    d.slos.push_back(db.slos(id));
+    d.sweeps.push_back(db.load_sweep(id));
+  }
+  auto [dx, dy] = db.default_axes(runs);
+  d.tradeoff = db.tradeoff(runs, opt.x_axis.empty() ? dx : opt.x_axis, opt.y_axis.empty() ? dy : opt.y_axis, opt.floor);
+  for (const Variant& v : db.variants(runs)) {
+    if (v.status != "ok") continue;
+    CdfSeries s = db.latency_cdf(v.variant_id);
+    if (s.points.empty()) continue;
+    s.name = (runs.size() > 1 ? "run " + std::to_string(v.run_id) + ": " : "") + v.short_name();
+    d.cdfs.push_back(std::move(s));
+  }
+  d.scaling = db.scaling(runs);
+  d.counters = db.counters(runs);
+  if (runs.size() == 2) d.comparison = db.compare(runs[0], runs[1], opt.compare_resamples);
+  return d;
+}
+
+std::vector<RankedVariant> rank_variants(const ReportData& d) {
+  const Tradeoff& t = d.tradeoff;
+  auto slos_of = [&](int64_t run_id) -> const std::vector<Slo>& {
+    static const std::vector<Slo> none;
+    for (size_t i = 0; i < d.runs.size(); ++i)
+      if (d.runs[i].run_id == run_id) return d.slos[i];
+    return none;
+  };
+  std::vector<RankedVariant> placed, unplaced;
+  for (const auto& p : t.points) {
+    RankedVariant r;
+    r.v = p.v;
+    r.x = p.x;
+    r.y = p.y;
+    r.on_frontier = p.on_frontier;
+    r.floor_verdict = !t.floor ? "no floor" : p.meets_floor ? "meets floor" : "below floor";
+    r.slo_verdict = slo_verdict(p.v, slos_of(p.v.run_id));
+    placed.push_back(std::move(r));
+  }
+  auto good = [](const RankedVariant& r) {
+    return r.floor_verdict != "below floor" && r.slo_verdict.rfind("missed", 0) != 0;
+  };
+  std::stable_sort(placed.begin(), placed.end(), [&](const RankedVariant& a, const RankedVariant& b) {
+    if (good(a) != good(b)) return good(a);
+    if (a.on_frontier != b.on_frontier) return a.on_frontier;
+    return t.x.higher_is_better ? *a.x > *b.x : *a.x < *b.x;
+  });
+  for (size_t i = 0; i < placed.size(); ++i) placed[i].rank = static_cast<int>(i + 1);
+  for (const auto& [v, why] : t.unplotted) {
+    RankedVariant r;
+    r.v = v;
+    r.x = v.get(t.x.key);
+    if (r.x) *r.x *= t.x.scale;
+    r.floor_verdict = "not measured";
+    r.slo_verdict = v.status == "ok" ? slo_verdict(v, slos_of(v.run_id)) : "not measured";
+    r.note = why;
+    unplaced.push_back(std::move(r));
+  }
+  placed.insert(placed.end(), unplaced.begin(), unplaced.end());
+  return placed;
+}
+
+std::string render_html(const ReportData& d) {
+  const Tradeoff& t = d.tradeoff;
+  std::ostringstream os;
+  std::string ids;
+  for (const auto& r : d.runs) ids += (ids.empty() ? "" : ", ") + std::to_string(r.run_id);
+  os << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+     << "<title>cibench report: run " << xml_escape(ids) << "</title>\n<style>" << kCss << "</style>\n</head>\n<body>\n";
+  os << "<h1>cibench report: run" << (d.runs.size() > 1 ? "s " : " ") << xml_escape(ids) << "</h1>\n";
+  os << "<p class=\"note\">Generated " << utc_now()
+     << " by <code>cibench report</code> from the results database; every number below is a stored "
+        "measurement or computed from stored measurements by the same queries as cibench-gui. "
+        "n/a = not measured.</p>\n";
+  for (const auto& r : d.runs) {
+    os << "<p><b>Run " << r.run_id << "</b> — scenario <b>" << xml_escape(r.scenario_name) << "</b>, "
+       << xml_escape(r.status) << ", started " << xml_escape(r.started_utc) << " on " << xml_escape(r.hostname)
+       << " (" << xml_escape(r.cpu_model) << "), model <code>" << xml_escape(r.model_spec) << "</code>.";
+    if (!r.question.empty()) os << "<br>Question: <i>" << xml_escape(r.question) << "</i>";
+    if (!r.error.empty()) os << "<br>Error: " << xml_escape(r.error);
+    os << "</p>\n";
+  }
+
+  os << "<h2>Verdicts</h2>\n<p>Quality floor on <b>" << xml_escape(t.y.title()) << "</b>: ";
+  if (t.floor) {
+    size_t pass = 0;
+    for (const auto& p : t.points) pass += p.meets_floor;
+    os << (t.y.higher_is_better ? "at least " : "at most ") << fmt_num(*t.floor) << " (" << xml_escape(t.floor_source)
+       << "); " << pass << " of " << t.points.size() << " placed variants meet it.";
+  } else {
+    os << "none set in the scenario.";
+  }
+  os << "</p>\n" << html_table(slo_table(d));
+
+  os << "<h2>Trade-off and Pareto frontier</h2>\n" << svg::render(tradeoff_chart(d)) << "\n";
+  os << "<p class=\"note\">Colour = weight format, marker = sparsity, grey = below the quality floor; "
+        "the dashed line joins the Pareto frontier of the variants meeting the floor "
+        "(no other variant is better on both axes). Hover a point for its configuration.</p>\n";
+  os << "<h3>Frontier</h3>\n"
+     << (t.frontier.empty() ? "<p>No variant meets the floor with both values measured.</p>\n"
+                            : html_table(frontier_table(d), "frontier"));
+
+  os << "<h2>Variants ranked</h2>\n" << html_table(ranked_table(d), "ranked");
+
+  os << "<h2>Latency</h2>\n" << svg::render(cdf_chart(d)) << "\n";
+  for (const auto& c : load_charts(d)) os << svg::render(c) << "\n";
+  const auto sc = scaling_charts(d);
+  if (!sc.empty()) {
+    os << "<h2>Scaling</h2>\n";
+    for (const auto& c : sc) os << svg::render(c) << "\n";
+  }
+  os << "<h2>Counters</h2>\n<p class=\"note\">Counters a machine cannot count are stored as unavailable with "
+        "the reason, never as zero.</p>\n"
+     << html_table(counters_table(d));
+  if (d.comparison) {
+    os << "<h2>Compare: run " << d.comparison->a.run_id << " (A) and run " << d.comparison->b.run_id << " (B)</h2>\n"
+       << "<p class=\"note\">Differences B - A with " << static_cast<int>(d.comparison->confidence * 100)
+       << "% bootstrap intervals (" << d.comparison->resamples
+       << " resamples of the stored per-request times, seeded).</p>\n"
+       << html_table(compare_table(*d.comparison));
+  }
+  os << "<h2>Provenance</h2>\n";
+  for (size_t i = 0; i < d.runs.size(); ++i)
+    os << "<details" << (i == 0 ? " open" : "") << "><summary>Run " << d.runs[i].run_id << "</summary>\n"
+       << html_table(provenance_table(d.runs[i], d.provenance[i])) << "</details>\n";
+  os << "</body>\n</html>\n";
+  return os.str();
+}
+
+std::string render_markdown(const ReportData& d) {
+  const Tradeoff& t = d.tradeoff;
+  std::ostringstream os;
+  std::string ids;
+  for (const auto& r : d.runs) ids += (ids.empty() ? "" : ", ") + std::to_string(r.run_id);
+  os << "# cibench report: run" << (d.runs.size() > 1 ? "s " : " ") << ids << "\n\n";
+  os << "Generated " << utc_now() << " by `cibench report`; charts are in report.html. n/a = not measured.\n\n";
+  for (const auto& r : d.runs) {
+    os << "- **Run " << r.run_id << "**: scenario **" << r.scenario_name << "**, " << r.status << ", started "
+       << r.started_utc << " on " << r.hostname << " (" << r.cpu_model << "), model `" << r.model_spec << "`";
+    if (!r.question.empty()) os << ". Question: *" << r.question << "*";
+    os << "\n";
+  }
+  os << "\n## Verdicts\n\nQuality floor on **" << t.y.title() << "**: ";
+  if (t.floor) {
+    size_t pass = 0;
+    for (const auto& p : t.points) pass += p.meets_floor;
+    os << (t.y.higher_is_better ? "at least " : "at most ") << fmt_num(*t.floor) << " (" << t.floor_source << "); "
+       << pass << " of " << t.points.size() << " placed variants meet it.\n\n";
+  } else {
+    os << "none set in the scenario.\n\n";
+  }
+  os << md_table(slo_table(d)) << "\n## Pareto frontier\n\n";
+  os << (t.frontier.empty() ? "No variant meets the floor with both values measured.\n" : md_table(frontier_table(d)));
+  os << "\n## Variants ranked\n\n" << md_table(ranked_table(d));
+  os << "\n## Counters\n\n" << md_table(counters_table(d));
+  if (d.comparison)
+    os << "\n## Compare: run " << d.comparison->a.run_id << " (A) and run " << d.comparison->b.run_id << " (B)\n\n"
+       << "Differences B - A with " << static_cast<int>(d.comparison->confidence * 100) << "% bootstrap intervals ("
+       << d.comparison->resamples << " resamples of the stored per-request times).\n\n"
+       << md_table(compare_table(*d.comparison));
+  os << "\n## Provenance\n";
+  for (size_t i = 0; i < d.runs.size(); ++i)
+    os << "\n### Run " << d.runs[i].run_id << "\n\n" << md_table(provenance_table(d.runs[i], d.provenance[i]));
+  return os.str();
+}
+
+ReportFiles write_report(Db& db, const std::vector<int64_t>& runs, const std::string& out_dir,
+                         const ReportOptions& opt) {
+  namespace fs = std::filesystem;
+  const ReportData d = collect_report(db, runs, opt);
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw FileError(out_dir, "cannot create the report folder: " + ec.message());
+  ReportFiles f{(fs::path(out_dir) / "report.html").string(), (fs::path(out_dir) / "report.md").string()};
+  for (const auto& [path, text] : {std::pair{f.html, render_html(d)}, std::pair{f.markdown, render_markdown(d)}}) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (!out) throw FileError(path, "cannot write");
+    out << text;
+    if (!out.flush()) throw FileError(path, "write failed");
+  }
+  return f;
+}
+
+}  // namespace cibench::reports

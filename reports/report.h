@@ -1,0 +1,62 @@
+#pragma once
+// `cibench report RUN... --out DIR`: a self-contained HTML page (inline SVG charts drawn here, no
+// script, no network) and a Markdown summary with the same tables: the variants ranked, the
+// Pareto frontier, SLO and quality-floor verdicts, counters, provenance, and the compare of two
+// runs. Everything comes from the query layer (query.h), as in cibench-gui.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reports/query.h"
+
+namespace cibench::reports {
+
+struct ReportOptions {
+  std::string x_axis;              // "" = Db::default_axes
+  std::string y_axis;
+  std::optional<double> floor;     // nullopt = the scenario's floor
+  int compare_resamples = 1000;    // bootstrap resamples when exactly two runs are given
+};
+
+struct ReportData {
+  std::vector<RunInfo> runs;
+  std::vector<std::vector<std::pair<std::string, std::string>>> provenance;  // per run
+  std::vector<std::vector<Slo>> slos;                                        // per run
+  Tradeoff tradeoff;
+  std::vector<CdfSeries> cdfs;         // one per plotted or unplotted variant with latencies
+  std::vector<LoadSweep> sweeps;       // per run
+  std::vector<ScalingSeries> scaling;
+  std::vector<CounterSummary> counters;
+  std::optional<Comparison> comparison;
+};
+
+// One line of the ranked table.
+struct RankedVariant {
+  int rank = 0;             // 1-based; 0 for variants that could not be placed
+  Variant v;
+  std::optional<double> x, y;
+  std::string floor_verdict;  // "meets floor" | "below floor" | "no floor" | "not measured"
+  std::string slo_verdict;    // "met" | "missed: p95_ms 1200 > 1000" | "no SLO" | "not measured"
+  bool on_frontier = false;
+  std::string note;           // why it was not placed
+};
+
+ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const ReportOptions& opt = {});
+// Ranking: variants meeting both the floor and the SLOs first, then the others; within a group
+// frontier variants first, then by the x axis (best first). Unplaced variants last, rank 0.
+std::vector<RankedVariant> rank_variants(const ReportData& d);
+// "met" / "missed: ..." / "no SLO" / "not measured" for a variant against its run's SLOs.
+std::string slo_verdict(const Variant& v, const std::vector<Slo>& slos);
+
+std::string render_html(const ReportData& d);
+std::string render_markdown(const ReportData& d);
+
+struct ReportFiles {
+  std::string html;      // DIR/report.html
+  std::string markdown;  // DIR/report.md
+};
+// Creates DIR when needed; throws Error naming the file that cannot be written.
+ReportFiles write_report(Db& db, const std::vector<int64_t>& runs, const std::string& out_dir,
+                         const ReportOptions& opt = {});
+
+}  // namespace cibench::reports

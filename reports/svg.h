@@ -1,0 +1,64 @@
+#pragma once
+// Small, dependency-free SVG charts for the HTML report (scatter, lines, steps, horizontal
+// reference lines; linear or log x axis), and the colour/marker conventions the GUI uses too, so a
+// format has the same colour and a sparsity the same marker everywhere.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reports/query.h"
+
+namespace cibench::reports {
+
+// "#rrggbb" for a weight format (fixed for the known formats, stable hash for others).
+std::string format_color(const std::string& format);
+// The grey of points below the quality floor.
+inline const char* kBelowFloorColor = "#b0b0b0";
+// circle | square | triangle | diamond | star, by sparsity (0 or unknown: circle).
+std::string sparsity_marker(std::optional<double> sparsity);
+
+// XML/HTML text escaping.
+std::string xml_escape(const std::string& s);
+
+namespace svg {
+
+struct Series {
+  enum class Kind { scatter, line, step };
+  std::string name;
+  Kind kind = Kind::scatter;
+  std::string color = "#1f77b4";
+  std::string marker = "circle";
+  bool dashed = false;
+  bool in_legend = true;
+  std::vector<Point> pts;
+  std::vector<std::string> tips;    // per point, shown as <title> (hover in a browser)
+  std::vector<std::string> labels;  // per point, drawn next to it ("" = none)
+};
+
+struct RefLine {
+  double value = 0;
+  std::string label;
+  std::string color = "#d62728";
+};
+
+struct Chart {
+  std::string title;
+  std::string x_title, y_title;
+  bool log_x = false;
+  bool integer_x = false;  // x is a count (threads): ticks on whole numbers only
+  int width = 760;
+  int height = 420;
+  std::vector<Series> series;
+  std::vector<RefLine> hlines;  // horizontal (y = value)
+  std::vector<RefLine> vlines;  // vertical (x = value)
+};
+
+// A complete <svg> element (no XML declaration), self-contained.
+std::string render(const Chart& c);
+
+// Tick positions for [lo, hi]: "nice" linear steps (whole numbers only when `integer`), or 1-2-5
+// per decade on a log axis (more per decade when the range is narrow).
+std::vector<double> ticks(double lo, double hi, bool log, bool integer = false);
+
+}  // namespace svg
+}  // namespace cibench::reports

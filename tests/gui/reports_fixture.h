@@ -1,0 +1,203 @@
+#pragma once
+// A results database with known values, written through the harness's Store (so the schema is
+// the real one), for the query-layer, report and GUI tests and for `cibench-gui-fixture`.
+//
+// Run 1 "fixture-formats" on hostA, server pattern, floor min_top1_agreement = 0.95, SLO
+// p95_ms = 100 and ttft_p99_ms = 500. Variants (x = latency p95 ms, y = top-1 agreement):
+//   f32 t2 (100, 1.00)   bf16 t2 (60, 0.99)   int8 t2 (40, 0.97)   w8a8 t2 (45, 0.96)
+//   bf16 sp0.5 t2 (50, 0.98)   int4 t2 (25, 0.90)   int8 sp0.5 t2 (35, 0.93)
+//   f32 t1 (150, no accuracy)  int4_sym_g32 t2 (failed)
+// Above the floor the frontier is int8 -> bf16 sp0.5 -> bf16 -> f32; w8a8 is dominated by int8;
+// int4 and int8 sp0.5 are below the floor (greyed). f32 t2 meets the p95 SLO exactly (100 <= 100),
+// f32 t1 misses it (150). Counters: f32 t2 all unavailable (no PMU, no RAPL); bf16 t2 measured.
+// Run 2: the same scenario on hostB, every latency 10 ms higher (for the compare view).
+// Run 3 "fixture-threads": f32 at threads x workers 1x1, 2x1, 1x2, 2x2 (scaling view).
+// Run 4 "fixture-stepped": f32 t2 at offered 1, 2, 4, 8 queries/s, p95 20, 25, 60, 300 ms.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "harness/lib/store.h"
+
+namespace cibench::test {
+
+struct ReportsFixture {
+  int64_t run_formats = 0, run_formats_b = 0, run_threads = 0, run_stepped = 0;
+  // variant ids in run 1, by short name
+  int64_t v_f32 = 0, v_bf16 = 0, v_int8 = 0, v_w8a8 = 0, v_bf16_sp = 0, v_int4 = 0, v_int8_sp = 0,
+          v_f32_t1 = 0, v_failed = 0;
+};
+
+inline const char* fixture_formats_toml() {
+  return "[scenario]\nname = \"fixture-formats\"\n\n[model]\nsource = \"synthetic:tinystories-15m\"\n\n"
+         "[load]\npattern = \"server\"\ntarget_qps = 2.0\n\n[slo]\np95_ms = 100\nttft_p99_ms = 500\n\n"
+         "[accuracy]\nmin_top1_agreement = 0.95\nmax_ppl_ratio = 1.05\n";
+}
+
+inline Fields fixture_run(const std::string& scenario, const std::string& toml, const std::string& host,
+                          const std::string& started, const std::string& pattern) {
+  return {{"status", std::string("complete")},  {"started_utc", started},
+          {"finished_utc", started},            {"scenario_name", scenario},
+          {"scenario_hash", std::string("0123456789abcdef")},
+          {"scenario_toml", toml},              {"question", std::string("Which format holds p95 <= 100 ms?")},
+          {"pattern", pattern},                 {"model_spec", std::string("synthetic:tinystories-15m")},
+          {"hostname", host},                   {"cpu_model", std::string("AMD EPYC 7B13 (fixture)")},
+          {"cpu_vendor", std::string("AuthenticAMD")},
+          {"isa_active", std::string("avx2")},  {"logical_cpus", int64_t{2}},
+          {"cibench_commit", std::string("fixture")}, {"compiler", std::string("GNU 12.2.0")},
+          {"build_type", std::string("Release")}, {"kernel", std::string("6.1.0")},
+          {"governor", sql_null()},             {"governor_reason", std::string("no cpufreq in this VM")},
+          {"pid", int64_t{0}}};
+}
+
+struct FixtureVariant {
+  std::string format;
+  double sparsity;
+  int threads, workers;
+  double p95;      // latency p95 (ms)
+  double top1;     // < 0: not measured
+  const char* status = "ok";
+};
+
+inline int64_t fixture_variant(Store& s, int64_t run, int index, int step, const FixtureVariant& f,
+                               double shift_ms, double offered_qps) {
+  const std::string label = f.format + (f.sparsity > 0 ? " sp" + std::to_string(f.sparsity).substr(0, 3) : "") +
+                            " t" + std::to_string(f.threads) + " w" + std::to_string(f.workers) +
+                            " kv=preallocated isa=auto";
+  Fields v{{"run_id", run},
+           {"variant_index", int64_t{index}},
+           {"step_index", int64_t{step}},
+           {"label", label},
+           {"status", std::string(f.status)},
+           {"format", f.format},
+           {"sparsity", f.sparsity},
+           {"threads", int64_t{f.threads}},
+           {"workers", int64_t{f.workers}},
+           {"kv_mode", std::string("preallocated")},
+           {"isa_requested", std::string("auto")},
+           {"isa_used", std::string("avx2")},
+           {"pattern", std::string(offered_qps > 0 ? "server" : "closed_loop")}};
+  if (std::string(f.status) != "ok") {
+    v.push_back({"error", std::string("no kernel for this format on this CPU")});
+    return s.insert("variants", v);
+  }
+  const double p95 = f.p95 + shift_ms;
+  v.insert(v.end(), {{"offered_qps", offered_qps > 0 ? SqlValue(offered_qps) : sql_null()},
+                     {"queries", int64_t{200}},
+                     {"failed_queries", int64_t{0}},
+                     {"duration_s", 10.0},
+                     {"achieved_qps", 1000.0 / p95 * f.threads * f.workers / 2},
+                     {"tokens_per_s", 24000.0 / p95},
+                     {"latency_mean_ms", p95 * 0.8},
+                     {"latency_p50_ms", p95 * 0.7},
+                     {"latency_p90_ms", p95 * 0.9},
+                     {"latency_p95_ms", p95},
+                     {"latency_p99_ms", p95 * 1.2},
+                     {"ttft_p95_ms", p95 * 0.3},
+                     {"ttft_p99_ms", p95 * 0.35},
+                     {"peak_rss_bytes", int64_t{64} << 20},
+                     {"weight_bytes", int64_t{24} << 20},
+                     {"valid", int64_t{1}},
+                     {"slo_met", int64_t{p95 <= 100 ? 1 : 0}},
+                     {"counters_mode", std::string("separate")},
+                     {"counters_queries", int64_t{4}}});
+  if (f.top1 >= 0) {
+    v.insert(v.end(), {{"acc_kind", std::string("lm")}, {"top1_agreement", f.top1},
+                       {"kl_mean", (1 - f.top1) / 10}, {"ppl_ratio", 1 + (1 - f.top1) / 2},
+                       {"quality_verdict", std::string(f.top1 >= 0.95 ? "pass" : "fail")}});
+  } else {
+    v.push_back({"acc_unavailable_reason", std::string("accuracy not run for this variant")});
+  }
+  return s.insert("variants", v);
+}
+
+// 200 requests, latencies spread so that nearest-rank p95 is close to `p95`.
+inline void fixture_requests(Store& s, int64_t variant, double p95) {
+  std::vector<std::vector<SqlValue>> rows;
+  for (int i = 0; i < 200; ++i) {
+    const double lat = p95 * (0.5 + 0.5 * i / 189.0);  // the 190th of 200 (nearest-rank p95) = p95
+    rows.push_back({variant, int64_t{i}, int64_t{i}, int64_t{0}, int64_t{1}, 500.0 * i, lat * 0.1, lat * 0.9, lat,
+                    lat * 0.3});
+  }
+  Store::Transaction t(s);
+  s.insert_many("requests",
+                {"variant_id", "seq", "query_index", "worker", "ok", "scheduled_ms", "queue_ms", "service_ms",
+                 "latency_ms", "ttft_ms"},
+                rows);
+  t.commit();
+}
+
+inline void fixture_counters(Store& s, int64_t variant, bool measured) {
+  auto row = [&](const std::string& name, double value, const std::string& unit, const std::string& scope,
+                 const std::string& source, const std::string& reason) {
+    Fields f{{"variant_id", variant}, {"name", name}, {"phase", std::string("all")}, {"scope", scope},
+             {"unit", unit}, {"source", source}};
+    if (reason.empty()) f.push_back({"value", value});
+    else f.push_back({"unavailable_reason", reason});
+    s.insert("counters", f);
+  };
+  const std::string no_pmu = measured ? "" : "PAPI_ENOEVNT: event not available (no PMU in this VM)";
+  row("cycles", 3e9, "", "total", measured ? "papi" : "none", no_pmu);
+  row("instructions", 4.5e9, "", "total", measured ? "papi" : "none", no_pmu);
+  row("ipc", 1.5, "instructions/cycle", "total", "derived", measured ? "" : "needs instructions and cycles: " + no_pmu);
+  row("l1d_mpki", 12.0, "per 1000 instructions", "total", "derived", measured ? "" : "needs l1d_misses and instructions: " + no_pmu);
+  row("task_clock_ms", 812.5, "ms", "total", "perf_event", "");
+  row("energy_j", 3.0, "J", "package", "rapl", measured ? "" : "no RAPL: /sys/class/powercap not present");
+}
+
+inline ReportsFixture make_reports_fixture(const std::string& path) {
+  ReportsFixture fx;
+  Store s(path);
+  const std::vector<FixtureVariant> formats{
+      {"f32", 0, 2, 1, 100, 1.00},  {"bf16", 0, 2, 1, 60, 0.99},  {"int8", 0, 2, 1, 40, 0.97},
+      {"w8a8", 0, 2, 1, 45, 0.96},  {"bf16", 0.5, 2, 1, 50, 0.98}, {"int4", 0, 2, 1, 25, 0.90},
+      {"int8", 0.5, 2, 1, 35, 0.93}, {"f32", 0, 1, 1, 150, -1},    {"int4_sym_g32", 0, 2, 1, 0, 0, "failed"},
+  };
+  for (int r = 0; r < 2; ++r) {
+    const int64_t run = s.insert("runs", fixture_run("fixture-formats", fixture_formats_toml(), r ? "hostB" : "hostA",
+                                                     r ? "2024-06-01T09:00:00Z" : "2024-05-01T10:00:00Z", "server"));
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < formats.size(); ++i)
+      ids.push_back(fixture_variant(s, run, static_cast<int>(i), 0, formats[i], r ? 10.0 : 0.0, 2.0));
+    // Per-request times for f32 and bf16 (the compare's bootstrap); int8 has a histogram only.
+    fixture_requests(s, ids[0], formats[0].p95 + (r ? 10.0 : 0.0));
+    fixture_requests(s, ids[1], formats[1].p95 + (r ? 10.0 : 0.0));
+    {
+      Store::Transaction t(s);
+      std::vector<std::vector<SqlValue>> h;
+      for (int b = 0; b < 10; ++b)  // 10 buckets of 4 ms from 20 ms, 10 requests each
+        h.push_back({ids[2], std::string("latency"), int64_t{(20 + 4 * b) * 1000000LL},
+                     int64_t{(24 + 4 * b) * 1000000LL}, int64_t{10}});
+      s.insert_many("histograms", {"variant_id", "metric", "bucket_low_ns", "bucket_high_ns", "count"}, h);
+      t.commit();
+    }
+    fixture_counters(s, ids[0], false);
+    fixture_counters(s, ids[1], true);
+    if (r == 0) {
+      fx.run_formats = run;
+      fx.v_f32 = ids[0], fx.v_bf16 = ids[1], fx.v_int8 = ids[2], fx.v_w8a8 = ids[3], fx.v_bf16_sp = ids[4];
+      fx.v_int4 = ids[5], fx.v_int8_sp = ids[6], fx.v_f32_t1 = ids[7], fx.v_failed = ids[8];
+    } else {
+      fx.run_formats_b = run;
+    }
+  }
+  {
+    fx.run_threads = s.insert("runs", fixture_run("fixture-threads", "[slo]\np95_ms = 200\n", "hostA",
+                                                  "2024-06-02T09:00:00Z", "closed_loop"));
+    const std::vector<FixtureVariant> tw{{"f32", 0, 1, 1, 120, -1}, {"f32", 0, 2, 1, 70, -1},
+                                         {"f32", 0, 1, 2, 110, -1}, {"f32", 0, 2, 2, 75, -1}};
+    for (size_t i = 0; i < tw.size(); ++i) fixture_variant(s, fx.run_threads, static_cast<int>(i), 0, tw[i], 0, 0);
+  }
+  {
+    fx.run_stepped = s.insert("runs", fixture_run("fixture-stepped", "[load]\npattern = \"stepped\"\n\n[slo]\np95_ms = 100\n",
+                                                  "hostA", "2024-06-03T09:00:00Z", "stepped"));
+    const double rates[] = {1, 2, 4, 8}, p95s[] = {20, 25, 60, 300};
+    for (int st = 0; st < 4; ++st) {
+      const int64_t v = fixture_variant(s, fx.run_stepped, 0, st, {"f32", 0, 2, 1, p95s[st], -1}, 0, rates[st]);
+      s.update("variants", "variant_id", v, {{"knee_qps", 4.0}});
+    }
+  }
+  return fx;
+}
+
+}  // namespace cibench::test

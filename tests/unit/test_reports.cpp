@@ -1,0 +1,540 @@
+// The read side of the store (reports/query.h) and `cibench report`: runs and filters, the
+// quality floor and Pareto frontier, latency CDFs, load sweeps, scaling, counters that stay
+// unavailable, the compare's bootstrap, HTML/Markdown reports, and clear errors for empty, old
+// and corrupt databases.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "harness/lib/store.h"
+#include "reports/query.h"
+#include "reports/report.h"
+#include "reports/svg.h"
+#include "tests/gui/reports_fixture.h"
+
+namespace cibench::reports {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_path(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("cibench_reports_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto p = dir / name;
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(p.string() + suffix);
+  return p.string();
+}
+
+const test::ReportsFixture& fixture(std::string* path_out = nullptr) {
+  static std::string path = temp_path("fixture.sqlite");
+  static test::ReportsFixture fx = test::make_reports_fixture(path);
+  if (path_out) *path_out = path;
+  return fx;
+}
+
+std::string fixture_path() {
+  std::string p;
+  fixture(&p);
+  return p;
+}
+
+std::string read_file(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+RunFilter filter(const char* scenario, const char* host, const char* model, const char* from, const char* to) {
+  RunFilter f;
+  f.scenario = scenario;
+  f.host = host;
+  f.model = model;
+  f.date_from = from;
+  f.date_to = to;
+  return f;
+}
+
+ReportOptions resamples(int n) {
+  ReportOptions o;
+  o.compare_resamples = n;
+  return o;
+}
+
+std::set<std::string> frontier_names(const Tradeoff& t) {
+  std::set<std::string> s;
+  for (size_t i : t.frontier) s.insert(t.points[i].v.short_name());
+  return s;
+}
+
+TEST(Reports, ReadsTheSchemaTheHarnessWrites) {
+  EXPECT_LE(kReadsSchemaVersion, kSchemaVersion);
+  Db db(fixture_path());
+  EXPECT_EQ(db.schema_version(), kSchemaVersion);
+}
+
+// ---- the frontier on known point sets ----
+
+TEST(Reports, ParetoFrontierLowerXHigherY) {
+  // (latency, accuracy): lower x and higher y are better.
+  const std::vector<Point> pts{{100, 1.0}, {60, 0.99}, {40, 0.97}, {45, 0.96}, {50, 0.98}, {120, 0.99}, {40, 0.95}};
+  const auto f = pareto_frontier(pts, false, true);
+  EXPECT_EQ(f, (std::vector<size_t>{2, 4, 1, 0}));  // by x: 40, 50, 60, 100
+}
+
+TEST(Reports, ParetoFrontierHigherXLowerYAndDuplicates) {
+  // (throughput, KL): higher x and lower y are better; two identical best points are both kept.
+  const std::vector<Point> pts{{10, 0.5}, {20, 0.3}, {20, 0.3}, {15, 0.1}, {5, 0.05}, {12, 0.2}};
+  const auto f = pareto_frontier(pts, true, false);
+  EXPECT_EQ(f, (std::vector<size_t>{4, 3, 1, 2}));
+  EXPECT_TRUE(pareto_frontier({}, false, true).empty());
+  EXPECT_EQ(pareto_frontier({{1, 1}}, false, true), std::vector<size_t>{0});
+}
+
+TEST(Reports, ParetoFrontierMatchesBruteForce) {
+  uint64_t s = 12345;
+  auto rnd = [&] { s = s * 6364136223846793005ull + 1442695040888963407ull; return static_cast<double>(s >> 40 & 63); };
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<Point> pts(1 + trial % 17);
+    for (auto& p : pts) p = {rnd(), rnd()};
+    for (bool xh : {false, true})
+      for (bool yh : {false, true}) {
+        std::set<size_t> expect;
+        for (size_t i = 0; i < pts.size(); ++i) {
+          bool dominated = false;
+          for (size_t j = 0; j < pts.size(); ++j) {
+            const double dx = xh ? pts[j].x - pts[i].x : pts[i].x - pts[j].x;  // > 0: j better
+            const double dy = yh ? pts[j].y - pts[i].y : pts[i].y - pts[j].y;
+            if (dx >= 0 && dy >= 0 && (dx > 0 || dy > 0)) dominated = true;
+          }
+          if (!dominated) expect.insert(i);
+        }
+        const auto got = pareto_frontier(pts, xh, yh);
+        EXPECT_EQ(std::set<size_t>(got.begin(), got.end()), expect) << "trial " << trial;
+        EXPECT_TRUE(std::is_sorted(got.begin(), got.end(), [&](size_t a, size_t b) { return pts[a].x < pts[b].x; }));
+      }
+  }
+}
+
+// ---- runs, provenance, filters ----
+
+TEST(Reports, RunsListAndFilters) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const auto all = db.runs();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all.front().run_id, fx.run_stepped);  // newest first
+  EXPECT_EQ(db.runs(filter("FORMATS", "", "", "", "")).size(), 2u);
+  EXPECT_EQ(db.runs(filter("", "hostb", "", "", "")).size(), 1u);
+  EXPECT_EQ(db.runs(filter("", "EPYC", "", "", "")).size(), 4u);  // matches the CPU model too
+  EXPECT_EQ(db.runs(filter("", "", "nothing-like-this", "", "")).size(), 0u);
+  EXPECT_EQ(db.runs(filter("", "", "", "2024-06-01", "2024-06-02")).size(), 2u);
+  EXPECT_EQ(db.run(fx.run_formats).variants, 9);
+  EXPECT_EQ(db.resolve_run("last"), fx.run_stepped);
+  EXPECT_EQ(db.resolve_run("last~3"), fx.run_formats);
+  EXPECT_THROW(db.resolve_run("99"), DbError);
+  EXPECT_THROW(db.resolve_run("first"), DbError);
+
+  const auto prov = db.provenance(fx.run_formats);
+  auto find = [&](const std::string& k) {
+    for (const auto& [key, v] : prov)
+      if (key == k) return v;
+    return std::string("<absent>");
+  };
+  EXPECT_EQ(find("hostname"), "hostA");
+  EXPECT_EQ(find("cpu_model"), "AMD EPYC 7B13 (fixture)");
+  EXPECT_EQ(find("governor_reason"), "no cpufreq in this VM");
+  EXPECT_EQ(find("governor"), "<absent>");  // NULL is not shown as an empty value
+}
+
+TEST(Reports, TomlScalarsSlosAndFloor) {
+  const auto m = scan_toml_scalars("[a]\nx = 1.5 # c\ns = \"q\"\narr = [\n 1,\n 2\n]\n[b]\ny = 'z'\n");
+  EXPECT_EQ(m.at("a.x"), "1.5");
+  EXPECT_EQ(m.at("a.s"), "q");
+  EXPECT_EQ(m.at("b.y"), "z");
+  EXPECT_EQ(m.count("a.arr"), 0u);
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const auto slos = db.slos(fx.run_formats);
+  ASSERT_EQ(slos.size(), 2u);
+  std::map<std::string, Slo> by;
+  for (const auto& s : slos) by[s.key] = s;
+  EXPECT_EQ(by.at("p95_ms").column, "latency_p95_ms");
+  EXPECT_EQ(by.at("p95_ms").limit_ms, 100);
+  EXPECT_EQ(by.at("ttft_p99_ms").metric, "ttft");
+  EXPECT_EQ(by.at("ttft_p99_ms").column, "ttft_p99_ms");
+  EXPECT_EQ(db.scenario_floor(fx.run_formats, "top1_agreement")->second, 0.95);
+  EXPECT_EQ(db.scenario_floor(fx.run_formats, "ppl_ratio")->second, 1.05);
+  EXPECT_FALSE(db.scenario_floor(fx.run_formats, "kl_mean"));
+}
+
+// ---- trade-off ----
+
+TEST(Reports, TradeoffFloorFrontierAndUnplotted) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  EXPECT_EQ(db.default_axes({fx.run_formats}), (std::pair<std::string, std::string>{"latency_p95_ms", "top1_agreement"}));
+  const Tradeoff t = db.tradeoff({fx.run_formats}, "latency_p95_ms", "top1_agreement");
+  ASSERT_TRUE(t.floor);
+  EXPECT_DOUBLE_EQ(*t.floor, 0.95);
+  EXPECT_EQ(t.floor_source, "scenario: min_top1_agreement");
+  EXPECT_EQ(t.points.size(), 7u);
+  EXPECT_EQ(t.unplotted.size(), 2u);  // f32 t1 (no accuracy) and the failed variant
+  std::set<std::string> below;
+  for (const auto& p : t.points)
+    if (!p.meets_floor) below.insert(p.v.short_name());
+  EXPECT_EQ(below, (std::set<std::string>{"int4 t2 w1", "int8 sp0.5 t2 w1"}));
+  EXPECT_EQ(frontier_names(t), (std::set<std::string>{"int8 t2 w1", "bf16 sp0.5 t2 w1", "bf16 t2 w1", "f32 t2 w1"}));
+  ASSERT_EQ(t.frontier.size(), 4u);
+  EXPECT_EQ(t.points[t.frontier[0]].v.variant_id, fx.v_int8);  // ordered by x
+  EXPECT_EQ(t.points[t.frontier[3]].v.variant_id, fx.v_f32);
+  for (const auto& [v, why] : t.unplotted) {
+    if (v.variant_id == fx.v_f32_t1) {
+      EXPECT_NE(why.find("accuracy not run"), std::string::npos) << why;
+    } else {
+      EXPECT_NE(why.find("failed"), std::string::npos) << why;
+    }
+  }
+  // A floor set by the user moves points across it and changes the frontier.
+  const Tradeoff t2 = db.tradeoff({fx.run_formats}, "latency_p95_ms", "top1_agreement", 0.985);
+  EXPECT_EQ(t2.floor_source, "set by the user");
+  EXPECT_EQ(frontier_names(t2), (std::set<std::string>{"bf16 t2 w1", "f32 t2 w1"}));
+  // Lower-is-better y: the floor is a ceiling (ppl_ratio <= 1.05 from the scenario).
+  const Tradeoff t3 = db.tradeoff({fx.run_formats}, "achieved_qps", "ppl_ratio");
+  EXPECT_DOUBLE_EQ(*t3.floor, 1.05);
+  for (const auto& p : t3.points) EXPECT_EQ(p.meets_floor, p.y <= 1.05) << p.v.short_name();
+  // Memory axis in MiB.
+  const Tradeoff t4 = db.tradeoff({fx.run_formats}, "peak_rss_bytes", "top1_agreement");
+  EXPECT_DOUBLE_EQ(t4.points[0].x, 64.0);
+  // Hover text carries the full configuration.
+  const std::string cfg = t.points[t.frontier[0]].v.config();
+  EXPECT_NE(cfg.find("format: int8"), std::string::npos);
+  EXPECT_NE(cfg.find("threads: 2"), std::string::npos);
+  EXPECT_NE(cfg.find("isa_used: avx2"), std::string::npos);
+}
+
+// ---- latency, load, scaling ----
+
+TEST(Reports, LatencyCdfFromRequestsOrHistogram) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const CdfSeries r = db.latency_cdf(fx.v_f32);
+  EXPECT_EQ(r.source, "requests");
+  EXPECT_EQ(r.count, 200);
+  ASSERT_FALSE(r.points.empty());
+  EXPECT_DOUBLE_EQ(r.points.back().y, 1.0);
+  EXPECT_TRUE(std::is_sorted(r.points.begin(), r.points.end(), [](const Point& a, const Point& b) { return a.x < b.x; }));
+  // The 190th of 200 latencies is the nearest-rank p95 (the fixture puts it at 100 ms).
+  const auto at95 = std::find_if(r.points.begin(), r.points.end(), [](const Point& p) { return p.y >= 0.95; });
+  EXPECT_NEAR(at95->x, 100.0, 1e-9);
+  const CdfSeries h = db.latency_cdf(fx.v_int8);
+  EXPECT_EQ(h.source, "histogram");
+  EXPECT_EQ(h.count, 100);
+  ASSERT_EQ(h.points.size(), 10u);
+  EXPECT_DOUBLE_EQ(h.points[0].x, 24.0);
+  EXPECT_DOUBLE_EQ(h.points[0].y, 0.1);
+  EXPECT_DOUBLE_EQ(h.points[9].x, 60.0);
+  EXPECT_TRUE(db.latency_cdf(fx.v_w8a8).points.empty());  // neither stored
+}
+
+TEST(Reports, LoadSweepAndScaling) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const LoadSweep ls = db.load_sweep(fx.run_stepped);
+  ASSERT_EQ(ls.curves.size(), 1u);
+  ASSERT_EQ(ls.curves[0].steps.size(), 4u);
+  EXPECT_EQ(ls.curves[0].steps[2].offered_qps, 4);
+  EXPECT_EQ(*ls.curves[0].steps[3].p95_ms, 300);
+  EXPECT_EQ(*ls.curves[0].knee_qps, 4);
+  ASSERT_EQ(ls.slos.size(), 1u);
+  EXPECT_EQ(ls.slos[0].limit_ms, 100);
+
+  const auto sc = db.scaling({fx.run_threads});
+  ASSERT_EQ(sc.size(), 1u);
+  ASSERT_EQ(sc[0].points.size(), 4u);
+  std::vector<std::pair<int64_t, int64_t>> tw;
+  for (const auto& p : sc[0].points) tw.emplace_back(p.threads, p.workers);
+  EXPECT_EQ(tw, (std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 1}, {1, 2}, {2, 2}}));
+  EXPECT_DOUBLE_EQ(*sc[0].points[3].p95_ms, 75);
+}
+
+// ---- counters ----
+
+TEST(Reports, CountersUnavailableStayUnavailable) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const auto cs = db.counters({fx.run_formats});
+  const CounterSummary* f32 = nullptr;
+  const CounterSummary* bf16 = nullptr;
+  for (const auto& c : cs) {
+    if (c.v.variant_id == fx.v_f32) f32 = &c;
+    if (c.v.variant_id == fx.v_bf16) bf16 = &c;
+  }
+  ASSERT_TRUE(f32 && bf16);
+  for (const auto& n : counter_names()) {
+    const CounterValue& v = f32->values.at(n);
+    EXPECT_FALSE(v.value) << n;  // never a zero
+    EXPECT_FALSE(v.reason.empty()) << n;
+  }
+  EXPECT_NE(f32->values.at("ipc").reason.find("PAPI_ENOEVNT"), std::string::npos);
+  EXPECT_NE(f32->values.at("energy_per_request_j").reason.find("RAPL"), std::string::npos);
+  EXPECT_DOUBLE_EQ(*bf16->values.at("ipc").value, 1.5);
+  EXPECT_DOUBLE_EQ(*bf16->values.at("l1d_mpki").value, 12.0);
+  EXPECT_DOUBLE_EQ(*bf16->values.at("energy_per_request_j").value, 3.0 / 4);  // separate pass: 4 queries
+  EXPECT_FALSE(bf16->values.at("l2_mpki").value);  // not recorded at all: a reason, not a zero
+  EXPECT_NE(bf16->values.at("l2_mpki").reason.find("not recorded"), std::string::npos);
+}
+
+// ---- compare ----
+
+TEST(Reports, BootstrapOfAKnownShift) {
+  std::vector<double> a, b;
+  for (int i = 0; i < 300; ++i) {
+    a.push_back(50 + (i * 37 % 100) * 0.1);
+    b.push_back(a.back() + 5);
+  }
+  EXPECT_DOUBLE_EQ(sample_stat(a, 100), *std::max_element(a.begin(), a.end()));
+  EXPECT_DOUBLE_EQ(sample_stat({3, 1, 2, 4}, 50), 2);  // nearest rank: ceil(0.5 * 4) = 2nd
+  auto [lo, hi] = bootstrap_diff_ci(a, b, 50, 500, 0.95, 7);
+  EXPECT_LE(lo, 5.0 + 1e-9);
+  EXPECT_GE(hi, 5.0 - 1e-9);
+  EXPECT_GT(lo, 3.0);
+  EXPECT_LT(hi, 7.0);
+  auto same = bootstrap_diff_ci(a, a, 0, 500, 0.95, 7);
+  EXPECT_LT(same.first, 0);
+  EXPECT_GT(same.second, 0);
+  EXPECT_EQ(bootstrap_diff_ci(a, b, 95, 200, 0.95, 3), bootstrap_diff_ci(a, b, 95, 200, 0.95, 3));  // seeded
+}
+
+TEST(Reports, CompareTwoRuns) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const Comparison c = db.compare(fx.run_formats, fx.run_formats_b, 300);
+  EXPECT_EQ(c.a.hostname, "hostA");
+  EXPECT_EQ(c.b.hostname, "hostB");
+  EXPECT_TRUE(c.only_in_a.empty());
+  EXPECT_TRUE(c.only_in_b.empty());
+  bool saw_f32_p95 = false, saw_qps = false;
+  for (const auto& r : c.rows) {
+    if (r.variant.rfind("f32 t2", 0) == 0 && r.metric == "latency p95 (ms)") {
+      saw_f32_p95 = true;
+      EXPECT_DOUBLE_EQ(*r.diff, 10.0);
+      ASSERT_TRUE(r.ci_low && r.ci_high);
+      EXPECT_TRUE(r.significant());  // every request of B is 5 to 10 ms slower
+      EXPECT_GT(*r.ci_low, 0);
+    }
+    if (r.variant.rfind("w8a8", 0) == 0 && r.metric == "latency p95 (ms)") {
+      EXPECT_FALSE(r.ci_low);  // no per-request times stored
+      EXPECT_NE(r.note.find("not stored"), std::string::npos);
+    }
+    if (r.metric == "throughput (queries/s)") {
+      saw_qps = true;
+      EXPECT_FALSE(r.ci_low);
+    }
+  }
+  EXPECT_TRUE(saw_f32_p95);
+  EXPECT_TRUE(saw_qps);
+}
+
+// ---- reports ----
+
+TEST(Reports, HtmlAndMarkdownCarryTheSameFrontier) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const std::string out = temp_path("report_out");
+  const ReportFiles f = write_report(db, {fx.run_formats}, out);
+  const std::string html = read_file(f.html), mdn = read_file(f.markdown);
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);  // no JS needed
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // only the SVG namespace
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_NE(html.find("data-name=\"Pareto frontier\""), std::string::npos);
+  EXPECT_NE(html.find("quality floor 0.95"), std::string::npos);
+  // The frontier table of both documents lists exactly the query layer's frontier.
+  const Tradeoff t = db.tradeoff({fx.run_formats}, "latency_p95_ms", "top1_agreement");
+  auto section = [](const std::string& s, const std::string& from, const std::string& to) {
+    const size_t a = s.find(from);
+    return a == std::string::npos ? std::string() : s.substr(a, s.find(to, a) - a);
+  };
+  const std::string md_front = section(mdn, "## Pareto frontier", "## Variants ranked");
+  const std::string html_front = section(html, "<h3>Frontier</h3>", "<h2>Variants ranked");
+  for (const auto& p : t.points) {
+    const bool in_md = md_front.find("| " + p.v.short_name() + " |") != std::string::npos;
+    const bool in_html = html_front.find("<td>" + p.v.short_name() + "</td>") != std::string::npos;
+    EXPECT_EQ(in_md, p.on_frontier) << p.v.short_name();
+    EXPECT_EQ(in_html, p.on_frontier) << p.v.short_name();
+  }
+  // Ranked: frontier variants meeting floor and SLOs first; the unplaced ones last with rank '-'.
+  const ReportData d = collect_report(db, {fx.run_formats});
+  const auto ranked = rank_variants(d);
+  ASSERT_EQ(ranked.size(), 9u);
+  EXPECT_EQ(ranked[0].v.variant_id, fx.v_int8);
+  EXPECT_TRUE(ranked[0].on_frontier);
+  EXPECT_EQ(ranked[8].rank, 0);
+  for (const auto& r : ranked) {
+    if (r.v.variant_id == fx.v_f32_t1) {
+      EXPECT_EQ(r.slo_verdict, "missed: p95_ms 150 > 100");
+    }
+  }
+  // The same ranked rows in both documents.
+  for (const auto& r : ranked) {
+    EXPECT_NE(mdn.find("| " + (r.rank ? std::to_string(r.rank) : std::string("-")) + " | " + r.v.short_name() + " |"),
+              std::string::npos)
+        << r.v.short_name();
+  }
+  // Counters: unavailable with the reason in both.
+  EXPECT_NE(mdn.find("unavailable: needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
+  EXPECT_NE(html.find("unavailable: needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
+}
+
+TEST(Reports, ReportOfTwoRunsHasTheCompareAndCharts) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const ReportData d = collect_report(db, {fx.run_formats, fx.run_formats_b}, resamples(100));
+  ASSERT_TRUE(d.comparison);
+  const std::string html = render_html(d), mdn = render_markdown(d);
+  EXPECT_NE(html.find("Compare: run"), std::string::npos);
+  EXPECT_NE(mdn.find("## Compare: run"), std::string::npos);
+  const ReportData st = collect_report(db, {fx.run_stepped});
+  const std::string sh = render_html(st);
+  EXPECT_NE(sh.find("latency against offered load"), std::string::npos);
+  EXPECT_NE(sh.find("SLO p95_ms 100 ms"), std::string::npos);
+  const std::string th = render_html(collect_report(db, {fx.run_threads}));
+  EXPECT_NE(th.find("Throughput against threads x workers"), std::string::npos);
+}
+
+TEST(Reports, SvgChartBasics) {
+  svg::Chart c;
+  c.title = "t <&>";
+  svg::Series s;
+  s.name = "a";
+  s.pts = {{1, 2}, {3, 4}};
+  c.series.push_back(s);
+  c.hlines.push_back({3, "floor", "#f00"});
+  const std::string out = svg::render(c);
+  EXPECT_EQ(out.rfind("<svg", 0), 0u);
+  EXPECT_NE(out.find("t &lt;&amp;&gt;"), std::string::npos);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n') > 3, true);
+  size_t circles = 0;
+  for (size_t p = out.find("<circle"); p != std::string::npos; p = out.find("<circle", p + 1)) ++circles;
+  EXPECT_EQ(circles, 3u);  // two points and the legend marker
+  const auto lt = svg::ticks(0.5, 200, true);
+  EXPECT_EQ(lt, (std::vector<double>{0.5, 1, 2, 5, 10, 20, 50, 100, 200}));
+  EXPECT_EQ(svg::ticks(20, 130, true), (std::vector<double>{20, 30, 50, 70, 100}));
+  EXPECT_EQ(svg::ticks(0.9, 2.1, false, true), (std::vector<double>{1, 2}));
+  const auto t = svg::ticks(0, 1, false);
+  EXPECT_EQ(t.front(), 0);
+  EXPECT_DOUBLE_EQ(t.back(), 1);
+  EXPECT_NE(svg::render(svg::Chart{}).find("no data to draw"), std::string::npos);
+}
+
+// ---- bad databases ----
+
+std::string open_error(const std::string& path) {
+  try {
+    Db db(path);
+    db.runs();
+  } catch (const DbError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Reports, MissingEmptyOldAndCorruptDatabasesGiveClearMessages) {
+  EXPECT_NE(open_error(temp_path("absent.sqlite")).find("no such results database"), std::string::npos);
+
+  const std::string empty = temp_path("empty.sqlite");
+  std::ofstream(empty).close();
+  EXPECT_NE(open_error(empty).find("the database is empty"), std::string::npos);
+
+  const std::string garbage = temp_path("garbage.sqlite");
+  {
+    std::ofstream out(garbage, std::ios::binary);
+    for (int i = 0; i < 400; ++i) out << "this is not an SQLite file ";
+  }
+  EXPECT_NE(open_error(garbage).find("not a readable SQLite database"), std::string::npos) << open_error(garbage);
+
+  // An older schema: tables without a user_version.
+  const std::string old = temp_path("old.sqlite");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(old.c_str(), &db), SQLITE_OK);
+    sqlite3_exec(db, "CREATE TABLE runs (run_id INTEGER PRIMARY KEY, status TEXT); CREATE TABLE variants (variant_id INTEGER PRIMARY KEY);",
+                 nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  EXPECT_NE(open_error(old).find("database schema version 0 is older than this cibench reads (" +
+                                 std::to_string(kReadsSchemaVersion) + ")"),
+            std::string::npos)
+      << open_error(old);
+
+  // Same version number but a column this code reads is missing: named in the message.
+  const std::string dropped = temp_path("dropped.sqlite");
+  {
+    Store s(dropped);
+    s.exec("ALTER TABLE variants DROP COLUMN knee_qps");
+  }
+  const std::string msg = open_error(dropped);
+  EXPECT_NE(msg.find("is older than this cibench reads"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("knee_qps"), std::string::npos) << msg;
+
+  // A real database with its pages overwritten: an error, not a crash.
+  const std::string broken = temp_path("broken.sqlite");
+  test::make_reports_fixture(broken);
+  {
+    std::fstream f(broken, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096 * 2);
+    for (int i = 0; i < 4096 * 4; ++i) f.put(static_cast<char>(i * 7));
+  }
+  std::string err;
+  try {
+    Db db(broken);
+    for (const auto& r : db.runs()) {
+      db.tradeoff({r.run_id}, "latency_p95_ms", "top1_agreement");
+      db.counters({r.run_id});
+      for (const auto& v : db.variants({r.run_id})) db.latency_cdf(v.variant_id);
+    }
+  } catch (const DbError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("malformed"), std::string::npos) << err;
+
+  // A database with the schema and no runs: empty results, no error.
+  const std::string none = temp_path("none.sqlite");
+  { Store s(none); }
+  Db db(none);
+  EXPECT_TRUE(db.runs().empty());
+  EXPECT_TRUE(db.tradeoff({}, "latency_p95_ms", "top1_agreement").points.empty());
+  EXPECT_THROW(db.resolve_run("last"), DbError);
+}
+
+// ---- the command ----
+
+TEST(Reports, ReportCommandWritesBothFiles) {
+  const std::string exe = std::string(CIBENCH_BINARY_DIR) + "/bin/cibench";
+  if (!fs::exists(exe)) GTEST_SKIP() << exe << " not built";
+  const auto& fx = fixture();
+  const std::string out = temp_path("cmd_out");
+  const std::string cmd = exe + " report " + std::to_string(fx.run_formats) + " last --out " + out + " --db " +
+                          fixture_path() + " > " + out + ".log 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(out + ".log");
+  EXPECT_TRUE(fs::exists(out + "/report.html"));
+  EXPECT_TRUE(fs::exists(out + "/report.md"));
+  EXPECT_NE(read_file(out + ".log").find("report.html"), std::string::npos);
+  const std::string bad = exe + " report 1 --out " + out + " --db " + temp_path("absent2.sqlite") + " > " + out +
+                          ".err 2>&1";
+  EXPECT_NE(std::system(bad.c_str()), 0);
+  EXPECT_NE(read_file(out + ".err").find("no such results database"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cibench::reports
