@@ -87,36 +87,32 @@ void PromptSource::fill(int64_t s, int len, std::vector<int>& out) const {
 LlamaSut::LlamaSut(std::shared_ptr<const LlamaModel> model, const SessionOptions& opts, int workers,
                    std::shared_ptr<const PromptSource> prompts)
     : model_(std::move(model)), opts_(opts), prompts_(std::move(prompts)),
-      sessions_(static_cast<size_t>(workers)), scratch_(static_cast<size_t>(workers)) {
-  isa_ = opts.isa >= 0 ? static_cast<Isa>(opts.isa) : active_isa();
-}
+      sessions_(static_cast<size_t>(workers)), scratch_(static_cast<size_t>(workers)),
+      kv_bytes_(static_cast<size_t>(workers), 0), isa_(static_cast<size_t>(workers), -1) {}
 
 LlamaSut::~LlamaSut() = default;
 
 SutInfo LlamaSut::info() const {
   SutInfo i;
   i.description = str("llama ", model_->origin, " ", model_->build.describe());
-  i.isa_used = isa_name(isa_);
+  // Called after the workers stopped (no session is being created concurrently).
+  if (isa_[0] >= 0) i.isa_used = isa_name(static_cast<Isa>(isa_[0]));
   i.weight_bytes = static_cast<int64_t>(model_->weight_bytes());
   size_t kv = 0;
-  for (const auto& s : sessions_)
-    if (s) kv += s->kv_cache_bytes();
-  if (kv) kv_bytes_ = kv;
-  if (kv_bytes_) i.kv_cache_bytes = static_cast<int64_t>(kv_bytes_);
+  for (size_t b : kv_bytes_) kv += b;
+  if (kv) i.kv_cache_bytes = static_cast<int64_t>(kv);
   i.pinning = opts_.pin_threads ? "pool thread i -> cpu i (each worker)" : "none";
   return i;
 }
 
 void LlamaSut::start_worker(int w) {
-  sessions_[static_cast<size_t>(w)] = std::make_unique<LlamaSession>(*model_, opts_);
-  isa_ = sessions_[static_cast<size_t>(w)]->isa();
-  info();  // remember the KV bytes while sessions exist
+  const size_t k = static_cast<size_t>(w);
+  sessions_[k] = std::make_unique<LlamaSession>(*model_, opts_);
+  isa_[k] = static_cast<int>(sessions_[k]->isa());
+  kv_bytes_[k] = sessions_[k]->kv_cache_bytes();
 }
 
-void LlamaSut::stop_worker(int w) {
-  info();
-  sessions_[static_cast<size_t>(w)].reset();
-}
+void LlamaSut::stop_worker(int w) { sessions_[static_cast<size_t>(w)].reset(); }
 
 void LlamaSut::issue(int w, const Query& q, QueryContext& ctx) {
   LlamaSession& s = *sessions_[static_cast<size_t>(w)];

@@ -66,8 +66,8 @@ class LlamaSut : public SystemUnderTest {
   std::shared_ptr<const PromptSource> prompts_;
   std::vector<std::unique_ptr<LlamaSession>> sessions_;
   std::vector<std::vector<int>> scratch_;
-  mutable size_t kv_bytes_ = 0;
-  Isa isa_ = Isa::generic;
+  std::vector<size_t> kv_bytes_;  // per worker, remembered after the session is gone
+  std::vector<int> isa_;          // per worker: the level its session runs (-1: not started)
 };
 
 }  // namespace cibench
