@@ -52,6 +52,31 @@ LlamaConfig config_from(const nlohmann::json& j) {
 
 }  // namespace
 
+QuantizedMeta quantized_meta(const RecipeOutput& out, const CalibrationSet* calib,
+                             const std::string& eval_slice) {
+  QuantizedMeta m;
+  m.recipe = out.spec.recipe;
+  m.recipe_spec = out.spec.describe();
+  for (const RecipeParam& p : recipe_by_name(out.spec.recipe).params) m.params[p.name] = out.spec.param(p.name);
+  m.sparsity = out.spec.sparsity;
+  m.format = out.spec.format;
+  m.build = out.build;
+  m.source_hash = out.source_hash;
+  m.source_origin = out.source_origin;
+  m.source_container = out.source_container;
+  if (calib) {
+    m.calib_slice = calib->source.slice.spec();
+    m.calib_docs = static_cast<int64_t>(calib->source.docs.size());
+    m.calib_text_hash = calib->source.hash;
+    m.calib_samples = calib->samples;
+    m.calib_seq_len = calib->seq_len;
+    m.calib_seed = calib->seed;
+    m.calib_hash = calib->token_hash;
+  }
+  m.eval_slice = eval_slice;
+  return m;
+}
+
 void write_quantized(const std::string& path, const LlamaSource& source, const QuantizedMeta& meta) {
   const FormatRow& fmt = format_by_name(meta.format);
   struct Blob {

@@ -21,6 +21,8 @@
 #include "engines/core/matrix.h"
 #include "engines/models/llama.h"
 #include "engines/models/llama_config.h"
+#include "engines/quant/calibration.h"
+#include "engines/quant/recipe.h"
 
 namespace cibench {
 
@@ -51,6 +53,10 @@ struct QuantizedModelFile {
   LlamaSource source;  // every tensor as f32 (packed ones unpacked: exactly on their grid)
   std::map<std::string, WeightMatrix> packed;  // the stored packed matrices
 };
+
+// The metadata of a recipe's output: recipe, parameters, source hash, calibration record.
+QuantizedMeta quantized_meta(const RecipeOutput& out, const CalibrationSet* calib,
+                             const std::string& eval_slice);
 
 // Writes `source` (projections packed in meta.format, everything else f32) with `meta`.
 // Throws FileError naming the file on I/O failure.

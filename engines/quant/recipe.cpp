@@ -315,6 +315,8 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
 
   out.spec = spec;
   out.source_hash = src.content_hash;
+  out.source_origin = src.origin;
+  out.source_container = src.container;
   out.build.format = spec.format;
   out.build.class_format["output"] = "f32";
   out.source = memory_llama_source(c, src.origin + " [" + spec.describe() + "]", "recipe",

@@ -78,6 +78,7 @@ struct RecipeOutput {
   LlamaBuildOptions build;   // attention/ffn = the format, output = f32
   RecipeSpec spec;
   std::string source_hash;   // content_hash of the FP32 source
+  std::string source_origin, source_container;
   std::vector<RecipeMatrixReport> matrices;
   int64_t off_grid = 0;      // elements the format's pack would have changed (0 expected)
 };

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -409,6 +410,78 @@ TEST(Calibration, WindowsAreSeededAndHashed) {
   EXPECT_EQ(s.sample_count(), 256);
   // X^T X diagonal = sum of squares; compare with the sample-free statistics' consistency.
   for (int64_t j = 0; j < s.cols; ++j) EXPECT_GE(s.xtx[j * s.cols + j], 0.0);
+}
+
+}  // namespace
+}  // namespace cibench
+
+// ---- quantised files ------------------------------------------------------------------------------
+
+namespace cibench {
+namespace {
+
+std::string temp_file(const char* name) {
+  return (std::filesystem::temp_directory_path() / name).string();
+}
+
+TEST(QuantizedFile, RoundTripsExactly) {
+  CIBENCH_REQUIRE_SHARED(kStories);
+  Fixture& f = stories();
+  for (const char* fmt : {"int4_g32", "int8", "int8_sparse"}) {
+    RecipeSpec spec;
+    spec.recipe = "gptq";
+    spec.format = fmt;
+    if (std::string(fmt) == "int8_sparse") spec.sparsity = 0.5;
+    const RecipeOutput out = apply_recipe(f.src, spec, &f.stats);
+    ASSERT_EQ(out.off_grid, 0);
+    const std::string path = temp_file("cibench_recipes_roundtrip.cbq");
+    write_quantized(path, out.source, quantized_meta(out, &f.calib, "eval:900-1000"));
+    const QuantizedModelFile q = load_quantized(path, f.src.content_hash);
+    EXPECT_EQ(q.meta.recipe, "gptq");
+    EXPECT_EQ(q.meta.format, fmt);
+    EXPECT_EQ(q.meta.params.at("damp"), 0.01);
+    EXPECT_EQ(q.meta.source_hash, f.src.content_hash);
+    EXPECT_EQ(q.meta.calib_hash, f.calib.token_hash);
+    EXPECT_EQ(q.meta.calib_seed, 7u);
+    EXPECT_EQ(q.meta.eval_slice, "eval:900-1000");
+    // Every tensor identical, and the model re-packs to the stored bytes.
+    EXPECT_EQ(q.source.content_hash, out.source.content_hash) << fmt;
+    const LlamaModel a = build_llama(out.source, out.build);
+    const LlamaModel b = build_quantized(q);
+    ASSERT_EQ(a.layers.size(), b.layers.size());
+    for (size_t l = 0; l < a.layers.size(); ++l) {
+      ASSERT_EQ(a.layers[l].w2.bytes(), b.layers[l].w2.bytes());
+      EXPECT_EQ(std::memcmp(a.layers[l].w2.data(), b.layers[l].w2.data(), a.layers[l].w2.bytes()), 0);
+      EXPECT_EQ(a.layers[l].attention_norm, b.layers[l].attention_norm);
+    }
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(QuantizedFile, SourceHashMismatchIsRefusedNamingBoth) {
+  CIBENCH_REQUIRE_SHARED(kStories);
+  Fixture& f = stories();
+  const RecipeOutput out = apply_recipe(f.src, RecipeSpec{}, nullptr);
+  const std::string path = temp_file("cibench_recipes_hash.cbq");
+  write_quantized(path, out.source, quantized_meta(out, nullptr, ""));
+  try {
+    load_quantized(path, "xxh64:0123456789abcdef");
+    FAIL() << "mismatch not refused";
+  } catch (const FileError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find(path), std::string::npos) << m;
+    EXPECT_NE(m.find(f.src.content_hash), std::string::npos) << m;
+    EXPECT_NE(m.find("xxh64:0123456789abcdef"), std::string::npos) << m;
+  }
+  // A corrupted payload is refused too.
+  {
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(-3, std::ios::end);
+    io.put('\x5a');
+  }
+  EXPECT_THROW(load_quantized(path, f.src.content_hash), FileError);
+  std::filesystem::remove(path);
+  EXPECT_THROW(load_quantized(path), FileError);
 }
 
 }  // namespace
