@@ -97,7 +97,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   write(s.gguf(), data, size);
   rejecting_errors([&] {
     cibench::GgufFile g(s.gguf());
-    for (const auto& [key, v] : g.metadata()) {
+    for (const auto& kv : g.metadata()) {
+      const std::string& key = kv.first;  // (named: clang 14 cannot capture bindings)
+      const cibench::GgufValue& v = kv.second;
       rejecting_errors([&] { v.as_int(key, g.path()); });
       rejecting_errors([&] { v.as_float(key, g.path()); });
       rejecting_errors([&] { v.as_string(key, g.path()); });
