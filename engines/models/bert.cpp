@@ -1,0 +1,929 @@
+// BERT-family encoders: configuration, loading (Hugging Face folders, synthetic presets),
+// packing into weight formats, and the session that runs them (see bert.h).
+#include "engines/models/bert.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "engines/core/error.h"
+#include "engines/kernels/kernels.h"
+#include "engines/models/safetensors.h"
+#include "engines/quant/prune.h"
+
+namespace cibench {
+
+namespace fs = std::filesystem;
+
+const char* bert_arch_name(BertArch a) { return a == BertArch::bert ? "bert" : "distilbert"; }
+
+const char* bert_activation_name(BertActivation a) {
+  switch (a) {
+    case BertActivation::gelu: return "gelu";
+    case BertActivation::gelu_tanh: return "gelu_tanh";
+    case BertActivation::relu: return "relu";
+  }
+  return "?";
+}
+
+// ---- Configuration --------------------------------------------------------------------------------
+
+int64_t BertConfig::parameter_count() const {
+  const int64_t h = hidden, f = intermediate;
+  const int64_t emb = (static_cast<int64_t>(vocab_size) + max_positions + type_vocab_size) * h + 2 * h;
+  const int64_t layer = 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h) + 2 * h;
+  const int64_t head = h * h + h + static_cast<int64_t>(num_labels) * h + num_labels;
+  return emb + n_layers * layer + head;
+}
+
+void BertConfig::validate(const std::string& origin) const {
+  auto bad = [&](const std::string& what) {
+    throw FileError(origin, "invalid encoder config: " + what);
+  };
+  if (hidden <= 0 || n_layers <= 0 || n_heads <= 0 || intermediate <= 0 || vocab_size <= 0 ||
+      max_positions <= 0 || num_labels <= 0 || type_vocab_size < 0)
+    bad(str("sizes must be positive (hidden=", hidden, " layers=", n_layers, " heads=", n_heads,
+            " intermediate=", intermediate, " vocab=", vocab_size, " max_positions=",
+            max_positions, " labels=", num_labels, " type_vocab_size=", type_vocab_size, ")"));
+  if (hidden > (1 << 16) || intermediate > (1 << 18) || n_layers > 1024 ||
+      vocab_size > (1 << 22) || max_positions > (1 << 16) || num_labels > (1 << 16) ||
+      type_vocab_size > (1 << 16) || n_heads > hidden)
+    bad(str("sizes out of range (hidden=", hidden, " intermediate=", intermediate, " layers=",
+            n_layers, " heads=", n_heads, " vocab=", vocab_size, " max_positions=", max_positions,
+            ")"));
+  if (hidden % n_heads != 0)
+    bad(str("hidden size ", hidden, " is not a multiple of the head count ", n_heads));
+  if (!(layer_norm_eps > 0) || !std::isfinite(layer_norm_eps))
+    bad(str("layer_norm_eps must be > 0, got ", layer_norm_eps));
+  if (arch == BertArch::distilbert && type_vocab_size != 0)
+    bad("DistilBERT has no token type embeddings");
+  if (!labels.empty() && static_cast<int>(labels.size()) != num_labels)
+    bad(str(labels.size(), " label names for ", num_labels, " labels"));
+}
+
+const TensorSource& BertSource::tensor(const std::string& name) const {
+  auto it = tensors.find(name);
+  if (it == tensors.end()) throw FileError(origin, str("missing tensor '", name, "'"));
+  return it->second;
+}
+
+namespace {
+
+// ---- Loading helpers --------------------------------------------------------------------------------
+
+// A 64-bit digest of bytes (multiply-xorshift over 8-byte words): identifies the weights.
+struct Digest64 {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  void update(const uint8_t* p, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      mix(w);
+    }
+    uint64_t tail = n;
+    for (; i < n; ++i) tail = (tail << 8) | p[i];
+    mix(tail);
+  }
+  void mix(uint64_t w) {
+    h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+  }
+  std::string label() const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "mix64:%016llx", static_cast<unsigned long long>(h));
+    return buf;
+  }
+};
+
+const nlohmann::json* json_field(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return (it == j.end() || it->is_null()) ? nullptr : &*it;
+}
+
+int json_int(const nlohmann::json& j, const char* key, const std::string& cfg,
+             const int* fallback = nullptr) {
+  const nlohmann::json* f = json_field(j, key);
+  if (!f) {
+    if (fallback) return *fallback;
+    throw FileError(cfg, str("missing '", key, "'"));
+  }
+  if (!f->is_number_integer())
+    throw FileError(cfg, str("'", key, "' must be an integer, got ", f->dump()));
+  const int64_t v = f->is_number_unsigned()
+                        ? static_cast<int64_t>(std::min<uint64_t>(f->get<uint64_t>(), INT64_MAX))
+                        : f->get<int64_t>();
+  if (v < INT_MIN || v > INT_MAX) throw FileError(cfg, str("'", key, "' = ", v, " is out of range"));
+  return static_cast<int>(v);
+}
+
+std::string json_string(const nlohmann::json& j, const char* key, const std::string& cfg,
+                        const std::string& fallback) {
+  const nlohmann::json* f = json_field(j, key);
+  if (!f) return fallback;
+  if (!f->is_string()) throw FileError(cfg, str("'", key, "' must be a string, got ", f->dump()));
+  return f->get<std::string>();
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+BertActivation parse_activation(const std::string& name, const std::string& cfg, const char* key) {
+  if (name == "gelu") return BertActivation::gelu;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return BertActivation::gelu_tanh;
+  if (name == "relu") return BertActivation::relu;
+  throw FileError(cfg, str("'", key, "' = \"", name,
+                           "\" is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)"));
+}
+
+// Hugging Face tensor names of each canonical tensor.
+std::map<std::string, std::string> hf_names(const BertConfig& c) {
+  std::map<std::string, std::string> m;
+  const bool bert = c.arch == BertArch::bert;
+  const std::string e = bert ? "bert.embeddings." : "distilbert.embeddings.";
+  m["embeddings.word"] = e + "word_embeddings.weight";
+  m["embeddings.position"] = e + "position_embeddings.weight";
+  if (bert) m["embeddings.token_type"] = e + "token_type_embeddings.weight";
+  m["embeddings.norm.weight"] = e + "LayerNorm.weight";
+  m["embeddings.norm.bias"] = e + "LayerNorm.bias";
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string q = "layers." + std::to_string(l) + ".";
+    std::map<std::string, std::string> parts;
+    if (bert) {
+      const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
+      parts = {{"query", p + "attention.self.query"},
+               {"key", p + "attention.self.key"},
+               {"value", p + "attention.self.value"},
+               {"attn_out", p + "attention.output.dense"},
+               {"attn_norm", p + "attention.output.LayerNorm"},
+               {"ffn_in", p + "intermediate.dense"},
+               {"ffn_out", p + "output.dense"},
+               {"ffn_norm", p + "output.LayerNorm"}};
+    } else {
+      const std::string p = "distilbert.transformer.layer." + std::to_string(l) + ".";
+      parts = {{"query", p + "attention.q_lin"},
+               {"key", p + "attention.k_lin"},
+               {"value", p + "attention.v_lin"},
+               {"attn_out", p + "attention.out_lin"},
+               {"attn_norm", p + "sa_layer_norm"},
+               {"ffn_in", p + "ffn.lin1"},
+               {"ffn_out", p + "ffn.lin2"},
+               {"ffn_norm", p + "output_layer_norm"}};
+    }
+    for (const auto& [k, v] : parts) {
+      m[q + k + ".weight"] = v + ".weight";
+      m[q + k + ".bias"] = v + ".bias";
+    }
+  }
+  const std::string hd = bert ? "bert.pooler.dense" : "pre_classifier";
+  m["head.dense.weight"] = hd + ".weight";
+  m["head.dense.bias"] = hd + ".bias";
+  m["head.classifier.weight"] = "classifier.weight";
+  m["head.classifier.bias"] = "classifier.bias";
+  return m;
+}
+
+// The shape each canonical tensor must have: {rows, cols} for matrices, {n} for vectors.
+std::vector<int64_t> expected_shape(const BertConfig& c, const std::string& name) {
+  const int64_t h = c.hidden, f = c.intermediate;
+  auto ends = [&](const char* s) {
+    const size_t n = std::strlen(s);
+    return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+  };
+  if (name == "embeddings.word") return {c.vocab_size, h};
+  if (name == "embeddings.position") return {c.max_positions, h};
+  if (name == "embeddings.token_type") return {c.type_vocab_size, h};
+  if (name == "head.classifier.weight") return {c.num_labels, h};
+  if (name == "head.classifier.bias") return {c.num_labels};
+  if (ends("ffn_in.weight")) return {f, h};
+  if (ends("ffn_in.bias")) return {f};
+  if (ends("ffn_out.weight")) return {h, f};
+  if (ends(".weight") && !ends("norm.weight")) return {h, h};
+  return {h};
+}
+
+std::string describe_config(const BertConfig& c) {
+  return c.arch == BertArch::bert
+             ? str("hidden_size ", c.hidden, ", intermediate_size ", c.intermediate,
+                   ", vocab_size ", c.vocab_size, ", max_position_embeddings ", c.max_positions,
+                   ", type_vocab_size ", c.type_vocab_size, ", ", c.num_labels, " labels")
+             : str("dim ", c.hidden, ", hidden_dim ", c.intermediate, ", vocab_size ",
+                   c.vocab_size, ", max_position_embeddings ", c.max_positions, ", ",
+                   c.num_labels, " labels");
+}
+
+BertSource open_hf_bert(const std::string& spec) {
+  const fs::path spec_path(spec);
+  const bool spec_is_dir = fs::is_directory(spec_path);
+  fs::path dir = spec_is_dir ? spec_path : spec_path.parent_path();
+  if (dir.empty()) dir = ".";
+  const std::string dir_s = dir.string();
+  const std::string cfg = (dir / "config.json").string();
+  if (!fs::exists(cfg))
+    throw FileError(dir_s, "no config.json in this folder (a Hugging Face model folder needs "
+                           "config.json and model.safetensors)");
+  const std::string cfg_text = read_file(cfg);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(cfg_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(cfg, str("not valid JSON (", e.what(), ")"));
+  }
+  if (!j.is_object()) throw FileError(cfg, "not a JSON object");
+
+  BertSource src;
+  src.origin = dir_s;
+  src.container = "hf-safetensors";
+  BertConfig& c = src.config;
+  const std::string model_type = json_string(j, "model_type", cfg, "");
+  bool bert = model_type == "bert", distil = model_type == "distilbert";
+  if (const auto* ar = json_field(j, "architectures"); ar && ar->is_array())
+    for (const auto& a : *ar) {
+      if (!a.is_string()) continue;
+      bert = bert || a.get<std::string>() == "BertForSequenceClassification";
+      distil = distil || a.get<std::string>() == "DistilBertForSequenceClassification";
+    }
+  if (bert == distil)
+    throw FileError(cfg, str("not a BERT or DistilBERT classifier (model_type ",
+                             json_field(j, "model_type") ? j["model_type"].dump() : "absent",
+                             ", architectures ",
+                             json_field(j, "architectures") ? j["architectures"].dump() : "absent",
+                             ")"));
+  const int d512 = 512;
+  if (bert) {
+    c.arch = BertArch::bert;
+    c.hidden = json_int(j, "hidden_size", cfg);
+    c.n_layers = json_int(j, "num_hidden_layers", cfg);
+    c.n_heads = json_int(j, "num_attention_heads", cfg);
+    c.intermediate = json_int(j, "intermediate_size", cfg);
+    const int two = 2;
+    c.type_vocab_size = json_int(j, "type_vocab_size", cfg, &two);
+    if (const auto* eps = json_field(j, "layer_norm_eps")) {
+      if (!eps->is_number()) throw FileError(cfg, str("'layer_norm_eps' must be a number"));
+      c.layer_norm_eps = eps->get<float>();
+    }
+    c.activation = parse_activation(json_string(j, "hidden_act", cfg, "gelu"), cfg, "hidden_act");
+    const std::string pos = json_string(j, "position_embedding_type", cfg, "absolute");
+    if (pos != "absolute")
+      throw FileError(cfg, str("position_embedding_type \"", pos,
+                               "\" is not supported (only absolute)"));
+  } else {
+    c.arch = BertArch::distilbert;
+    c.hidden = json_int(j, "dim", cfg);
+    c.n_layers = json_int(j, "n_layers", cfg);
+    c.n_heads = json_int(j, "n_heads", cfg);
+    c.intermediate = json_int(j, "hidden_dim", cfg);
+    c.type_vocab_size = 0;
+    c.layer_norm_eps = 1e-12f;  // fixed in DistilBERT
+    c.activation = parse_activation(json_string(j, "activation", cfg, "gelu"), cfg, "activation");
+    // sinusoidal_pos_embds only changes how the (stored) position table was initialised.
+  }
+  c.vocab_size = json_int(j, "vocab_size", cfg);
+  c.max_positions = json_int(j, "max_position_embeddings", cfg, &d512);
+  const int zero = 0;
+  c.pad_token_id = json_int(j, "pad_token_id", cfg, &zero);
+  // Labels: id2label when present ({"0": "negative", ...}), else the classifier's rows.
+  if (const auto* id2 = json_field(j, "id2label")) {
+    if (!id2->is_object() || id2->empty())
+      throw FileError(cfg, str("'id2label' must be a non-empty object, got ", id2->dump()));
+    c.labels.assign(id2->size(), "");
+    for (const auto& [k, v] : id2->items()) {
+      char* end = nullptr;
+      const long idx = std::strtol(k.c_str(), &end, 10);
+      if (k.empty() || *end != '\0' || idx < 0 || idx >= static_cast<long>(id2->size()) ||
+          !v.is_string() || !c.labels[idx].empty())
+        throw FileError(cfg, str("'id2label' must map 0..", id2->size() - 1,
+                                 " to names, got ", id2->dump()));
+      c.labels[idx] = v.get<std::string>();
+    }
+    c.num_labels = static_cast<int>(c.labels.size());
+  }
+
+  // Weights: model.safetensors beside config.json (or the file named).
+  std::string weights = (dir / "model.safetensors").string();
+  if (!spec_is_dir && spec_path.extension() == ".safetensors") weights = spec;
+  if (!fs::exists(weights))
+    throw FileError(weights, "no such file (a Hugging Face BERT folder needs model.safetensors)");
+  auto st = std::make_shared<const SafetensorsFile>(weights);
+  src.weights_path = weights;
+  if (c.num_labels == 0) {
+    const SafetensorInfo* cls = st->find("classifier.weight");
+    if (!cls) throw FileError(weights, "missing tensor 'classifier.weight'");
+    if (cls->shape.size() != 2 || cls->shape[0] <= 0 || cls->shape[0] > (1 << 16))
+      throw FileError(weights, str("tensor 'classifier.weight' has shape ",
+                                   shape_str(cls->shape), "; expected [num_labels, hidden]"));
+    c.num_labels = static_cast<int>(cls->shape[0]);
+  }
+  c.validate(cfg);
+
+  Digest64 digest;
+  digest.update(reinterpret_cast<const uint8_t*>(cfg_text.data()), cfg_text.size());
+  digest.update(st->file()->data(), st->file()->size());
+  src.content_hash = digest.label();
+
+  for (const auto& [canon, hf] : hf_names(c)) {
+    const SafetensorInfo* info = st->find(hf);
+    if (!info) throw FileError(weights, str("missing tensor '", hf, "'"));
+    if (info->dtype != "F32" && info->dtype != "F16" && info->dtype != "BF16")
+      throw FileError(weights, str("tensor '", hf, "' has dtype ", info->dtype,
+                                   "; cibench reads F32/F16/BF16 safetensors"));
+    const std::vector<int64_t> want = expected_shape(c, canon);
+    if (info->shape != want)
+      throw FileError(weights, str("tensor '", hf, "' has shape ", shape_str(info->shape),
+                                   " but ", cfg, " (", describe_config(c), ") implies ",
+                                   shape_str(want)));
+    TensorSource t;
+    t.rows = want.size() == 2 ? want[0] : 1;
+    t.cols = want.back();
+    const int64_t rows = t.rows, cols = t.cols;
+    const bool one_d = want.size() == 1;
+    t.read = [info, hf, rows, cols, one_d](int64_t r0, int64_t n, float* dst) {
+      CIBENCH_CHECK(r0 >= 0 && n >= 0 && r0 + n <= rows, "tensor '", hf, "': rows [", r0, ", ",
+                    r0 + n, ") are outside its ", rows, " rows");
+      if (one_d) info->read_rows_f32(r0 * cols, n * cols, dst);
+      else info->read_rows_f32(r0, n, dst);
+    };
+    src.tensors[canon] = std::move(t);
+    src.source_names[canon] = hf;
+  }
+  src.keepalive = st;
+  return src;
+}
+
+// ---- Synthetic presets ----------------------------------------------------------------------------
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t hash_name(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
+}
+
+// offset + uniform values in [-scale, scale]: a pure function of (seed, name, row, column), so
+// any row block can be generated on its own (packing never materialises the f32 model).
+TensorSource random_tensor(uint64_t seed, const std::string& name, int64_t rows, int64_t cols,
+                           float scale, float offset = 0.0f) {
+  const uint64_t base = splitmix64(seed ^ hash_name(name));
+  TensorSource t;
+  t.rows = rows;
+  t.cols = cols;
+  t.read = [base, cols, scale, offset](int64_t r0, int64_t n, float* dst) {
+    for (int64_t r = 0; r < n; ++r) {
+      uint64_t state = splitmix64(base + static_cast<uint64_t>(r0 + r) * 0x632be59bd9b4e019ull);
+      float* row = dst + r * cols;
+      for (int64_t col = 0; col < cols; ++col) {
+        state = splitmix64(state);
+        const float u = static_cast<float>(state >> 40) * (1.0f / 8388608.0f);  // [0, 2)
+        row[col] = offset + (u - 1.0f) * scale;
+      }
+    }
+  };
+  return t;
+}
+
+BertConfig preset_config(BertArch arch, int hidden, int layers, int heads, int inter) {
+  BertConfig c;
+  c.arch = arch;
+  c.hidden = hidden;
+  c.n_layers = layers;
+  c.n_heads = heads;
+  c.intermediate = inter;
+  c.vocab_size = 30522;
+  c.max_positions = 512;
+  c.type_vocab_size = arch == BertArch::bert ? 2 : 0;
+  c.num_labels = 2;
+  c.labels = {"LABEL_0", "LABEL_1"};
+  return c;
+}
+
+BertSource synthetic_bert_source(const std::string& spec) {
+  std::string rest = spec.substr(std::strlen("synthetic:"));
+  uint64_t seed = 1234;
+  if (auto at = rest.find('@'); at != std::string::npos) {
+    const std::string s = rest.substr(at + 1);
+    char* end = nullptr;
+    seed = std::strtoull(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0')
+      throw Error(str("synthetic model '", spec, "': seed '", s, "' is not a number"));
+    rest = rest.substr(0, at);
+  }
+  const BertPreset* preset = nullptr;
+  std::string known;
+  for (const BertPreset& p : bert_presets()) {
+    if (rest == p.name) preset = &p;
+    known += (known.empty() ? "" : ", ") + std::string(p.name);
+  }
+  if (!preset) throw Error(str("unknown synthetic encoder '", rest, "' (known: ", known, ")"));
+
+  BertSource src;
+  src.config = preset->config;
+  src.origin = str("synthetic:", rest, "@", seed);
+  src.container = "synthetic";
+  src.content_hash = src.origin;
+  const BertConfig& c = src.config;
+  c.validate(src.origin);
+  // Weights uniform with standard deviation 1/sqrt(fan-in) (unit-scale activations), biases
+  // and LayerNorm parameters near their trained values (bias ~0, gain ~1).
+  for (const auto& [canon, hf] : hf_names(c)) {
+    const std::vector<int64_t> shape = expected_shape(c, canon);
+    const int64_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.back();
+    const bool norm = canon.find("norm.") != std::string::npos;
+    const bool bias = canon.size() > 5 && canon.compare(canon.size() - 5, 5, ".bias") == 0;
+    float scale = std::sqrt(3.0f / static_cast<float>(cols)), offset = 0.0f;
+    if (canon.rfind("embeddings.", 0) == 0 && !norm) scale = 0.5f;
+    if (bias) scale = 0.05f;
+    if (norm && !bias) {
+      scale = 0.1f;
+      offset = 1.0f;
+    }
+    src.tensors[canon] = random_tensor(seed, canon, rows, cols, scale, offset);
+    src.source_names[canon] = canon;
+  }
+  return src;
+}
+
+}  // namespace
+
+const std::vector<BertPreset>& bert_presets() {
+  static const std::vector<BertPreset> p = {
+      {"distilbert-base", "DistilBERT-base shape (768, 6 layers, 12 heads, FFN 3072)",
+       preset_config(BertArch::distilbert, 768, 6, 12, 3072)},
+      {"bert-base", "BERT-base shape (768, 12 layers, 12 heads, FFN 3072)",
+       preset_config(BertArch::bert, 768, 12, 12, 3072)},
+      {"bert-mini", "BERT-mini shape (256, 4 layers, 4 heads, FFN 1024)",
+       preset_config(BertArch::bert, 256, 4, 4, 1024)},
+      {"bert-tiny", "BERT-tiny shape (128, 2 layers, 2 heads, FFN 512)",
+       preset_config(BertArch::bert, 128, 2, 2, 512)},
+      {"distilbert-mini", "a small DistilBERT (256, 2 layers, 4 heads, FFN 1024) for tests",
+       preset_config(BertArch::distilbert, 256, 2, 4, 1024)},
+  };
+  return p;
+}
+
+bool is_bert_spec(const std::string& spec) {
+  if (spec.rfind("synthetic:", 0) == 0) {
+    std::string name = spec.substr(std::strlen("synthetic:"));
+    name = name.substr(0, name.find('@'));
+    for (const BertPreset& p : bert_presets())
+      if (name == p.name) return true;
+    return false;
+  }
+  std::error_code ec;
+  const fs::path p(spec);
+  const fs::path dir = fs::is_directory(p, ec) ? p : p.parent_path();
+  const fs::path cfg = dir / "config.json";
+  if (!fs::exists(cfg, ec)) return false;
+  try {
+    const auto j = nlohmann::json::parse(read_file(cfg.string()));
+    const std::string mt = j.value("model_type", "");
+    return mt == "bert" || mt == "distilbert";
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+BertSource open_bert_source(const std::string& spec) {
+  if (spec.rfind("synthetic:", 0) == 0) return synthetic_bert_source(spec);
+  return open_hf_bert(spec);
+}
+
+// ---- Packed model -----------------------------------------------------------------------------------
+
+const std::string& BertBuildOptions::format_for(const std::string& tensor_class) const {
+  auto it = class_format.find(tensor_class);
+  return it == class_format.end() ? format : it->second;
+}
+
+std::string BertBuildOptions::describe() const {
+  std::string s = format;
+  for (const auto& [cls, fmt] : class_format) s += "," + cls + "=" + fmt;
+  if (sparsity > 0) s += str(",sparsity=", sparsity);
+  return s;
+}
+
+size_t BertModel::projection_bytes() const {
+  size_t b = 0;
+  for (const BertLayer& l : layers) b += l.wqkv.bytes() + l.wo.bytes() + l.w_in.bytes() + l.w_out.bytes();
+  return b;
+}
+
+size_t BertModel::weight_bytes() const {
+  size_t floats = word_embeddings.size() + position_embeddings.size() + type_embeddings.size() +
+                  emb_norm_w.size() + emb_norm_b.size() + head_dense_b.size() + classifier_b.size();
+  for (const BertLayer& l : layers)
+    floats += l.bqkv.size() + l.bo.size() + l.attn_norm_w.size() + l.attn_norm_b.size() +
+              l.b_in.size() + l.b_out.size() + l.ffn_norm_w.size() + l.ffn_norm_b.size();
+  return floats * sizeof(float) + projection_bytes() + head_dense.bytes() + classifier.bytes();
+}
+
+BertModel build_bert(const BertSource& src, const BertBuildOptions& opts) {
+  const BertConfig& c = src.config;
+  c.validate(src.origin);
+  for (const auto& [cls, fmt] : opts.class_format) {
+    if (cls != "attention" && cls != "ffn")
+      throw Error(str("unknown tensor class '", cls,
+                      "' in encoder format overrides (known: attention, ffn)"));
+    format_by_name(fmt);
+  }
+  const FormatRow& fa = format_by_name(opts.format_for("attention"));
+  const FormatRow& ff = format_by_name(opts.format_for("ffn"));
+  const FormatRow& f32 = format_by_name("f32");
+  if (!(opts.sparsity >= 0.0 && opts.sparsity < 1.0))
+    throw Error(str("sparsity must be in [0, 1), got ", opts.sparsity));
+  // Projections are read row block by row block; pruning patterns are per row, so pruning
+  // each block is pruning the matrix.
+  auto pruned = [&](int64_t cols, const FormatRow& fmt, RowSource read) -> RowSource {
+    if (opts.sparsity == 0.0) return read;
+    const std::string pattern = prune_pattern_for_format(fmt.name);
+    const double sparsity = opts.sparsity;
+    return [read, cols, pattern, sparsity](int64_t r0, int64_t n, float* dst) {
+      read(r0, n, dst);
+      prune_magnitude(dst, n, cols, sparsity, pattern);
+    };
+  };
+
+  // Shapes are checked again here so a hand-made source cannot slip through.
+  auto get = [&](const std::string& name) -> const TensorSource& {
+    const TensorSource& t = src.tensor(name);
+    const std::vector<int64_t> want = expected_shape(c, name);
+    const int64_t rows = want.size() == 2 ? want[0] : 1;
+    if (t.rows != rows || t.cols != want.back()) {
+      auto it = src.source_names.find(name);
+      throw FileError(src.weights_path.empty() ? src.origin : src.weights_path,
+                      str("tensor '", it == src.source_names.end() ? name : it->second,
+                          "' has shape [", t.rows, ", ", t.cols, "] but the config implies ",
+                          shape_str(want)));
+    }
+    return t;
+  };
+  auto vec = [&](const std::string& name) { return get(name).read_all(); };
+  auto pack = [&](const std::string& name, const FormatRow& fmt, bool prune) {
+    const TensorSource& t = get(name);
+    return pack_matrix(name, t.rows, t.cols, fmt, prune ? pruned(t.cols, fmt, t.read) : t.read);
+  };
+
+  BertModel m;
+  m.config = c;
+  m.origin = src.origin;
+  m.container = src.container;
+  m.content_hash = src.content_hash;
+  m.build = opts;
+  m.word_embeddings = vec("embeddings.word");
+  m.position_embeddings = vec("embeddings.position");
+  if (c.type_vocab_size > 0) m.type_embeddings = vec("embeddings.token_type");
+  m.emb_norm_w = vec("embeddings.norm.weight");
+  m.emb_norm_b = vec("embeddings.norm.bias");
+  const int64_t h = c.hidden;
+  m.layers.resize(c.n_layers);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    BertLayer& L = m.layers[l];
+    // Query, key and value rows stacked into one matrix: one pass over the activations.
+    const TensorSource* qkv[3] = {&get(p + "query.weight"), &get(p + "key.weight"),
+                                  &get(p + "value.weight")};
+    L.wqkv = pack_matrix(p + "qkv", 3 * h, h, fa,
+                         pruned(h, fa, [&](int64_t r0, int64_t n, float* dst) {
+                           for (int64_t r = r0; r < r0 + n;) {
+                             const int64_t part = r / h, in_part = r % h;
+                             const int64_t take = std::min(r0 + n - r, h - in_part);
+                             qkv[part]->read(in_part, take, dst + (r - r0) * h);
+                             r += take;
+                           }
+                         }));
+    L.bqkv.reserve(3 * h);
+    for (const char* b : {"query.bias", "key.bias", "value.bias"}) {
+      const std::vector<float> v = vec(p + b);
+      L.bqkv.insert(L.bqkv.end(), v.begin(), v.end());
+    }
+    L.wo = pack(p + "attn_out.weight", fa, true);
+    L.bo = vec(p + "attn_out.bias");
+    L.attn_norm_w = vec(p + "attn_norm.weight");
+    L.attn_norm_b = vec(p + "attn_norm.bias");
+    L.w_in = pack(p + "ffn_in.weight", ff, true);
+    L.b_in = vec(p + "ffn_in.bias");
+    L.w_out = pack(p + "ffn_out.weight", ff, true);
+    L.b_out = vec(p + "ffn_out.bias");
+    L.ffn_norm_w = vec(p + "ffn_norm.weight");
+    L.ffn_norm_b = vec(p + "ffn_norm.bias");
+  }
+  m.head_dense = pack("head.dense.weight", f32, false);
+  m.head_dense_b = vec("head.dense.bias");
+  m.classifier = pack("head.classifier.weight", f32, false);
+  m.classifier_b = vec("head.classifier.bias");
+  return m;
+}
+
+// ---- Session --------------------------------------------------------------------------------------
+namespace {
+
+// exp(x) in float, branch-free so the loops calling it vectorise (bert.cpp is built with
+// -fno-trapping-math, which lets GCC if-convert the clamps; results are unchanged): Cephes'
+// expf (range reduction by ln 2, degree-6 polynomial), relative error below 1e-7. Inputs are
+// clamped to [-87.33, 88.72], so exp of a masked score (-1e30) is ~1e-38, i.e. 0 beside 1.
+inline float exp_approx(float x) {
+  x = std::min(88.72f, x);
+  x = std::max(-87.33f, x);
+  const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float t = x * 1.44269504088896341f + magic;
+  const float n = t - magic;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  // 2^n from n's bits in t's mantissa (t = 0x4B400000 + n as bits).
+  int32_t ti;
+  std::memcpy(&ti, &t, sizeof ti);
+  const int32_t bits = (ti - 0x4B400000 + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+// erf(x) by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7, i.e. float resolution of
+// GELU's 0.5 * (1 + erf)); branch-free.
+inline float erf_approx(float x) {
+  const float ax = std::fabs(x);
+  const float t = 1.0f / (1.0f + 0.3275911f * ax);
+  float y = 1.061405429f;
+  y = y * t - 1.453152027f;
+  y = y * t + 1.421413741f;
+  y = y * t - 0.284496736f;
+  y = y * t + 0.254829592f;
+  y = 1.0f - y * t * exp_approx(-ax * ax);
+  return std::copysign(y, x);
+}
+
+// One feed-forward activation over n values, bias added first.
+void bias_activation(float* x, const float* bias, int64_t n, BertActivation act) {
+  switch (act) {
+    case BertActivation::gelu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i] + bias[i];
+        x[i] = 0.5f * v * (1.0f + erf_approx(v * 0.70710678118654752f));
+      }
+      break;
+    case BertActivation::gelu_tanh:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i] + bias[i];
+        // tanh(u) = 1 - 2 / (exp(2u) + 1)
+        const float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+        x[i] = 0.5f * v * (2.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f));
+      }
+      break;
+    case BertActivation::relu:
+      for (int64_t i = 0; i < n; ++i) x[i] = std::max(0.0f, x[i] + bias[i]);
+      break;
+  }
+}
+
+// x = LayerNorm(x + a + bias) over n values (a and bias may be null).
+void add_layer_norm(float* x, const float* a, const float* bias, const float* w, const float* b,
+                    int64_t n, float eps) {
+  if (a)
+    for (int64_t i = 0; i < n; ++i) x[i] += a[i] + bias[i];
+  float sum[8] = {0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) sum[k] += x[i + k];
+  float s = 0.0f;
+  for (; i < n; ++i) s += x[i];
+  for (int k = 0; k < 8; ++k) s += sum[k];
+  const float mean = s / static_cast<float>(n);
+  float sq[8] = {0};
+  for (i = 0; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) {
+      const float d = x[i + k] - mean;
+      sq[k] += d * d;
+    }
+  float v = 0.0f;
+  for (; i < n; ++i) v += (x[i] - mean) * (x[i] - mean);
+  for (int k = 0; k < 8; ++k) v += sq[k];
+  const float inv = 1.0f / std::sqrt(v / static_cast<float>(n) + eps);
+  for (i = 0; i < n; ++i) x[i] = (x[i] - mean) * inv * w[i] + b[i];
+}
+
+// Masked softmax in place over n scores (masked entries get probability 0; when every entry
+// is masked the row becomes uniform, as adding a large negative to all of them would give).
+void softmax_row(float* s, const uint8_t* mask, int64_t n) {
+  constexpr float kMasked = -1e30f;
+  if (mask)
+    for (int64_t j = 0; j < n; ++j) s[j] = mask[j] ? s[j] : kMasked;
+  float mx = s[0];
+  for (int64_t j = 1; j < n; ++j) mx = std::max(mx, s[j]);
+  if (mx == kMasked) {  // nothing to attend to: equal weights
+    std::fill(s, s + n, 0.0f);
+    mx = 0.0f;
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = exp_approx(s[j] - mx);
+    sum += s[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+}
+
+template <typename T>
+T* buf(AlignedBuffer& b) {
+  return b.as<T>();
+}
+
+}  // namespace
+
+BertSession::BertSession(const BertModel& model, const BertSessionOptions& opts)
+    : model_(model), opts_(opts) {
+  const BertConfig& c = model.config;
+  isa_ = opts.isa < 0 ? active_isa() : static_cast<Isa>(opts.isa);
+  CIBENCH_CHECK(opts.isa < 0 || isa_supported(isa_), "ISA ", isa_name(isa_),
+                " is not supported on this CPU");
+  max_length_ = opts.max_length > 0 ? opts.max_length : c.max_positions;
+  CIBENCH_CHECK(max_length_ <= c.max_positions, "max_length ", max_length_,
+                " exceeds the model's ", c.max_positions, " positions");
+  CIBENCH_CHECK(opts.max_batch >= 1, "max_batch must be at least 1, got ", opts.max_batch);
+  pool_ = std::make_unique<ThreadPool>(opts.threads, opts.pin_threads);
+  mm_ = std::make_unique<MatmulRunner>(*pool_, isa_);
+  const int64_t rows = static_cast<int64_t>(opts.max_batch) * max_length_;
+  const int64_t h = c.hidden, f = c.intermediate;
+  mm_->reserve(rows, std::max(h, f));
+  auto floats = [](int64_t n) { return AlignedBuffer(static_cast<size_t>(n) * sizeof(float)); };
+  x_ = floats(rows * h);
+  qkv_ = floats(rows * 3 * h);
+  ctx_ = floats(rows * h);
+  proj_ = floats(rows * h);
+  ffn_ = floats(rows * f);
+  // Per thread: one head's scores (L x L) and its values transposed (head_dim x L).
+  scores_ = floats(static_cast<int64_t>(opts.threads) *
+                   (static_cast<int64_t>(max_length_) * max_length_ +
+                    static_cast<int64_t>(c.head_dim()) * max_length_));
+  cls_ = floats(2 * static_cast<int64_t>(opts.max_batch) * h);
+  logits_ = floats(static_cast<int64_t>(opts.max_batch) * c.num_labels);
+}
+
+BertSession::~BertSession() = default;
+
+size_t BertSession::scratch_bytes() const {
+  return x_.size() + qkv_.size() + ctx_.size() + proj_.size() + ffn_.size() + scores_.size() +
+         cls_.size() + logits_.size();
+}
+
+const float* BertSession::classify(const int* ids, int n, const int* token_types) {
+  forward(ids, nullptr, token_types, 1, n, buf<float>(logits_));
+  return buf<float>(logits_);
+}
+
+void BertSession::classify_batch(const int* ids, const uint8_t* mask, int batch, int seq_len,
+                                 float* logits, const int* token_types) {
+  forward(ids, mask, token_types, batch, seq_len, logits);
+}
+
+void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_types, int batch,
+                          int seq_len, float* logits) {
+  const BertConfig& c = model_.config;
+  CIBENCH_CHECK(batch >= 1 && batch <= opts_.max_batch, "batch of ", batch,
+                " sequences; this session takes 1..", opts_.max_batch);
+  CIBENCH_CHECK(seq_len >= 1 && seq_len <= max_length_, "sequence length ", seq_len,
+                "; this session takes 1..", max_length_);
+  const int64_t B = batch, L = seq_len, M = B * L;
+  const int64_t h = c.hidden, h3 = 3 * h, f = c.intermediate, nh = c.n_heads, hd = c.head_dim();
+  const float eps = c.layer_norm_eps;
+  for (int64_t r = 0; r < M; ++r) {
+    CIBENCH_CHECK(ids[r] >= 0 && ids[r] < c.vocab_size, "token id ", ids[r], " at position ", r,
+                  " is outside the vocabulary of ", c.vocab_size);
+    if (token_types)
+      CIBENCH_CHECK(token_types[r] >= 0 && token_types[r] < std::max(1, c.type_vocab_size),
+                    "token type ", token_types[r], " at position ", r, " is outside 0..",
+                    std::max(1, c.type_vocab_size) - 1);
+  }
+  const KernelTable& k = kernels_for(isa_);
+  ThreadPool& pool = *pool_;
+  float* x = buf<float>(x_);
+  float* qkv = buf<float>(qkv_);
+  float* ctx = buf<float>(ctx_);
+  float* proj = buf<float>(proj_);
+  float* ffn = buf<float>(ffn_);
+  float* cls = buf<float>(cls_);        // (B, h): the [CLS] rows through the last layer
+  float* pooled = cls + B * h;          // (B, h): the head's hidden layer
+  const int64_t per_thread = L * L + hd * L;
+
+  // Runs fn(row) for rows [0, n) split across the pool.
+  auto rows_parallel = [&](int64_t n, auto&& fn) {
+    pool.run([&](int i, int parts) {
+      int64_t b, e;
+      ThreadPool::split(n, i, parts, &b, &e);
+      for (int64_t r = b; r < e; ++r) fn(r);
+    });
+  };
+
+  // ---- embeddings: word + position + token type, LayerNorm
+  rows_parallel(M, [&](int64_t r) {
+    const int64_t t = r % L;
+    float* xr = x + r * h;
+    const float* we = model_.word_embeddings.data() + static_cast<int64_t>(ids[r]) * h;
+    const float* pe = model_.position_embeddings.data() + t * h;
+    for (int64_t i = 0; i < h; ++i) xr[i] = we[i] + pe[i];
+    if (c.type_vocab_size > 0) {
+      const float* te = model_.type_embeddings.data() + (token_types ? token_types[r] : 0) * h;
+      for (int64_t i = 0; i < h; ++i) xr[i] += te[i];
+    }
+    add_layer_norm(xr, nullptr, nullptr, model_.emb_norm_w.data(), model_.emb_norm_b.data(), h,
+                   eps);
+  });
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (int l = 0; l < c.n_layers; ++l) {
+    const BertLayer& Ly = model_.layers[l];
+    // In the last layer only the [CLS] rows feed the head: their queries alone are attended,
+    // and the projections after attention run on B rows instead of B * L.
+    const bool last = l + 1 == c.n_layers;
+    const int64_t n_q = last ? 1 : L;
+
+    // ---- self-attention
+    mm_->matmul(Ly.wqkv, x, h, M, qkv, h3);
+    rows_parallel(M, [&](int64_t r) {
+      float* q = qkv + r * h3;
+      for (int64_t i = 0; i < h3; ++i) q[i] += Ly.bqkv[i];
+    });
+    pool.run([&](int ti, int parts) {
+      float* s = buf<float>(scores_) + ti * per_thread;  // (n_q, L)
+      float* vt = s + L * L;                              // (hd, L)
+      int64_t b0, b1;
+      ThreadPool::split(B * nh, ti, parts, &b0, &b1);
+      for (int64_t task = b0; task < b1; ++task) {
+        const int64_t b = task / nh, head = task % nh;
+        const float* base = qkv + b * L * h3 + head * hd;
+        const uint8_t* mrow = mask ? mask + b * L : nullptr;
+        // scores = Q K^T * scale, masked softmax per query row
+        k.matmul_f32(base + h, h3, base, h3, s, L, n_q, L, hd);
+        for (int64_t qi = 0; qi < n_q; ++qi) {
+          float* sr = s + qi * L;
+          for (int64_t j = 0; j < L; ++j) sr[j] *= scale;
+          softmax_row(sr, mrow, L);
+        }
+        // out = P V, with V transposed so the product is another X W^T
+        const float* v = base + 2 * h;
+        for (int64_t j = 0; j < L; ++j)
+          for (int64_t d = 0; d < hd; ++d) vt[d * L + j] = v[j * h3 + d];
+        float* out = (last ? ctx + b * h : ctx + b * L * h) + head * hd;
+        k.matmul_f32(vt, L, s, L, out, h, n_q, hd, L);
+      }
+    });
+
+    float* xs = x;          // the rows that continue: all of them, or the [CLS] rows
+    int64_t m = M;
+    if (last) {
+      for (int64_t b = 0; b < B; ++b) std::memcpy(cls + b * h, x + b * L * h, h * sizeof(float));
+      xs = cls;
+      m = B;
+    }
+    // ---- attention output, residual, LayerNorm
+    mm_->matmul(Ly.wo, ctx, h, m, proj, h);
+    rows_parallel(m, [&](int64_t r) {
+      add_layer_norm(xs + r * h, proj + r * h, Ly.bo.data(), Ly.attn_norm_w.data(),
+                     Ly.attn_norm_b.data(), h, eps);
+    });
+    // ---- feed-forward, residual, LayerNorm
+    mm_->matmul(Ly.w_in, xs, h, m, ffn, f);
+    rows_parallel(m, [&](int64_t r) { bias_activation(ffn + r * f, Ly.b_in.data(), f, c.activation); });
+    mm_->matmul(Ly.w_out, ffn, f, m, proj, h);
+    rows_parallel(m, [&](int64_t r) {
+      add_layer_norm(xs + r * h, proj + r * h, Ly.b_out.data(), Ly.ffn_norm_w.data(),
+                     Ly.ffn_norm_b.data(), h, eps);
+    });
+  }
+
+  // ---- classification head on the [CLS] rows
+  mm_->matmul(model_.head_dense, cls, h, B, pooled, h);
+  for (int64_t b = 0; b < B; ++b) {
+    float* p = pooled + b * h;
+    if (c.arch == BertArch::bert)
+      for (int64_t i = 0; i < h; ++i) p[i] = std::tanh(p[i] + model_.head_dense_b[i]);
+    else
+      for (int64_t i = 0; i < h; ++i) p[i] = std::max(0.0f, p[i] + model_.head_dense_b[i]);
+  }
+  const int64_t nl = c.num_labels;
+  mm_->matmul(model_.classifier, pooled, h, B, logits, nl);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < nl; ++i) logits[b * nl + i] += model_.classifier_b[i];
+}
+
+}  // namespace cibench

@@ -1,0 +1,221 @@
+#pragma once
+// BERT-family encoders for sequence classification: BERT (post-LayerNorm, GELU, absolute
+// positions, token types, tanh pooler, linear classifier) and DistilBERT (no token types, a
+// ReLU pre-classifier instead of the pooler), loaded from Hugging Face folders
+// (BertForSequenceClassification / DistilBertForSequenceClassification) or built from a seed
+// (synthetic:distilbert-base, synthetic:bert-base, ...).
+//
+// The attention and feed-forward projections are WeightMatrix objects packed in any row of the
+// format table; embeddings, LayerNorms, the pooler/pre-classifier and the classifier stay f32.
+// A BertModel is read-only after build_bert(), so any number of BertSessions (workers) can
+// share it; each session owns its thread pool and scratch.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engines/core/buffer.h"
+#include "engines/core/cpu.h"
+#include "engines/core/matrix.h"
+#include "engines/core/thread_pool.h"
+#include "engines/models/llama_config.h"  // TensorSource
+
+namespace cibench {
+
+enum class BertArch { bert, distilbert };
+enum class BertActivation { gelu, gelu_tanh, relu };  // feed-forward activation
+const char* bert_arch_name(BertArch a);
+const char* bert_activation_name(BertActivation a);
+
+struct BertConfig {
+  BertArch arch = BertArch::bert;
+  int hidden = 0;           // hidden_size (DistilBERT: dim)
+  int n_layers = 0;         // num_hidden_layers (n_layers)
+  int n_heads = 0;          // num_attention_heads (n_heads)
+  int intermediate = 0;     // intermediate_size (hidden_dim)
+  int vocab_size = 0;
+  int max_positions = 0;    // max_position_embeddings: the longest sequence
+  int type_vocab_size = 0;  // token types (0 for DistilBERT)
+  float layer_norm_eps = 1e-12f;
+  BertActivation activation = BertActivation::gelu;
+  int num_labels = 0;
+  std::vector<std::string> labels;  // id2label, num_labels names
+  int pad_token_id = 0;
+
+  int head_dim() const { return hidden / n_heads; }
+  int64_t parameter_count() const;
+  // Throws FileError(origin, ...) when the shape is impossible.
+  void validate(const std::string& origin) const;
+};
+
+// Canonical tensor names (rows x cols; a vector is one row):
+//   embeddings.word [vocab, hidden]   embeddings.position [max_positions, hidden]
+//   embeddings.token_type [type_vocab_size, hidden] (BERT only)
+//   embeddings.norm.weight / .bias [hidden]
+//   layers.{i}.query / key / value / attn_out .weight [hidden, hidden], .bias [hidden]
+//   layers.{i}.attn_norm.weight / .bias [hidden]
+//   layers.{i}.ffn_in.weight [intermediate, hidden], .bias [intermediate]
+//   layers.{i}.ffn_out.weight [hidden, intermediate], .bias [hidden]
+//   layers.{i}.ffn_norm.weight / .bias [hidden]
+//   head.dense.weight [hidden, hidden], .bias [hidden]  (BERT pooler, DistilBERT pre_classifier)
+//   head.classifier.weight [num_labels, hidden], .bias [num_labels]
+struct BertSource {
+  BertConfig config;
+  std::string origin;        // folder or synthetic:NAME@seed
+  std::string container;     // "hf-safetensors" or "synthetic"
+  std::string content_hash;  // of config.json + weights, or the preset and seed
+  std::map<std::string, TensorSource> tensors;
+  std::map<std::string, std::string> source_names;  // canonical -> name in the file
+  std::string weights_path;                         // the safetensors file (empty if synthetic)
+  std::shared_ptr<const void> keepalive;
+
+  const TensorSource& tensor(const std::string& name) const;  // throws FileError naming origin
+};
+
+// Opens a Hugging Face folder (or its config.json / model.safetensors) or "synthetic:NAME[@seed]".
+// Every tensor is checked against the config; a missing tensor or a shape the config does not
+// imply is a FileError naming the weights file and the tensor.
+BertSource open_bert_source(const std::string& spec);
+
+struct BertPreset {
+  const char* name;
+  const char* description;
+  BertConfig config;
+};
+const std::vector<BertPreset>& bert_presets();
+bool is_bert_spec(const std::string& spec);  // a synthetic BERT name, or an HF BERT folder
+
+// Which format each tensor class is packed in: "attention" (query/key/value/attn_out) and
+// "ffn" (ffn_in/ffn_out). Everything else stays f32.
+struct BertBuildOptions {
+  std::string format = "f32";
+  std::map<std::string, std::string> class_format;
+  // Magnitude pruning of the projections before packing (per row, in the pattern the format
+  // wants: see engines/quant/prune.h); 0 = none.
+  double sparsity = 0.0;
+
+  const std::string& format_for(const std::string& tensor_class) const;
+  std::string describe() const;
+};
+
+struct BertLayer {
+  WeightMatrix wqkv;               // (3 * hidden, hidden): query rows, then key, then value
+  std::vector<float> bqkv;         // (3 * hidden)
+  WeightMatrix wo;                 // (hidden, hidden)
+  std::vector<float> bo;           // (hidden)
+  std::vector<float> attn_norm_w;  // (hidden)
+  std::vector<float> attn_norm_b;  // (hidden)
+  WeightMatrix w_in;               // (intermediate, hidden)
+  std::vector<float> b_in;         // (intermediate)
+  WeightMatrix w_out;              // (hidden, intermediate)
+  std::vector<float> b_out;        // (hidden)
+  std::vector<float> ffn_norm_w;   // (hidden)
+  std::vector<float> ffn_norm_b;   // (hidden)
+};
+
+struct BertModel {
+  BertConfig config;
+  std::string origin;
+  std::string container;
+  std::string content_hash;
+  BertBuildOptions build;
+  std::vector<float> word_embeddings;      // (vocab, hidden)
+  std::vector<float> position_embeddings;  // (max_positions, hidden)
+  std::vector<float> type_embeddings;      // (type_vocab_size, hidden), empty for DistilBERT
+  std::vector<float> emb_norm_w, emb_norm_b;  // (hidden)
+  std::vector<BertLayer> layers;
+  WeightMatrix head_dense;                 // (hidden, hidden), f32
+  std::vector<float> head_dense_b;         // (hidden)
+  WeightMatrix classifier;                 // (num_labels, hidden), f32
+  std::vector<float> classifier_b;         // (num_labels)
+
+  size_t weight_bytes() const;       // everything as stored
+  size_t projection_bytes() const;   // the packed attention + feed-forward matrices
+};
+
+BertModel build_bert(const BertSource& src, const BertBuildOptions& opts = {});
+
+struct BertSessionOptions {
+  int threads = 1;
+  bool pin_threads = false;
+  int max_length = 0;  // longest sequence (0 = the model's max_positions)
+  int max_batch = 1;   // most sequences in one padded batch
+  int isa = -1;        // -1 = active_isa(); otherwise an Isa value
+};
+
+// Runs the encoder for one sequence at its own length (dynamic shape) or for a padded batch
+// [batch, seq_len] with an attention mask. Scratch is sized once for max_batch * max_length
+// tokens; after the first call nothing is allocated. Sessions never time themselves.
+class BertSession {
+ public:
+  BertSession(const BertModel& model, const BertSessionOptions& opts);
+  ~BertSession();
+  BertSession(const BertSession&) = delete;
+  BertSession& operator=(const BertSession&) = delete;
+
+  // Logits (num_labels) of one sequence of n ids ([CLS] ... [SEP]); token types 0 when
+  // `token_types` is null. Valid until the next call.
+  const float* classify(const int* ids, int n, const int* token_types = nullptr);
+  // A padded batch: ids (batch, seq_len) row-major; mask (batch, seq_len) with 1 for tokens and
+  // 0 for padding (null: no padding); writes logits (batch, num_labels).
+  void classify_batch(const int* ids, const uint8_t* mask, int batch, int seq_len, float* logits,
+                      const int* token_types = nullptr);
+
+  const BertModel& model() const { return model_; }
+  const BertSessionOptions& options() const { return opts_; }
+  Isa isa() const { return isa_; }
+  int max_length() const { return max_length_; }
+  size_t scratch_bytes() const;
+
+ private:
+  void forward(const int* ids, const uint8_t* mask, const int* token_types, int batch,
+               int seq_len, float* logits);
+
+  const BertModel& model_;
+  BertSessionOptions opts_;
+  Isa isa_;
+  int max_length_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<MatmulRunner> mm_;
+  // Scratch for max_batch * max_length rows.
+  AlignedBuffer x_;       // (rows, hidden) the residual stream
+  AlignedBuffer qkv_;     // (rows, 3 * hidden)
+  AlignedBuffer ctx_;     // (rows, hidden) attention output before attn_out
+  AlignedBuffer proj_;    // (rows, hidden) a projection's result
+  AlignedBuffer ffn_;     // (rows, intermediate)
+  AlignedBuffer scores_;  // (threads, max_length) attention scores per thread
+  AlignedBuffer cls_;     // (max_batch, hidden) x 2: [CLS] rows of the last layer / the head
+  AlignedBuffer logits_;  // (max_batch, num_labels)
+};
+
+// The readable reference forward pass (plain scalar FP32, one sequence, no threads, no kernels
+// table, no packed formats): the oracle the sessions are tested against. Read it top to bottom
+// in bert_reference.cpp.
+class BertReference {
+ public:
+  explicit BertReference(const BertSource& src);
+  // Logits of one sequence. `mask` (same length, 1 = token, 0 = padding) may be empty;
+  // `token_types` may be empty (all 0).
+  std::vector<float> forward(const std::vector<int>& ids, const std::vector<uint8_t>& mask = {},
+                             const std::vector<int>& token_types = {}) const;
+  const BertConfig& config() const { return c_; }
+
+ private:
+  BertConfig c_;
+  std::vector<float> word, position, token_type;  // (vocab | positions | types, hidden)
+  std::vector<float> emb_norm_w, emb_norm_b;      // (hidden)
+  struct Layer {
+    std::vector<float> wq, wk, wv, wo;            // (hidden, hidden) rows = outputs
+    std::vector<float> bq, bk, bv, bo;            // (hidden)
+    std::vector<float> attn_norm_w, attn_norm_b;  // (hidden)
+    std::vector<float> w_in, b_in;                // (intermediate, hidden), (intermediate)
+    std::vector<float> w_out, b_out;              // (hidden, intermediate), (hidden)
+    std::vector<float> ffn_norm_w, ffn_norm_b;    // (hidden)
+  };
+  std::vector<Layer> layers;
+  std::vector<float> head_w, head_b;              // (hidden, hidden), (hidden)
+  std::vector<float> cls_w, cls_b;                // (num_labels, hidden), (num_labels)
+};
+
+}  // namespace cibench
