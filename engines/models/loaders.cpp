@@ -348,7 +348,8 @@ LlamaSource open_hf(const std::string& spec) {
   if (const auto* e = json_field(j, "eos_token_id"); e && e->is_array()) {
     if (e->empty() || !(*e)[0].is_number_integer())
       throw FileError(cfg, str("'eos_token_id' ", e->dump(), " has no integer id"));
-    c.eos_id = (*e)[0].get<int>();
+    const nlohmann::json first = {{"eos_token_id", (*e)[0]}};
+    c.eos_id = json_int(first, "eos_token_id", cfg);
   } else {
     c.eos_id = json_int(j, "eos_token_id", cfg, &default_eos);
   }
