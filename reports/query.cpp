@@ -92,6 +92,15 @@ bool is_accuracy_column(const std::string& c) {
   return a.count(c) > 0 || c.rfind("acc_", 0) == 0 || c.rfind("task_", 0) == 0;
 }
 
+// splitmix64 of a value (the harness's mix64).
+uint64_t splitmix_hash(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// One step of the splitmix64 generator with state s (the harness's Rng::next).
 uint64_t splitmix(uint64_t& s) {
   uint64_t z = (s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -280,7 +289,7 @@ std::pair<double, double> bootstrap_diff_ci(const std::vector<double>& a, const 
                                             uint64_t seed) {
   CIBENCH_CHECK(!a.empty() && !b.empty(), "bootstrap needs two non-empty samples");
   CIBENCH_CHECK(resamples >= 10, "bootstrap needs at least 10 resamples, got ", resamples);
-  uint64_t s = seed;
+  uint64_t s = splitmix_hash(seed);  // as cibench compare: Rng(mix64(seed))
   std::vector<double> diffs;
   diffs.reserve(static_cast<size_t>(resamples));
   std::vector<double> ra(a.size()), rb(b.size());
@@ -290,7 +299,9 @@ std::pair<double, double> bootstrap_diff_ci(const std::vector<double>& a, const 
     diffs.push_back(sample_stat(rb, p) - sample_stat(ra, p));
   }
   std::sort(diffs.begin(), diffs.end());
-  const double tail = (1 - confidence) / 2 * 100;
+  // Percentile interval: nearest-rank percentiles of the sorted differences (2.5 and 97.5 for
+  // 95 %), the tail rounded so that 0.95 gives exactly 2.5.
+  const double tail = std::round((1 - confidence) / 2 * 100 * 1e6) / 1e6;
   return {sample_stat(diffs, std::max(tail, 1e-9)), sample_stat(diffs, 100 - tail)};
 }
 
@@ -885,34 +896,36 @@ std::vector<CounterSummary> Db::counters(const std::vector<int64_t>& run_ids) {
   return out;
 }
 
+std::vector<double> Db::compare_samples(const Variant& v, const std::string& metric, bool* from_histogram) {
+  // As cibench compare: the requests when every request was kept, else the histogram expanded
+  // at bucket midpoints.
+  Rows n = select("SELECT COUNT(*) FROM requests WHERE variant_id = ?", {std::to_string(v.variant_id)});
+  const auto queries = v.get("queries");
+  const bool all = queries && static_cast<int64_t>(*queries) == as_int(n.rows.at(0).at(0));
+  *from_histogram = !all;
+  if (all) return request_latencies(v.variant_id, metric);
+  std::vector<double> out;
+  Rows h = select("SELECT bucket_low_ns, bucket_high_ns, count FROM histograms WHERE variant_id = ? AND metric = ?",
+                  {std::to_string(v.variant_id), metric});
+  for (const auto& row : h.rows) {
+    const double mid = (static_cast<double>(as_int(row[0])) + static_cast<double>(as_int(row[1]) - 1)) / 2 * 1e-6;
+    out.insert(out.end(), static_cast<size_t>(std::max<int64_t>(0, as_int(row[2]))), mid);
+  }
+  return out;
+}
+
 Comparison Db::compare(int64_t run_a, int64_t run_b, int resamples, uint64_t seed) {
   Comparison c;
   c.a = run(run_a);
   c.b = run(run_b);
   c.resamples = resamples;
+  c.seed = seed;
   const auto va = variants({run_a});
   const auto vb = variants({run_b});
   auto key = [](const Variant& v) { return v.label + (v.step_index ? " step " + std::to_string(v.step_index) : ""); };
   std::map<std::string, const Variant*> in_b;
   for (const Variant& v : vb) in_b[key(v)] = &v;
   std::set<std::string> matched;
-  struct M {
-    const char* metric;  // latency metric for the bootstrap ("" = none)
-    double p;            // percentile; 0 = mean
-    const char* column;
-    const char* title;
-  };
-  static const M metrics[] = {
-      {"latency", 0, "latency_mean_ms", "latency mean (ms)"},
-      {"latency", 50, "latency_p50_ms", "latency p50 (ms)"},
-      {"latency", 95, "latency_p95_ms", "latency p95 (ms)"},
-      {"latency", 99, "latency_p99_ms", "latency p99 (ms)"},
-      {"ttft", 95, "ttft_p95_ms", "time to first token p95 (ms)"},
-      {"tpot", 50, "tpot_p50_ms", "time per output token p50 (ms)"},
-      {"", 0, "achieved_qps", "throughput (queries/s)"},
-      {"", 0, "tokens_per_s", "throughput (tokens/s)"},
-      {"", 0, "top1_agreement", "top-1 agreement"},
-  };
   for (const Variant& a : va) {
     auto it = in_b.find(key(a));
     if (it == in_b.end()) {
@@ -921,31 +934,58 @@ Comparison Db::compare(int64_t run_a, int64_t run_b, int resamples, uint64_t see
     }
     const Variant& b = *it->second;
     matched.insert(key(a));
-    std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> samples;
-    for (const M& m : metrics) {
+    if (a.status != "ok" || b.status != "ok") {
       CompareRow r;
       r.variant = key(a);
-      r.metric = m.title;
-      r.a = a.get(m.column);
-      r.b = b.get(m.column);
+      r.metric = "-";
+      r.note = "not compared: status A " + a.status + ", B " + b.status;
+      c.rows.push_back(r);
+      continue;
+    }
+    // The percentiles with bootstrap intervals: the same statistics as cibench compare.
+    for (const char* metric : {"latency", "ttft", "tpot"}) {
+      bool ha = false, hb = false;
+      const auto sa = compare_samples(a, metric, &ha);
+      const auto sb = compare_samples(b, metric, &hb);
+      if (sa.empty() || sb.empty()) {
+        if (std::string(metric) == "latency") {
+          CompareRow r;
+          r.variant = key(a);
+          r.metric = "latency p95 (ms)";
+          r.a = a.get("latency_p95_ms");
+          r.b = b.get("latency_p95_ms");
+          if (r.a && r.b) r.diff = *r.b - *r.a;
+          r.note = "per-request times and histogram not stored: no interval";
+          c.rows.push_back(r);
+        }
+        continue;
+      }
+      for (double p : {50.0, 95.0}) {
+        CompareRow r;
+        r.variant = key(a);
+        r.metric = str(metric, " p", static_cast<int>(p), " (ms)");
+        r.a = sample_stat(sa, p);
+        r.b = sample_stat(sb, p);
+        r.diff = *r.b - *r.a;
+        auto [lo, hi] = bootstrap_diff_ci(sa, sb, p, resamples, c.confidence, seed);
+        r.ci_low = lo;
+        r.ci_high = hi;
+        if (ha || hb) r.note = "from the histogram (bucket midpoints)";
+        c.rows.push_back(r);
+      }
+    }
+    // Single measurements per run: shown side by side, no interval.
+    for (const auto& [col, title] : std::vector<std::pair<const char*, const char*>>{
+             {"achieved_qps", "throughput (queries/s)"}, {"tokens_per_s", "throughput (tokens/s)"},
+             {"top1_agreement", "top-1 agreement"}, {"peak_rss_bytes", "peak RSS (bytes)"}}) {
+      CompareRow r;
+      r.variant = key(a);
+      r.metric = title;
+      r.a = a.get(col);
+      r.b = b.get(col);
       if (!r.a && !r.b) continue;
       if (r.a && r.b) r.diff = *r.b - *r.a;
-      if (!*m.metric) {
-        r.note = "one measurement per run: no interval";
-      } else if (r.diff) {
-        auto& s = samples[m.metric];
-        if (s.first.empty() && s.second.empty()) {
-          s.first = request_latencies(a.variant_id, m.metric);
-          s.second = request_latencies(b.variant_id, m.metric);
-        }
-        if (s.first.size() < 2 || s.second.size() < 2) {
-          r.note = "per-request times not stored: no interval";
-        } else {
-          auto [lo, hi] = bootstrap_diff_ci(s.first, s.second, m.p, resamples, c.confidence, seed);
-          r.ci_low = lo;
-          r.ci_high = hi;
-        }
-      }
+      r.note = "one measurement per run: no interval";
       c.rows.push_back(r);
     }
   }

@@ -206,16 +206,23 @@ struct CompareRow {
   bool significant() const { return ci_low && ci_high && (*ci_low > 0 || *ci_high < 0); }
 };
 
+// The compare of `cibench compare` (harness/lib/compare.h), recomputed here without the harness
+// so that the GUI need not link it: per variant matched by label and step, the nearest-rank p50
+// and p95 of latency, ttft and tpot (requests when all were kept, else the histogram at bucket
+// midpoints), B - A, and the 95 % percentile-bootstrap interval with the same generator and
+// seed, so the numbers are identical (tested). Throughput etc. are shown without an interval.
 struct Comparison {
   RunInfo a, b;
   int resamples = 0;
+  uint64_t seed = 0;
   double confidence = 0.95;
   std::vector<CompareRow> rows;
   std::vector<std::string> only_in_a, only_in_b;  // variant labels without a match
 };
 
 // Bootstrap interval of (stat(b) - stat(a)) where stat is the nearest-rank percentile p
-// (0 < p <= 100) or the mean (p = 0): both samples resampled with replacement, seeded.
+// (0 < p <= 100) or the mean (p = 0): both samples resampled with replacement (a first, then b,
+// from one splitmix64 stream seeded with mix64(seed), as cibench compare does).
 std::pair<double, double> bootstrap_diff_ci(const std::vector<double>& a, const std::vector<double>& b,
                                             double p, int resamples, double confidence,
                                             uint64_t seed);
@@ -264,12 +271,14 @@ class Db {
   LoadSweep load_sweep(int64_t run_id);
   std::vector<ScalingSeries> scaling(const std::vector<int64_t>& run_ids);
   std::vector<CounterSummary> counters(const std::vector<int64_t>& run_ids);
-  Comparison compare(int64_t run_a, int64_t run_b, int resamples = 1000, uint64_t seed = 1);
+  // Defaults as `cibench compare`: 2000 resamples, seed 1.
+  Comparison compare(int64_t run_a, int64_t run_b, int resamples = 2000, uint64_t seed = 1);
 
  private:
   struct Rows;
   Rows select(const std::string& sql, const std::vector<std::string>& params = {});
   std::vector<double> request_latencies(int64_t variant_id, const std::string& metric);
+  std::vector<double> compare_samples(const Variant& v, const std::string& metric, bool* from_histogram);
   std::string scenario_toml(int64_t run_id);
 
   sqlite3* db_ = nullptr;

@@ -459,8 +459,9 @@ std::string render_html(const ReportData& d) {
   if (d.comparison) {
     os << "<h2>Compare: run " << d.comparison->a.run_id << " (A) and run " << d.comparison->b.run_id << " (B)</h2>\n"
        << "<p class=\"note\">Differences B - A with " << static_cast<int>(d.comparison->confidence * 100)
-       << "% bootstrap intervals (" << d.comparison->resamples
-       << " resamples of the stored per-request times, seeded).</p>\n"
+       << "% percentile-bootstrap intervals, as <code>cibench compare " << d.comparison->a.run_id << " "
+       << d.comparison->b.run_id << "</code> computes them (" << d.comparison->resamples << " resamples, seed "
+       << d.comparison->seed << ").</p>\n"
        << html_table(compare_table(*d.comparison));
   }
   os << "<h2>Provenance</h2>\n";
@@ -499,8 +500,9 @@ std::string render_markdown(const ReportData& d) {
   os << "\n## Counters\n\n" << md_table(counters_table(d));
   if (d.comparison)
     os << "\n## Compare: run " << d.comparison->a.run_id << " (A) and run " << d.comparison->b.run_id << " (B)\n\n"
-       << "Differences B - A with " << static_cast<int>(d.comparison->confidence * 100) << "% bootstrap intervals ("
-       << d.comparison->resamples << " resamples of the stored per-request times).\n\n"
+       << "Differences B - A with " << static_cast<int>(d.comparison->confidence * 100)
+       << "% percentile-bootstrap intervals, as `cibench compare " << d.comparison->a.run_id << " " << d.comparison->b.run_id
+       << "` computes them (" << d.comparison->resamples << " resamples, seed " << d.comparison->seed << ").\n\n"
        << md_table(compare_table(*d.comparison));
   os << "\n## Provenance\n";
   for (size_t i = 0; i < d.runs.size(); ++i)

@@ -15,7 +15,7 @@ struct ReportOptions {
   std::string x_axis;              // "" = Db::default_axes
   std::string y_axis;
   std::optional<double> floor;     // nullopt = the scenario's floor
-  int compare_resamples = 1000;    // bootstrap resamples when exactly two runs are given
+  int compare_resamples = 2000;    // bootstrap resamples when exactly two runs are given (as cibench compare)
 };
 
 struct ReportData {

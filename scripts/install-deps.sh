@@ -5,7 +5,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev
       libsqlite3-dev sqlite3 libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
       libsentencepiece-dev libpapi-dev libhwloc-dev
-      qt6-base-dev qt6-charts-dev libgl-dev xvfb xauth)
+      qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb xauth)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,7 +18,7 @@ struct ReportArgs {
   std::string db = "results/cibench.sqlite";
   std::string x_axis, y_axis;
   std::optional<double> floor;
-  int resamples = 1000;
+  int resamples = 2000;
 };
 
 int run_report(const ReportArgs& a) {

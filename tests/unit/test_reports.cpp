@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "harness/lib/compare.h"
 #include "harness/lib/store.h"
 #include "reports/query.h"
 #include "reports/report.h"
@@ -323,17 +324,24 @@ TEST(Reports, CompareTwoRuns) {
   EXPECT_EQ(c.b.hostname, "hostB");
   EXPECT_TRUE(c.only_in_a.empty());
   EXPECT_TRUE(c.only_in_b.empty());
-  bool saw_f32_p95 = false, saw_qps = false;
+  bool saw_f32_p95 = false, saw_int8 = false, saw_qps = false, saw_w8a8 = false;
   for (const auto& r : c.rows) {
     if (r.variant.rfind("f32 t2", 0) == 0 && r.metric == "latency p95 (ms)") {
       saw_f32_p95 = true;
+      EXPECT_DOUBLE_EQ(*r.a, 100.0);  // the 190th of 200 requests
       EXPECT_DOUBLE_EQ(*r.diff, 10.0);
       ASSERT_TRUE(r.ci_low && r.ci_high);
       EXPECT_TRUE(r.significant());  // every request of B is 5 to 10 ms slower
       EXPECT_GT(*r.ci_low, 0);
     }
+    if (r.variant.rfind("int8 t2", 0) == 0 && r.metric == "latency p95 (ms)") {
+      saw_int8 = true;  // histogram only: expanded at bucket midpoints, identical in both runs
+      EXPECT_DOUBLE_EQ(*r.diff, 0.0);
+      EXPECT_NE(r.note.find("histogram"), std::string::npos);
+    }
     if (r.variant.rfind("w8a8", 0) == 0 && r.metric == "latency p95 (ms)") {
-      EXPECT_FALSE(r.ci_low);  // no per-request times stored
+      saw_w8a8 = true;
+      EXPECT_FALSE(r.ci_low);  // nothing per request stored
       EXPECT_NE(r.note.find("not stored"), std::string::npos);
     }
     if (r.metric == "throughput (queries/s)") {
@@ -341,8 +349,44 @@ TEST(Reports, CompareTwoRuns) {
       EXPECT_FALSE(r.ci_low);
     }
   }
-  EXPECT_TRUE(saw_f32_p95);
-  EXPECT_TRUE(saw_qps);
+  EXPECT_TRUE(saw_f32_p95 && saw_int8 && saw_qps && saw_w8a8);
+}
+
+TEST(Reports, CompareGivesTheNumbersOfCibenchCompare) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const Comparison c = db.compare(fx.run_formats, fx.run_formats_b, 400, 9);
+  Store st(fixture_path(), false);
+  const nlohmann::json h = compare_runs(st, fx.run_formats, fx.run_formats_b, 400, 9);
+  int checked = 0;
+  for (const auto& v : h["variants"]) {
+    for (const char* metric : {"latency", "ttft", "tpot"}) {
+      if (!v.contains(metric)) continue;
+      for (const char* p : {"p50", "p95"}) {
+        const auto& e = v[metric][p];
+        const std::string title = std::string(metric) + " " + p + " (ms)";
+        const CompareRow* row = nullptr;
+        for (const auto& r : c.rows)
+          if (r.variant == v["label"].get<std::string>() && r.metric == title) row = &r;
+        ASSERT_TRUE(row) << v["label"] << " " << title;
+        EXPECT_DOUBLE_EQ(*row->a, e["a_ms"].get<double>());
+        EXPECT_DOUBLE_EQ(*row->b, e["b_ms"].get<double>());
+        EXPECT_DOUBLE_EQ(*row->ci_low, e["ci95_lo_ms"].get<double>()) << v["label"] << " " << title;
+        EXPECT_DOUBLE_EQ(*row->ci_high, e["ci95_hi_ms"].get<double>()) << v["label"] << " " << title;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 8);  // f32, bf16 (latency, ttft) and int8 (latency), p50 and p95
+  // And the bootstrap alone, on samples with ties.
+  std::vector<double> a, b;
+  for (int i = 0; i < 101; ++i) a.push_back(i % 7), b.push_back(i % 5 + 0.5);
+  for (double p : {50.0, 95.0}) {
+    const auto mine = bootstrap_diff_ci(a, b, p, 250, 0.95, 3);
+    const auto theirs = bootstrap_percentile_diff(a, b, p, 250, 3);
+    EXPECT_DOUBLE_EQ(mine.first, theirs.lo);
+    EXPECT_DOUBLE_EQ(mine.second, theirs.hi);
+  }
 }
 
 // ---- reports ----

@@ -1,0 +1,869 @@
+#include "gui/views.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QBoxPlotSeries>
+#include <QBoxSet>
+#include <QChart>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QContextMenuEvent>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QGuiApplication>
+#include <QLabel>
+#include <QLegend>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QListWidget>
+#include <QLogValueAxis>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPainter>
+#include <QPushButton>
+#include <QScatterSeries>
+#include <QSplitter>
+#include <QSvgGenerator>
+#include <QTableWidget>
+#include <QToolTip>
+#include <QValueAxis>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <cmath>
+
+#include "reports/svg.h"
+
+namespace cibench::gui {
+
+namespace {
+
+QString q(const std::string& s) { return QString::fromStdString(s); }
+QString num(double v) { return q(reports::fmt_num(v)); }
+
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+QColor series_color(size_t i) { return QColor(kPalette[i % (sizeof kPalette / sizeof *kPalette)]); }
+
+QScatterSeries::MarkerShape shape_of(const std::string& marker) {
+  if (marker == "square") return QScatterSeries::MarkerShapeRectangle;
+  if (marker == "triangle") return QScatterSeries::MarkerShapeTriangle;
+  if (marker == "diamond") return QScatterSeries::MarkerShapeRotatedRectangle;
+  if (marker == "star") return QScatterSeries::MarkerShapeStar;
+  return QScatterSeries::MarkerShapeCircle;
+}
+
+QChart* fresh_chart(QChartView* v, const QString& title) {
+  QChart* old = v->chart();
+  auto* c = new QChart();
+  c->setTitle(title);
+  c->legend()->setAlignment(Qt::AlignRight);
+  c->setMargins(QMargins(4, 4, 4, 4));
+  v->setChart(c);  // the view takes ownership of the new chart
+  delete old;
+  return c;
+}
+
+// [lo, hi] with a margin, never empty.
+std::pair<double, double> padded(double lo, double hi, double frac = 0.08) {
+  if (!(hi > lo)) {
+    const double d = std::max(std::fabs(lo) * 0.1, 1e-3);
+    return {lo - d, hi + d};
+  }
+  const double d = (hi - lo) * frac;
+  return {lo - d, hi + d};
+}
+
+QValueAxis* value_axis(const QString& title, double lo, double hi) {
+  auto* a = new QValueAxis();
+  a->setTitleText(title);
+  a->setRange(lo, hi);
+  a->setLabelFormat("%.4g");
+  a->applyNiceNumbers();
+  return a;
+}
+
+void attach(QChart* c, QAbstractSeries* s, QAbstractAxis* x, QAbstractAxis* y) {
+  c->addSeries(s);
+  s->attachAxis(x);
+  s->attachAxis(y);
+}
+
+QString run_prefix(const Selection& s, int64_t run_id) {
+  return s.runs.size() > 1 ? QString("run %1: ").arg(run_id) : QString();
+}
+
+QTableWidgetItem* item(const QString& text, const QString& tip = {}) {
+  auto* it = new QTableWidgetItem(text);
+  it->setFlags(it->flags() & ~Qt::ItemIsEditable);
+  if (!tip.isEmpty()) it->setToolTip(tip);
+  return it;
+}
+
+}  // namespace
+
+// ---- export ---------------------------------------------------------------------------------
+
+ChartView::ChartView(QWidget* parent) : QChartView(new QChart(), parent) {
+  setRenderHint(QPainter::Antialiasing);
+  setMinimumSize(320, 220);
+}
+
+void ChartView::contextMenuEvent(QContextMenuEvent* e) {
+  QMenu m(this);
+  QAction* png = m.addAction("Export PNG...");
+  QAction* svg = m.addAction("Export SVG...");
+  QAction* got = m.exec(e->globalPos());
+  if (!got) return;
+  const bool is_png = got == png;
+  (void)svg;
+  const QString path = QFileDialog::getSaveFileName(this, is_png ? "Export PNG" : "Export SVG",
+                                                    chart()->title().isEmpty() ? "chart" : chart()->title(),
+                                                    is_png ? "PNG image (*.png)" : "SVG image (*.svg)");
+  if (path.isEmpty()) return;
+  const QString err = export_chart(this, path.endsWith(is_png ? ".png" : ".svg") ? path : path + (is_png ? ".png" : ".svg"));
+  if (!err.isEmpty()) QMessageBox::warning(this, "Export", err);
+}
+
+QString export_chart(QChartView* view, const QString& path) {
+  if (path.endsWith(".svg", Qt::CaseInsensitive)) {
+    QSvgGenerator gen;
+    gen.setFileName(path);
+    gen.setSize(view->size());
+    gen.setViewBox(QRect(QPoint(0, 0), view->size()));
+    gen.setTitle(view->chart()->title());
+    gen.setDescription("cibench-gui chart");
+    QPainter p;
+    if (!p.begin(&gen)) return QString("%1: cannot write the SVG file").arg(path);
+    view->render(&p);
+    p.end();
+    return {};
+  }
+  if (!view->grab().save(path)) return QString("%1: cannot write the image (PNG needs a .png name)").arg(path);
+  return {};
+}
+
+// ---- trade-off --------------------------------------------------------------------------------
+
+TradeoffView::TradeoffView(QWidget* parent) : View(parent) {
+  x_ = new QComboBox(this);
+  y_ = new QComboBox(this);
+  for (const auto& a : reports::x_axes()) x_->addItem(q(a.title()), q(a.key));
+  for (const auto& a : reports::y_axes()) y_->addItem(q(a.title()), q(a.key));
+  floor_on_ = new QCheckBox("quality floor", this);
+  floor_ = new QDoubleSpinBox(this);
+  floor_->setDecimals(4);
+  floor_->setRange(-1e9, 1e9);
+  floor_->setSingleStep(0.005);
+  floor_->setKeyboardTracking(false);
+  floor_src_ = new QLabel(this);
+  floor_src_->setStyleSheet("color: #666");
+  auto* reset = new QPushButton("Scenario floor", this);
+  reset->setToolTip("Go back to the floor written in the scenario");
+  auto* controls = new QHBoxLayout();
+  controls->addWidget(new QLabel("x:", this));
+  controls->addWidget(x_);
+  controls->addWidget(new QLabel("y:", this));
+  controls->addWidget(y_);
+  controls->addSpacing(12);
+  controls->addWidget(floor_on_);
+  controls->addWidget(floor_);
+  controls->addWidget(reset);
+  controls->addWidget(floor_src_, 1);
+
+  view_ = new ChartView(this);
+  frontier_ = new QListWidget(this);
+  frontier_->setMaximumWidth(320);
+  unplotted_ = new QLabel(this);
+  unplotted_->setWordWrap(true);
+  unplotted_->setStyleSheet("color: #666");
+  auto* side = new QVBoxLayout();
+  side->addWidget(new QLabel("<b>Pareto frontier</b> (above the floor)", this));
+  side->addWidget(frontier_, 1);
+  side->addWidget(unplotted_);
+  auto* sidew = new QWidget(this);
+  sidew->setLayout(side);
+  sidew->setMaximumWidth(330);
+  auto* body = new QHBoxLayout();
+  body->addWidget(view_, 1);
+  body->addWidget(sidew);
+  auto* lay = new QVBoxLayout(this);
+  lay->addLayout(controls);
+  lay->addLayout(body, 1);
+
+  connect(x_, &QComboBox::currentIndexChanged, this, [this] { axesChanged(); });
+  connect(y_, &QComboBox::currentIndexChanged, this, [this] {
+    user_floor_ = false;  // a floor belongs to one y axis
+    axesChanged();
+  });
+  connect(floor_, &QDoubleSpinBox::valueChanged, this, [this] {
+    user_floor_ = true;
+    floor_on_->setChecked(true);
+    rebuild();
+  });
+  connect(floor_on_, &QCheckBox::toggled, this, [this] {
+    user_floor_ = true;
+    rebuild();
+  });
+  connect(reset, &QPushButton::clicked, this, [this] {
+    user_floor_ = false;
+    rebuild();
+  });
+  connect(frontier_, &QListWidget::itemClicked, this, [this](QListWidgetItem* it) {
+    emit variantClicked(it->data(Qt::UserRole).toLongLong(), false);
+  });
+}
+
+QChart* TradeoffView::chart() const { return view_->chart(); }
+
+void TradeoffView::refresh(const Selection& s) {
+  const bool runs_changed = s.runs != sel_.runs || s.db != sel_.db;
+  sel_ = s;
+  if (runs_changed && s.db && !s.runs.empty()) {
+    // New runs: start from the axes that have data.
+    const auto [dx, dy] = s.db->default_axes(s.runs);
+    QSignalBlocker bx(x_), by(y_);
+    x_->setCurrentIndex(std::max(0, x_->findData(q(dx))));
+    y_->setCurrentIndex(std::max(0, y_->findData(q(dy))));
+    user_floor_ = false;
+  }
+  rebuild();
+}
+
+void TradeoffView::axesChanged() { rebuild(); }
+
+const reports::TradeoffPoint* TradeoffView::pointAt(QXYSeries* series, const QPointF& p) const {
+  auto it = series_points_.find(series);
+  if (it == series_points_.end()) return nullptr;
+  const reports::TradeoffPoint* best = nullptr;
+  double best_d = INFINITY;
+  const auto* ax = qobject_cast<QValueAxis*>(chart()->axes(Qt::Horizontal).value(0));
+  const auto* ay = qobject_cast<QValueAxis*>(chart()->axes(Qt::Vertical).value(0));
+  const double sx = ax ? std::max(ax->max() - ax->min(), 1e-12) : 1, sy = ay ? std::max(ay->max() - ay->min(), 1e-12) : 1;
+  for (size_t i : it->second) {
+    const auto& tp = data_.points[i];
+    const double d = std::hypot((tp.x - p.x()) / sx, (tp.y - p.y()) / sy);
+    if (d < best_d) best_d = d, best = &tp;
+  }
+  return best;
+}
+
+QString TradeoffView::tooltipFor(const reports::TradeoffPoint& p) const {
+  QString t = QString("<b>%1</b><br>%2: %3<br>%4: %5<br>%6%7")
+                  .arg((run_prefix(sel_, p.v.run_id) + q(p.v.short_name())).toHtmlEscaped(), q(data_.x.title()),
+                       num(p.x), q(data_.y.title()), num(p.y),
+                       p.on_frontier ? QString("on the Pareto frontier<br>")
+                                     : p.meets_floor ? QString() : QString("below the quality floor<br>"),
+                       q(p.v.config()).toHtmlEscaped().replace("\n", "<br>"));
+  return t;
+}
+
+void TradeoffView::rebuild() {
+  series_points_.clear();
+  frontier_->clear();
+  QChart* c = fresh_chart(view_, "Trade-off");
+  if (!sel_.db || sel_.runs.empty()) {
+    data_ = {};
+    c->setTitle("Trade-off: select one or more runs");
+    unplotted_->clear();
+    floor_src_->clear();
+    return;
+  }
+  const std::string xk = x_->currentData().toString().toStdString();
+  const std::string yk = y_->currentData().toString().toStdString();
+  std::optional<double> floor;
+  if (user_floor_) {
+    floor = floor_on_->isChecked() ? std::optional<double>(floor_->value()) : std::nullopt;
+    data_ = sel_.db->tradeoff(sel_.runs, xk, yk, floor, false);
+  } else {
+    data_ = sel_.db->tradeoff(sel_.runs, xk, yk);
+  }
+  {
+    QSignalBlocker b1(floor_), b2(floor_on_);
+    floor_on_->setChecked(data_.floor.has_value());
+    if (data_.floor) floor_->setValue(*data_.floor);
+    else if (!user_floor_ && !data_.points.empty())
+      floor_->setValue(std::min_element(data_.points.begin(), data_.points.end(),
+                                        [](const auto& a, const auto& b) { return a.y < b.y; })->y);
+  }
+  floor_src_->setText(data_.floor ? q(data_.floor_source)
+                                  : user_floor_ ? QString("floor off") : QString("no floor in the scenario"));
+  c->setTitle(QString("Trade-off: %1 against %2").arg(q(data_.y.label), q(data_.x.label)));
+
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  for (const auto& p : data_.points) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
+  if (data_.floor) y0 = std::min(y0, *data_.floor), y1 = std::max(y1, *data_.floor);
+  if (data_.points.empty()) x0 = 0, x1 = 1, y0 = data_.floor.value_or(0), y1 = y0 + 1;
+  const auto [xa, xb] = padded(x0, x1);
+  const auto [ya, yb] = padded(y0, y1);
+  auto* ax = value_axis(q(data_.x.title()), xa, xb);
+  auto* ay = value_axis(q(data_.y.title()), ya, yb);
+  c->addAxis(ax, Qt::AlignBottom);
+  c->addAxis(ay, Qt::AlignLeft);
+
+  // The frontier line under the markers, then the floor.
+  if (!data_.frontier.empty()) {
+    auto* f = new QLineSeries();
+    f->setName("Pareto frontier");
+    QPen pen(QColor("#222222"));
+    pen.setStyle(Qt::DashLine);
+    pen.setWidthF(1.5);
+    f->setPen(pen);
+    for (size_t i : data_.frontier) f->append(data_.points[i].x, data_.points[i].y);
+    attach(c, f, ax, ay);
+  }
+  if (data_.floor) {
+    auto* fl = new QLineSeries();
+    fl->setName(QString("quality floor %1").arg(num(*data_.floor)));
+    QPen pen(QColor("#d62728"));
+    pen.setWidthF(1.5);
+    pen.setStyle(Qt::DotLine);
+    fl->setPen(pen);
+    fl->append(ax->min(), *data_.floor);
+    fl->append(ax->max(), *data_.floor);
+    attach(c, fl, ax, ay);
+  }
+  // One scatter series per (format, sparsity) above the floor; grey ones below.
+  std::map<std::string, QScatterSeries*> groups;
+  for (size_t i = 0; i < data_.points.size(); ++i) {
+    const auto& p = data_.points[i];
+    const std::string marker = reports::sparsity_marker(p.v.sparsity);
+    const std::string sp = p.v.sparsity && *p.v.sparsity > 0 ? " sparsity " + reports::fmt_num(*p.v.sparsity, 3) : "";
+    const std::string key = p.meets_floor ? p.v.format + sp : "below floor" + sp;
+    QScatterSeries*& s = groups[key];
+    if (!s) {
+      s = new QScatterSeries();
+      s->setName(q(key));
+      s->setMarkerShape(shape_of(marker));
+      s->setMarkerSize(13);
+      s->setColor(QColor(q(p.meets_floor ? reports::format_color(p.v.format) : reports::kBelowFloorColor)));
+      s->setBorderColor(QColor(p.meets_floor ? "#333333" : "#999999"));
+      attach(c, s, ax, ay);
+      connect(s, &QXYSeries::hovered, this, [this, s](const QPointF& pt, bool on) {
+        if (!on) {
+          QToolTip::hideText();
+          return;
+        }
+        if (const auto* tp = pointAt(s, pt)) QToolTip::showText(QCursor::pos(), tooltipFor(*tp), view_);
+      });
+      connect(s, &QXYSeries::clicked, this, [this, s](const QPointF& pt) {
+        if (const auto* tp = pointAt(s, pt))
+          emit variantClicked(tp->v.variant_id, QGuiApplication::keyboardModifiers() & Qt::ControlModifier);
+      });
+    }
+    s->append(p.x, p.y);
+    series_points_[s].push_back(i);
+  }
+  // Selected variants: a ring around their markers.
+  auto* selected = new QScatterSeries();
+  selected->setName("selected");
+  selected->setMarkerSize(22);
+  selected->setColor(Qt::transparent);
+  selected->setBorderColor(QColor("#000000"));
+  QPen ring(QColor("#000000"));
+  ring.setWidthF(2);
+  selected->setPen(ring);
+  for (const auto& p : data_.points)
+    if (sel_.variants.count(p.v.variant_id)) selected->append(p.x, p.y);
+  attach(c, selected, ax, ay);
+  if (selected->count() == 0) c->legend()->markers(selected).value(0)->setVisible(false);
+
+  for (size_t i : data_.frontier) {
+    const auto& p = data_.points[i];
+    auto* it = new QListWidgetItem(QString("%1   %2 = %3, %4 = %5")
+                                       .arg(run_prefix(sel_, p.v.run_id) + q(p.v.short_name()), q(data_.x.label),
+                                            num(p.x), q(data_.y.label), num(p.y)));
+    it->setData(Qt::UserRole, QVariant::fromValue<qint64>(p.v.variant_id));
+    it->setToolTip(q(p.v.config()));
+    if (sel_.variants.count(p.v.variant_id)) it->setSelected(true);
+    frontier_->addItem(it);
+  }
+  QStringList un;
+  for (const auto& [v, why] : data_.unplotted) un << run_prefix(sel_, v.run_id) + q(v.short_name()) + ": " + q(why);
+  unplotted_->setText(un.isEmpty() ? QString() : "<b>Not plotted</b><br>" + un.join("<br>").toHtmlEscaped().replace("&lt;br&gt;", "<br>"));
+}
+
+// ---- latency --------------------------------------------------------------------------------
+
+LatencyView::LatencyView(QWidget* parent) : View(parent) {
+  metric_ = new QComboBox(this);
+  for (const char* m : {"latency", "ttft", "tpot", "queue", "service"}) metric_->addItem(m);
+  cdf_ = new ChartView(this);
+  load_ = new ChartView(this);
+  auto* top = new QHBoxLayout();
+  top->addWidget(new QLabel("Distribution of:", this));
+  top->addWidget(metric_);
+  top->addWidget(new QLabel("(the variants clicked in the trade-off view, else every variant of the selected runs)", this), 1);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(cdf_);
+  split->addWidget(load_);
+  auto* lay = new QVBoxLayout(this);
+  lay->addLayout(top);
+  lay->addWidget(split, 1);
+  connect(metric_, &QComboBox::currentIndexChanged, this, [this] { refresh(sel_); });
+}
+
+QChart* LatencyView::cdfChart() const { return cdf_->chart(); }
+QChart* LatencyView::loadChart() const { return load_->chart(); }
+
+void LatencyView::refresh(const Selection& s) {
+  sel_ = s;
+  cdfs_.clear();
+  QChart* c = fresh_chart(cdf_, "Latency distribution (CDF)");
+  QChart* l = fresh_chart(load_, "Percentiles against offered load");
+  if (!s.db || s.runs.empty()) {
+    c->setTitle("Latency distribution: select one or more runs");
+    l->setTitle("Percentiles against offered load: select a stepped-rate run");
+    return;
+  }
+  const std::string metric = metric_->currentText().toStdString();
+  std::vector<reports::Variant> vs;
+  for (const auto& v : s.db->variants(s.runs))
+    if (v.status == "ok" && (s.variants.empty() || s.variants.count(v.variant_id))) vs.push_back(v);
+  if (vs.empty())  // clicked variants belong to other runs: show the runs' variants
+    for (const auto& v : s.db->variants(s.runs))
+      if (v.status == "ok") vs.push_back(v);
+  double x0 = INFINITY, x1 = 0;
+  for (const auto& v : vs) {
+    auto cdf = s.db->latency_cdf(v.variant_id, metric);
+    if (cdf.points.empty()) continue;
+    cdf.name = (run_prefix(s, v.run_id) + q(v.short_name())).toStdString();
+    for (const auto& p : cdf.points)
+      if (p.x > 0) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x);
+    cdfs_.push_back(std::move(cdf));
+    if (cdfs_.size() >= 16) break;
+  }
+  c->setTitle(QString("%1 distribution (CDF, %2 variant%3)").arg(q(metric)).arg(cdfs_.size()).arg(cdfs_.size() == 1 ? "" : "s"));
+  if (!cdfs_.empty()) {
+    auto* ax = new QLogValueAxis();
+    ax->setBase(10);
+    ax->setTitleText(q(metric) + " (ms, log scale)");
+    ax->setLabelFormat("%g");
+    ax->setMinorTickCount(8);
+    ax->setRange(x0 / 1.2, x1 * 1.2);
+    auto* ay = value_axis("fraction of requests", 0, 1);
+    c->addAxis(ax, Qt::AlignBottom);
+    c->addAxis(ay, Qt::AlignLeft);
+    for (size_t i = 0; i < cdfs_.size(); ++i) {
+      auto* ls = new QLineSeries();
+      ls->setName(q(cdfs_[i].name) + (cdfs_[i].source == "histogram" ? " (histogram)" : ""));
+      QPen pen(series_color(i));
+      pen.setWidthF(2);
+      ls->setPen(pen);
+      double prev = 0;
+      for (const auto& p : cdfs_[i].points) {
+        if (p.x <= 0) continue;
+        ls->append(p.x, prev);  // a step: flat, then up at each value
+        ls->append(p.x, p.y);
+        prev = p.y;
+      }
+      attach(c, ls, ax, ay);
+    }
+  } else {
+    c->setTitle(c->title() + ": no per-request times or histograms stored");
+  }
+
+  // Percentiles against offered load, for runs with steps.
+  double lx = INFINITY, hx = -INFINITY, ly = INFINITY, hy = -INFINITY;
+  struct Line {
+    QString name;
+    QColor color;
+    bool dashed;
+    std::vector<QPointF> pts;
+  };
+  std::vector<Line> lines;
+  std::vector<std::pair<QString, double>> slo_lines;
+  size_t ci = 0;
+  for (int64_t run : s.runs) {
+    const auto sweep = s.db->load_sweep(run);
+    bool stepped = false;
+    for (const auto& cv : sweep.curves) stepped = stepped || cv.steps.size() >= 2;
+    if (!stepped) continue;
+    for (const auto& cv : sweep.curves) {
+      for (int which : {50, 95, 99}) {
+        Line ln{run_prefix(s, run) + q(cv.name) + QString(" p%1").arg(which), series_color(ci), which != 95, {}};
+        for (const auto& st : cv.steps) {
+          const auto v = which == 50 ? st.p50_ms : which == 95 ? st.p95_ms : st.p99_ms;
+          if (!v) continue;
+          ln.pts.emplace_back(st.offered_qps, *v);
+          lx = std::min(lx, st.offered_qps), hx = std::max(hx, st.offered_qps);
+          ly = std::min(ly, *v), hy = std::max(hy, *v);
+        }
+        if (!ln.pts.empty()) lines.push_back(ln);
+      }
+      ++ci;
+    }
+    for (const auto& slo : sweep.slos)
+      if (slo.metric == "latency") {
+        slo_lines.emplace_back(QString("SLO %1 %2 ms").arg(q(slo.key), num(slo.limit_ms)), slo.limit_ms);
+        ly = std::min(ly, slo.limit_ms), hy = std::max(hy, slo.limit_ms);
+      }
+  }
+  if (lines.empty()) {
+    l->setTitle("Percentiles against offered load: no stepped-rate run selected");
+    return;
+  }
+  l->setTitle("Latency percentiles against offered load");
+  const auto [xa, xb] = padded(lx, hx, 0.05);
+  const auto [ya, yb] = padded(std::min(ly, 0.0), hy, 0.05);
+  auto* ax = value_axis("offered load (queries/s)", xa, xb);
+  auto* ay = value_axis("latency (ms)", ya, yb);
+  l->addAxis(ax, Qt::AlignBottom);
+  l->addAxis(ay, Qt::AlignLeft);
+  for (const auto& ln : lines) {
+    auto* ls = new QLineSeries();
+    ls->setName(ln.name);
+    QPen pen(ln.color);
+    pen.setWidthF(2);
+    if (ln.dashed) pen.setStyle(Qt::DashLine);
+    ls->setPen(pen);
+    ls->setPointsVisible(true);
+    for (const auto& p : ln.pts) ls->append(p);
+    attach(l, ls, ax, ay);
+  }
+  for (const auto& [name, v] : slo_lines) {
+    auto* ls = new QLineSeries();
+    ls->setName(name);
+    QPen pen(QColor("#d62728"));
+    pen.setWidthF(1.5);
+    pen.setStyle(Qt::DotLine);
+    ls->setPen(pen);
+    ls->append(ax->min(), v);
+    ls->append(ax->max(), v);
+    attach(l, ls, ax, ay);
+  }
+}
+
+// ---- scaling ----------------------------------------------------------------------------------
+
+ScalingView::ScalingView(QWidget* parent) : View(parent) {
+  throughput_ = new ChartView(this);
+  latency_ = new ChartView(this);
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  split->addWidget(throughput_);
+  split->addWidget(latency_);
+  auto* lay = new QVBoxLayout(this);
+  lay->addWidget(new QLabel("Throughput and latency against threads x workers (first step of each variant; "
+                            "hover a point for threads x workers).", this));
+  lay->addWidget(split, 1);
+}
+
+QChart* ScalingView::throughputChart() const { return throughput_->chart(); }
+QChart* ScalingView::latencyChart() const { return latency_->chart(); }
+
+void ScalingView::refresh(const Selection& s) {
+  QChart* t = fresh_chart(throughput_, "Throughput against threads x workers");
+  QChart* l = fresh_chart(latency_, "Latency p95 against threads x workers");
+  if (!s.db || s.runs.empty()) return;
+  const auto series = s.db->scaling(s.runs);
+  for (int which : {0, 1}) {
+    QChart* c = which == 0 ? t : l;
+    double x1 = 1, y1 = 0;
+    bool any = false;
+    for (const auto& sr : series)
+      for (const auto& p : sr.points) {
+        const auto v = which == 0 ? p.achieved_qps : p.p95_ms;
+        if (!v) continue;
+        any = true;
+        x1 = std::max(x1, static_cast<double>(p.threads * p.workers));
+        y1 = std::max(y1, *v);
+      }
+    if (!any) {
+      c->setTitle(c->title() + ": nothing measured");
+      continue;
+    }
+    auto* ax = new QValueAxis();
+    ax->setTitleText("threads x workers (cores used)");
+    ax->setRange(0.5, x1 + 0.5);
+    ax->setTickType(QValueAxis::TicksDynamic);
+    ax->setTickAnchor(1);
+    ax->setTickInterval(x1 > 16 ? 4 : 1);
+    ax->setLabelFormat("%d");
+    auto* ay = value_axis(which == 0 ? "throughput (queries/s)" : "latency p95 (ms)", 0, y1 * 1.1);
+    c->addAxis(ax, Qt::AlignBottom);
+    c->addAxis(ay, Qt::AlignLeft);
+    for (size_t i = 0; i < series.size(); ++i) {
+      auto* ls = new QLineSeries();
+      ls->setName(q(series[i].name));
+      QPen pen(series_color(i));
+      pen.setWidthF(2);
+      ls->setPen(pen);
+      ls->setPointsVisible(true);
+      auto* pts = new QScatterSeries();
+      pts->setMarkerSize(9);
+      pts->setColor(series_color(i));
+      std::vector<QString> tips;
+      for (const auto& p : series[i].points) {
+        const auto v = which == 0 ? p.achieved_qps : p.p95_ms;
+        if (!v) continue;
+        const double x = static_cast<double>(p.threads * p.workers);
+        ls->append(x, *v);
+        pts->append(x, *v);
+        tips.push_back(QString("%1: %2 threads x %3 workers\n%4").arg(q(series[i].name)).arg(p.threads).arg(p.workers).arg(num(*v)));
+      }
+      attach(c, ls, ax, ay);
+      attach(c, pts, ax, ay);
+      c->legend()->markers(pts).value(0)->setVisible(false);
+      connect(pts, &QXYSeries::hovered, this, [pts, tips, this](const QPointF& pt, bool on) {
+        if (!on) return QToolTip::hideText();
+        int best = 0;
+        double bd = INFINITY;
+        for (int k = 0; k < pts->count(); ++k) {
+          const double d = std::hypot(pts->at(k).x() - pt.x(), (pts->at(k).y() - pt.y()) * 1e-3);
+          if (d < bd) bd = d, best = k;
+        }
+        if (best < static_cast<int>(tips.size())) QToolTip::showText(QCursor::pos(), tips[static_cast<size_t>(best)], this);
+      });
+    }
+  }
+}
+
+// ---- counters ---------------------------------------------------------------------------------
+
+CountersView::CountersView(QWidget* parent) : View(parent) {
+  table_ = new QTableWidget(this);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  which_ = new QComboBox(this);
+  for (const auto& n : reports::counter_names()) which_->addItem(q(reports::counter_title(n)), q(n));
+  chart_ = new ChartView(this);
+  unavailable_ = new QLabel(this);
+  unavailable_->setWordWrap(true);
+  unavailable_->setStyleSheet("color: #666");
+  auto* top = new QHBoxLayout();
+  top->addWidget(new QLabel("Chart:", this));
+  top->addWidget(which_);
+  top->addWidget(new QLabel("— unavailable counters are shown as unavailable (hover for the reason), never as zero", this), 1);
+  auto* lower = new QWidget(this);
+  auto* ll = new QVBoxLayout(lower);
+  ll->setContentsMargins(0, 0, 0, 0);
+  ll->addLayout(top);
+  ll->addWidget(chart_, 1);
+  ll->addWidget(unavailable_);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(table_);
+  split->addWidget(lower);
+  auto* lay = new QVBoxLayout(this);
+  lay->addWidget(split);
+  connect(which_, &QComboBox::currentIndexChanged, this, [this] { rebuildChart(); });
+}
+
+QChart* CountersView::chart() const { return chart_->chart(); }
+
+void CountersView::refresh(const Selection& s) {
+  data_.clear();
+  selected_ = s.variants;
+  many_runs_ = s.runs.size() > 1;
+  if (s.db && !s.runs.empty()) data_ = s.db->counters(s.runs);
+  const auto& names = reports::counter_names();
+  table_->clear();
+  table_->setRowCount(static_cast<int>(data_.size()));
+  table_->setColumnCount(static_cast<int>(names.size()) + 2);
+  QStringList head{"variant", "mode"};
+  for (const auto& n : names) head << q(reports::counter_title(n));
+  table_->setHorizontalHeaderLabels(head);
+  for (size_t r = 0; r < data_.size(); ++r) {
+    const auto& cs = data_[r];
+    const int row = static_cast<int>(r);
+    const QString name = (many_runs_ ? QString("run %1: ").arg(cs.v.run_id) : QString()) + q(cs.v.short_name());
+    table_->setItem(row, 0, item(name, q(cs.v.config())));
+    table_->setItem(row, 1, item(cs.mode.empty() ? "-" : q(cs.mode)));
+    for (size_t c = 0; c < names.size(); ++c) {
+      const auto& cv = cs.values.at(names[c]);
+      QTableWidgetItem* it;
+      if (cv.value) {
+        it = item(num(*cv.value), QString("source: %1").arg(q(cv.source)));
+      } else {
+        it = item("unavailable", q(cv.reason));
+        it->setForeground(QColor("#888888"));
+        QFont f = it->font();
+        f.setItalic(true);
+        it->setFont(f);
+      }
+      table_->setItem(row, static_cast<int>(c) + 2, it);
+    }
+    if (selected_.count(cs.v.variant_id)) table_->selectRow(row);
+  }
+  table_->resizeColumnsToContents();
+  rebuildChart();
+}
+
+void CountersView::rebuildChart() {
+  const std::string name = which_->currentData().toString().toStdString();
+  QChart* c = fresh_chart(chart_, q(reports::counter_title(name)) + " per variant");
+  c->legend()->hide();
+  auto* set = new QBarSet(q(reports::counter_title(name)));
+  set->setColor(QColor("#1f77b4"));
+  QStringList cats, missing;
+  double hi = 0;
+  for (const auto& cs : data_) {
+    const QString vn = (many_runs_ ? QString("run %1: ").arg(cs.v.run_id) : QString()) + q(cs.v.short_name());
+    const auto& cv = cs.values.at(name);
+    if (!cv.value) {  // no bar: a zero-height bar would read as a measured zero
+      missing << vn + ": " + q(cv.reason);
+      continue;
+    }
+    cats << vn;
+    *set << *cv.value;
+    hi = std::max(hi, *cv.value);
+  }
+  unavailable_->setText(missing.isEmpty() ? QString()
+                                          : "<b>Unavailable</b> (no bar drawn)<br>" + missing.join("\n").toHtmlEscaped().replace("\n", "<br>"));
+  if (cats.isEmpty()) {
+    delete set;
+    c->setTitle(c->title() + ": unavailable for every variant");
+    return;
+  }
+  auto* bars = new QBarSeries();
+  bars->append(set);
+  c->addSeries(bars);
+  auto* ax = new QBarCategoryAxis();
+  ax->append(cats);
+  auto* ay = value_axis(q(reports::counter_title(name)), 0, hi * 1.1 > 0 ? hi * 1.1 : 1);
+  c->addAxis(ax, Qt::AlignBottom);
+  c->addAxis(ay, Qt::AlignLeft);
+  bars->attachAxis(ax);
+  bars->attachAxis(ay);
+}
+
+// ---- compare --------------------------------------------------------------------------------
+
+CompareView::CompareView(QWidget* parent) : View(parent) {
+  a_ = new QComboBox(this);
+  b_ = new QComboBox(this);
+  info_ = new QLabel(this);
+  info_->setWordWrap(true);
+  table_ = new QTableWidget(this);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  chart_ = new ChartView(this);
+  auto* top = new QHBoxLayout();
+  top->addWidget(new QLabel("Run A:", this));
+  top->addWidget(a_, 1);
+  top->addWidget(new QLabel("Run B:", this));
+  top->addWidget(b_, 1);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(table_);
+  split->addWidget(chart_);
+  auto* lay = new QVBoxLayout(this);
+  lay->addLayout(top);
+  lay->addWidget(info_);
+  lay->addWidget(split, 1);
+  connect(a_, &QComboBox::currentIndexChanged, this, [this] { recompute(); });
+  connect(b_, &QComboBox::currentIndexChanged, this, [this] { recompute(); });
+}
+
+QChart* CompareView::chart() const { return chart_->chart(); }
+
+void CompareView::refresh(const Selection& s) {
+  const bool changed = s.db != sel_.db || s.runs != sel_.runs;
+  sel_ = s;
+  const qint64 keep_a = a_->currentData().toLongLong(), keep_b = b_->currentData().toLongLong();
+  {
+    QSignalBlocker ba(a_), bb(b_);
+    a_->clear();
+    b_->clear();
+    if (s.db)
+      for (const auto& r : s.db->runs()) {
+        const QString t = QString("run %1 — %2 on %3 (%4)").arg(r.run_id).arg(q(r.scenario_name), q(r.hostname), q(r.started_utc.substr(0, 16)));
+        a_->addItem(t, QVariant::fromValue<qint64>(r.run_id));
+        b_->addItem(t, QVariant::fromValue<qint64>(r.run_id));
+      }
+    qint64 ra = keep_a, rb = keep_b;
+    if (changed && s.runs.size() >= 2) ra = s.runs[0], rb = s.runs[1];
+    else if (changed && s.runs.size() == 1) ra = s.runs[0];
+    a_->setCurrentIndex(std::max(0, a_->findData(QVariant::fromValue<qint64>(ra))));
+    b_->setCurrentIndex(std::max(0, b_->findData(QVariant::fromValue<qint64>(rb))));
+    if (changed && s.runs.size() < 2 && a_->currentIndex() == b_->currentIndex() && b_->count() > 1)
+      b_->setCurrentIndex(a_->currentIndex() == 0 ? 1 : 0);
+  }
+  recompute();
+}
+
+void CompareView::recompute() {
+  cmp_.reset();
+  table_->clear();
+  table_->setRowCount(0);
+  QChart* c = fresh_chart(chart_, "Difference B - A with its 95% interval");
+  if (!sel_.db || a_->count() == 0) {
+    info_->setText("No runs to compare.");
+    return;
+  }
+  const int64_t ra = a_->currentData().toLongLong(), rb = b_->currentData().toLongLong();
+  if (ra == rb) {
+    info_->setText("Pick two different runs.");
+    return;
+  }
+  cmp_ = sel_.db->compare(ra, rb);
+  const auto& cmp = *cmp_;
+  QString info = QString("A = run %1 on %2 (%3); B = run %4 on %5 (%6). Differences B - A; %7% bootstrap intervals from %8 "
+                         "resamples of the stored per-request times (bold: the interval excludes 0).")
+                     .arg(cmp.a.run_id).arg(q(cmp.a.hostname), q(cmp.a.cpu_model)).arg(cmp.b.run_id)
+                     .arg(q(cmp.b.hostname), q(cmp.b.cpu_model)).arg(static_cast<int>(cmp.confidence * 100)).arg(cmp.resamples);
+  if (!cmp.only_in_a.empty() || !cmp.only_in_b.empty())
+    info += QString(" Unmatched variants: %1 only in A, %2 only in B.").arg(cmp.only_in_a.size()).arg(cmp.only_in_b.size());
+  info_->setText(info);
+  const QStringList head{"variant", "metric", "A", "B", "B - A", "95% interval", "significant"};
+  table_->setColumnCount(static_cast<int>(head.size()));
+  table_->setHorizontalHeaderLabels(head);
+  table_->setRowCount(static_cast<int>(cmp.rows.size()));
+  for (size_t i = 0; i < cmp.rows.size(); ++i) {
+    const auto& r = cmp.rows[i];
+    const int row = static_cast<int>(i);
+    table_->setItem(row, 0, item(q(r.variant)));
+    table_->setItem(row, 1, item(q(r.metric)));
+    table_->setItem(row, 2, item(q(reports::fmt_opt(r.a))));
+    table_->setItem(row, 3, item(q(reports::fmt_opt(r.b))));
+    table_->setItem(row, 4, item(q(reports::fmt_opt(r.diff))));
+    table_->setItem(row, 5, item(r.ci_low ? QString("[%1, %2]").arg(num(*r.ci_low), num(*r.ci_high)) : q(r.note)));
+    table_->setItem(row, 6, item(r.ci_low ? (r.significant() ? "yes" : "no") : "-"));
+    if (r.significant())
+      for (int col = 0; col < 7; ++col) {
+        QFont f = table_->item(row, col)->font();
+        f.setBold(true);
+        table_->item(row, col)->setFont(f);
+      }
+  }
+  table_->resizeColumnsToContents();
+
+  // Chart: latency p95 difference per variant as a box from the interval's ends to the estimate.
+  auto* box = new QBoxPlotSeries();
+  box->setName("latency p95, B - A (ms): interval and estimate");
+  QStringList cats;
+  double lo = 0, hi = 0;
+  for (const auto& r : cmp.rows) {
+    if (r.metric != "latency p95 (ms)" || !r.diff || !r.ci_low) continue;
+    auto* set = new QBoxSet(*r.ci_low, *r.ci_low, *r.diff, *r.ci_high, *r.ci_high, q(r.variant));
+    set->setBrush(QColor(r.significant() ? "#ff7f0e" : "#9ecae1"));
+    box->append(set);
+    cats << q(r.variant);
+    lo = std::min(lo, *r.ci_low), hi = std::max(hi, *r.ci_high);
+  }
+  if (cats.isEmpty()) {
+    delete box;
+    c->setTitle("Difference B - A: no per-request times stored for matching variants");
+    return;
+  }
+  c->addSeries(box);
+  auto* ax = new QBarCategoryAxis();
+  ax->append(cats);
+  const auto [ya, yb] = padded(lo, hi);
+  auto* ay = value_axis("latency p95, B - A (ms)", ya, yb);
+  c->addAxis(ax, Qt::AlignBottom);
+  c->addAxis(ay, Qt::AlignLeft);
+  box->attachAxis(ax);
+  box->attachAxis(ay);
+  auto* zero = new QLineSeries();
+  zero->setName("no difference");
+  zero->setPen(QPen(QColor("#555555"), 1, Qt::DashLine));
+  zero->append(-0.5, 0);
+  zero->append(cats.size() - 0.5, 0);
+  auto* zx = new QValueAxis();
+  zx->setRange(-0.5, cats.size() - 0.5);
+  zx->setVisible(false);
+  c->addAxis(zx, Qt::AlignTop);
+  attach(c, zero, zx, ay);
+}
+
+}  // namespace cibench::gui

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `cibench report` output rendered by a headless browser: the HTML parses into a DOM with the SVG
+# charts and the frontier, and paints to a non-blank PNG. Skipped (exit 77) without chromium,
+# which is not in scripts/install-deps.sh (apt-get install chromium to run it).
+# usage: chromium_render.sh CIBENCH FIXTURE_TOOL
+set -euo pipefail
+cibench=$1
+fixture=$2
+chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+if [ -z "$chrome" ]; then
+  echo "chromium not installed: skipped"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$fixture" "$tmp/fixture.sqlite" >/dev/null
+"$cibench" report 1 --db "$tmp/fixture.sqlite" --out "$tmp/out" >/dev/null
+flags=(--headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update
+       --disable-sync --no-first-run --disable-extensions --user-data-dir="$tmp/profile")
+timeout 120 "$chrome" "${flags[@]}" --dump-dom "file://$tmp/out/report.html" >"$tmp/dom.html" 2>"$tmp/chrome.log"
+svgs=$(grep -o '<svg' "$tmp/dom.html" | wc -l)
+echo "DOM: $svgs svg elements"
+[ "$svgs" -ge 2 ] || { echo "expected SVG charts in the rendered DOM"; exit 1; }
+for v in "int8 t2 w1" "bf16 sp0.5 t2 w1" "bf16 t2 w1" "f32 t2 w1"; do
+  grep -q "<td>$v</td>" "$tmp/dom.html" || { echo "frontier variant '$v' missing from the DOM"; exit 1; }
+done
+grep -q 'data-name="Pareto frontier"' "$tmp/dom.html" || { echo "no frontier line in the DOM"; exit 1; }
+timeout 120 "$chrome" "${flags[@]}" --window-size=1280,2000 --screenshot="$tmp/shot.png" \
+  "file://$tmp/out/report.html" >>"$tmp/chrome.log" 2>&1
+size=$(stat -c %s "$tmp/shot.png")
+echo "PNG: $size bytes"
+# A blank 1280x2000 page compresses to a few kilobytes; charts and tables make it far larger.
+[ "$size" -gt 40000 ] || { echo "the screenshot looks blank"; exit 1; }
+if [ -n "${CIBENCH_KEEP_RENDER:-}" ]; then cp "$tmp/shot.png" "$CIBENCH_KEEP_RENDER"; fi
+echo "ok"

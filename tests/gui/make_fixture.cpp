@@ -1,0 +1,28 @@
+// cibench-gui-fixture PATH: writes the test fixture database (known values, real schema) to PATH,
+// for trying cibench-gui and `cibench report` without running a scenario.
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+
+#include "tests/gui/reports_fixture.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: cibench-gui-fixture PATH\n");
+    return 2;
+  }
+  try {
+    if (std::filesystem::exists(argv[1])) {
+      std::fprintf(stderr, "cibench-gui-fixture: %s exists; not overwriting\n", argv[1]);
+      return 1;
+    }
+    const auto ids = cibench::test::make_reports_fixture(argv[1]);
+    std::printf("wrote %s: runs %lld (formats, hostA), %lld (formats, hostB), %lld (threads), %lld (stepped)\n",
+                argv[1], static_cast<long long>(ids.run_formats), static_cast<long long>(ids.run_formats_b),
+                static_cast<long long>(ids.run_threads), static_cast<long long>(ids.run_stepped));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cibench-gui-fixture: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

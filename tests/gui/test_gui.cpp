@@ -1,0 +1,441 @@
+// cibench-gui rendered offscreen (QT_QPA_PLATFORM=offscreen) on a fixture database written by the
+// test through the harness's Store: what each view draws (series, point counts, the floor, the
+// frontier, greyed points, unavailable counters), clicks and hovers, export, live refresh, and
+// clear messages for empty, old and corrupt databases.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <QApplication>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QBoxPlotSeries>
+#include <QChart>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLineSeries>
+#include <QListWidget>
+#include <QLogValueAxis>
+#include <QScatterSeries>
+#include <QTableWidget>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "gui/main_window.h"
+#include "harness/lib/store.h"
+#include "reports/svg.h"
+#include "tests/gui/reports_fixture.h"
+
+namespace cibench::gui {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_path(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / ("cibench_gui_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto p = dir / name;
+  for (const char* s : {"", "-wal", "-shm"}) fs::remove(p.string() + s);
+  return p.string();
+}
+
+struct Fx {
+  std::string path;
+  test::ReportsFixture ids;
+};
+const Fx& fx() {
+  static Fx f = [] {
+    Fx x;
+    x.path = temp_path("fixture.sqlite");
+    x.ids = test::make_reports_fixture(x.path);
+    return x;
+  }();
+  return f;
+}
+
+void settle(QWidget& w) {
+  w.show();
+  for (int i = 0; i < 5; ++i) QApplication::processEvents();
+}
+
+QAbstractSeries* series_named(QChart* c, const QString& name) {
+  for (auto* s : c->series())
+    if (s->name() == name) return s;
+  return nullptr;
+}
+
+std::vector<QScatterSeries*> scatter(QChart* c) {
+  std::vector<QScatterSeries*> out;
+  for (auto* s : c->series())
+    if (auto* sc = qobject_cast<QScatterSeries*>(s); sc && sc->name() != "selected") out.push_back(sc);
+  return out;
+}
+
+TEST(Gui, RunsListFiltersAndProvenance) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path))) << w.message().toStdString();
+  settle(w);
+  EXPECT_TRUE(w.message().isEmpty());
+  EXPECT_EQ(w.runsTable()->rowCount(), 4);
+  ASSERT_EQ(w.selection().runs.size(), 1u);  // the newest run is selected on open
+  EXPECT_EQ(w.selection().runs[0], fx().ids.run_stepped);
+  w.scenarioFilter()->setText("formats");
+  EXPECT_EQ(w.runsTable()->rowCount(), 2);
+  w.hostFilter()->setText("hostB");
+  EXPECT_EQ(w.runsTable()->rowCount(), 1);
+  w.hostFilter()->clear();
+  w.scenarioFilter()->clear();
+  w.dateFromFilter()->setText("2024-06-02");
+  EXPECT_EQ(w.runsTable()->rowCount(), 2);
+  w.dateFromFilter()->clear();
+  w.modelFilter()->setText("no-such-model");
+  EXPECT_EQ(w.runsTable()->rowCount(), 0);
+  w.modelFilter()->clear();
+  w.selectRuns({fx().ids.run_formats_b});
+  std::map<QString, QString> prov;
+  for (int r = 0; r < w.provenanceTable()->rowCount(); ++r)
+    prov[w.provenanceTable()->item(r, 0)->text()] = w.provenanceTable()->item(r, 1)->text();
+  EXPECT_EQ(prov["hostname"], "hostB");
+  EXPECT_EQ(prov["isa_active"], "avx2");
+  EXPECT_EQ(prov["scenario_name"], "fixture-formats");
+}
+
+TEST(Gui, TradeoffViewDrawsFloorFrontierAndGreyedPoints) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  w.showView("tradeoff");
+  settle(w);
+  TradeoffView* t = w.tradeoffView();
+  QChart* c = t->chart();
+  EXPECT_EQ(t->xAxisBox()->currentData().toString(), "latency_p95_ms");
+  EXPECT_EQ(t->yAxisBox()->currentData().toString(), "top1_agreement");
+  // Every placed variant is one marker.
+  int markers = 0, grey = 0;
+  std::set<std::pair<double, double>> grey_pts;
+  for (auto* s : scatter(c)) {
+    markers += s->count();
+    if (s->name().startsWith("below floor")) {
+      grey += s->count();
+      EXPECT_EQ(s->color(), QColor(reports::kBelowFloorColor));
+      for (const auto& p : s->points()) grey_pts.insert({p.x(), p.y()});
+    }
+  }
+  EXPECT_EQ(markers, 7);
+  EXPECT_EQ(grey, 2);
+  EXPECT_EQ(grey_pts, (std::set<std::pair<double, double>>{{25, 0.90}, {35, 0.93}}));  // int4, int8 sp0.5
+  // Colour by format, marker by sparsity.
+  auto* f32 = qobject_cast<QScatterSeries*>(series_named(c, "f32"));
+  auto* bf16sp = qobject_cast<QScatterSeries*>(series_named(c, "bf16 sparsity 0.5"));
+  ASSERT_TRUE(f32 && bf16sp);
+  EXPECT_EQ(f32->color(), QColor(QString::fromStdString(reports::format_color("f32"))));
+  EXPECT_EQ(f32->markerShape(), QScatterSeries::MarkerShapeCircle);
+  EXPECT_EQ(bf16sp->markerShape(), QScatterSeries::MarkerShapeTriangle);
+  // The floor: a line at 0.95, and the spin box shows it.
+  auto* floor = qobject_cast<QLineSeries*>(series_named(c, "quality floor 0.95"));
+  ASSERT_TRUE(floor);
+  ASSERT_EQ(floor->count(), 2);
+  EXPECT_DOUBLE_EQ(floor->at(0).y(), 0.95);
+  EXPECT_DOUBLE_EQ(floor->at(1).y(), 0.95);
+  EXPECT_DOUBLE_EQ(t->floorBox()->value(), 0.95);
+  EXPECT_TRUE(t->floorEnabledBox()->isChecked());
+  // The frontier: drawn through int8, bf16 sp0.5, bf16, f32 (by x) and listed.
+  auto* front = qobject_cast<QLineSeries*>(series_named(c, "Pareto frontier"));
+  ASSERT_TRUE(front);
+  ASSERT_EQ(front->count(), 4);
+  EXPECT_EQ(front->at(0), QPointF(40, 0.97));
+  EXPECT_EQ(front->at(3), QPointF(100, 1.0));
+  ASSERT_EQ(t->frontierList()->count(), 4);
+  EXPECT_TRUE(t->frontierList()->item(0)->text().startsWith("int8 t2 w1"));
+  EXPECT_TRUE(t->frontierList()->item(1)->text().startsWith("bf16 sp0.5 t2 w1"));
+  EXPECT_TRUE(t->unplottedLabel()->text().contains("accuracy not run"));
+  EXPECT_TRUE(t->unplottedLabel()->text().contains("failed"));
+  // The same frontier as the query layer (and so as the report).
+  const auto q = w.db()->tradeoff({fx().ids.run_formats}, "latency_p95_ms", "top1_agreement");
+  ASSERT_EQ(q.frontier.size(), t->data().frontier.size());
+  for (size_t i = 0; i < q.frontier.size(); ++i)
+    EXPECT_EQ(q.points[q.frontier[i]].v.variant_id, t->data().points[t->data().frontier[i]].v.variant_id);
+
+  // Editing the floor re-greys the points and shrinks the frontier.
+  t->floorBox()->setValue(0.985);
+  c = t->chart();
+  grey = 0;
+  for (auto* s : scatter(c))
+    if (s->name().startsWith("below floor")) grey += s->count();
+  EXPECT_EQ(grey, 5);
+  EXPECT_TRUE(series_named(c, "quality floor 0.985"));
+  EXPECT_EQ(t->frontierList()->count(), 2);
+  // Floor off: nothing greyed; the frontier then includes int4 (fastest).
+  t->floorEnabledBox()->setChecked(false);
+  c = t->chart();
+  for (auto* s : scatter(c)) EXPECT_FALSE(s->name().startsWith("below floor"));
+  EXPECT_FALSE(series_named(c, "quality floor 0.95"));
+  EXPECT_TRUE(t->frontierList()->item(0)->text().startsWith("int4 t2 w1"));
+
+  // Another y axis: its own scenario floor (ppl_ratio <= 1.05) and a throughput x axis.
+  t->yAxisBox()->setCurrentIndex(t->yAxisBox()->findData("ppl_ratio"));
+  t->xAxisBox()->setCurrentIndex(t->xAxisBox()->findData("achieved_qps"));
+  c = t->chart();
+  EXPECT_TRUE(series_named(c, "quality floor 1.05"));
+  EXPECT_DOUBLE_EQ(t->floorBox()->value(), 1.05);
+  EXPECT_EQ(t->data().x.key, "achieved_qps");
+}
+
+TEST(Gui, HoverShowsConfigurationAndClickSelectsEverywhere) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  settle(w);
+  TradeoffView* t = w.tradeoffView();
+  auto* int8 = qobject_cast<QScatterSeries*>(series_named(t->chart(), "int8"));
+  ASSERT_TRUE(int8);
+  const auto* p = t->pointAt(int8, QPointF(40.3, 0.969));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->v.variant_id, fx().ids.v_int8);
+  const QString tip = t->tooltipFor(*p);
+  EXPECT_TRUE(tip.contains("format: int8"));
+  EXPECT_TRUE(tip.contains("threads: 2"));
+  EXPECT_TRUE(tip.contains("on the Pareto frontier"));
+  emit int8->hovered(QPointF(40, 0.97), true);  // must not crash offscreen
+  // A click on the marker selects the variant in the other views.
+  emit int8->clicked(QPointF(40, 0.97));
+  ASSERT_EQ(w.selection().variants, std::set<int64_t>{fx().ids.v_int8});
+  auto* ring = qobject_cast<QScatterSeries*>(series_named(t->chart(), "selected"));
+  ASSERT_TRUE(ring);
+  EXPECT_EQ(ring->count(), 1);
+  ASSERT_EQ(w.latencyView()->cdfs().size(), 1u);  // only the clicked variant's CDF
+  EXPECT_EQ(w.latencyView()->cdfs()[0].variant_id, fx().ids.v_int8);
+  EXPECT_EQ(w.latencyView()->cdfs()[0].source, "histogram");
+  auto sel = w.countersView()->table()->selectionModel()->selectedRows();
+  ASSERT_EQ(sel.size(), 1);
+  EXPECT_TRUE(w.countersView()->table()->item(sel[0].row(), 0)->text().startsWith("int8 t2"));
+}
+
+TEST(Gui, LatencyViewCdfAndLoadWithSlo) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  w.showView("latency");
+  settle(w);
+  LatencyView* l = w.latencyView();
+  // f32 and bf16 have per-request times, int8 a histogram; the others neither.
+  EXPECT_EQ(l->cdfChart()->series().size(), 3);
+  EXPECT_TRUE(qobject_cast<QLogValueAxis*>(l->cdfChart()->axes(Qt::Horizontal).value(0)));
+  auto* f32 = qobject_cast<QLineSeries*>(l->cdfChart()->series().value(0));
+  ASSERT_TRUE(f32);
+  EXPECT_DOUBLE_EQ(f32->at(f32->count() - 1).y(), 1.0);
+  EXPECT_TRUE(l->loadChart()->series().isEmpty());  // not a stepped run
+  EXPECT_TRUE(l->loadChart()->title().contains("no stepped-rate run"));
+
+  w.selectRuns({fx().ids.run_stepped});
+  settle(w);
+  QChart* lc = l->loadChart();
+  auto* p95 = qobject_cast<QLineSeries*>(series_named(lc, "f32 t2 w1 p95"));
+  ASSERT_TRUE(p95);
+  ASSERT_EQ(p95->count(), 4);
+  EXPECT_EQ(p95->at(0), QPointF(1, 20));
+  EXPECT_EQ(p95->at(3), QPointF(8, 300));
+  EXPECT_TRUE(series_named(lc, "f32 t2 w1 p50"));
+  EXPECT_TRUE(series_named(lc, "f32 t2 w1 p99"));
+  auto* slo = qobject_cast<QLineSeries*>(series_named(lc, "SLO p95_ms 100 ms"));
+  ASSERT_TRUE(slo);
+  EXPECT_DOUBLE_EQ(slo->at(0).y(), 100);
+}
+
+TEST(Gui, ScalingViewAgainstThreadsTimesWorkers) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_threads});
+  w.showView("scaling");
+  settle(w);
+  for (QChart* c : {w.scalingView()->throughputChart(), w.scalingView()->latencyChart()}) {
+    auto* line = qobject_cast<QLineSeries*>(series_named(c, "f32"));
+    ASSERT_TRUE(line) << c->title().toStdString();
+    ASSERT_EQ(line->count(), 4);
+    EXPECT_EQ(line->at(0).x(), 1);  // 1x1, 2x1, 1x2, 2x2
+    EXPECT_EQ(line->at(3).x(), 4);
+  }
+  auto* lat = qobject_cast<QLineSeries*>(series_named(w.scalingView()->latencyChart(), "f32"));
+  EXPECT_DOUBLE_EQ(lat->at(3).y(), 75);
+}
+
+TEST(Gui, CountersViewShowsUnavailableNeverZero) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  w.showView("counters");
+  settle(w);
+  CountersView* cv = w.countersView();
+  QTableWidget* tb = cv->table();
+  EXPECT_EQ(tb->rowCount(), 8);  // every ok variant (the failed one has no counters)
+  int ipc_col = -1;
+  for (int c = 0; c < tb->columnCount(); ++c)
+    if (tb->horizontalHeaderItem(c)->text() == "IPC") ipc_col = c;
+  ASSERT_GE(ipc_col, 0);
+  bool saw_f32 = false, saw_bf16 = false;
+  for (int r = 0; r < tb->rowCount(); ++r) {
+    const QString name = tb->item(r, 0)->text();
+    for (int c = 2; c < tb->columnCount(); ++c) EXPECT_NE(tb->item(r, c)->text(), "0") << name.toStdString();
+    if (name == "f32 t2 w1") {
+      saw_f32 = true;
+      EXPECT_EQ(tb->item(r, ipc_col)->text(), "unavailable");
+      EXPECT_TRUE(tb->item(r, ipc_col)->toolTip().contains("PAPI_ENOEVNT"));
+    }
+    if (name == "bf16 t2 w1") {
+      saw_bf16 = true;
+      EXPECT_EQ(tb->item(r, ipc_col)->text(), "1.5");
+    }
+  }
+  EXPECT_TRUE(saw_f32 && saw_bf16);
+  // The chart has a bar for measured values only; the rest are listed as unavailable.
+  cv->counterBox()->setCurrentIndex(cv->counterBox()->findData("ipc"));
+  auto* bars = qobject_cast<QBarSeries*>(cv->chart()->series().value(0));
+  ASSERT_TRUE(bars);
+  ASSERT_EQ(bars->barSets().size(), 1);
+  EXPECT_EQ(bars->barSets()[0]->count(), 1);
+  EXPECT_DOUBLE_EQ(bars->barSets()[0]->at(0), 1.5);
+  EXPECT_TRUE(cv->unavailableLabel()->text().contains("f32 t2 w1: needs instructions and cycles"));
+  cv->counterBox()->setCurrentIndex(cv->counterBox()->findData("energy_per_request_j"));
+  bars = qobject_cast<QBarSeries*>(cv->chart()->series().value(0));
+  ASSERT_TRUE(bars);
+  EXPECT_DOUBLE_EQ(bars->barSets()[0]->at(0), 0.75);
+}
+
+TEST(Gui, CompareViewTwoRunsWithIntervals) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats, fx().ids.run_formats_b});
+  w.showView("compare");
+  settle(w);
+  CompareView* cv = w.compareView();
+  ASSERT_TRUE(cv->comparison());
+  EXPECT_EQ(cv->comparison()->a.run_id, fx().ids.run_formats);
+  EXPECT_EQ(cv->comparison()->b.run_id, fx().ids.run_formats_b);
+  EXPECT_EQ(cv->table()->rowCount(), static_cast<int>(cv->comparison()->rows.size()));
+  EXPECT_GT(cv->table()->rowCount(), 0);
+  auto* box = qobject_cast<QBoxPlotSeries*>(cv->chart()->series().value(0));
+  ASSERT_TRUE(box);
+  // f32 and bf16 have per-request times in both runs, int8 a histogram (the same in both).
+  ASSERT_EQ(box->count(), 3);
+  for (auto* set : box->boxSets()) {
+    if (set->label().startsWith("int8")) {
+      EXPECT_DOUBLE_EQ(set->at(QBoxSet::Median), 0.0);
+      continue;
+    }
+    EXPECT_GT(set->at(QBoxSet::LowerExtreme), 0) << set->label().toStdString();  // B slower: above 0
+    EXPECT_DOUBLE_EQ(set->at(QBoxSet::Median), 10.0);  // every latency of run B is shifted up
+  }
+  // The same run on both sides: nothing to compare, no crash.
+  cv->runB()->setCurrentIndex(cv->runA()->currentIndex());
+  EXPECT_FALSE(cv->comparison());
+}
+
+TEST(Gui, ExportChartsAsPngAndSvg) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  settle(w);
+  const std::string dir = temp_path("export");
+  const QStringList files = w.exportAllCharts(QString::fromStdString(dir));
+  EXPECT_EQ(files.size(), 2 * 7);  // 7 charts (1 + 2 + 2 + 1 + 1), PNG and SVG each
+  for (const auto& f : files) {
+    ASSERT_TRUE(fs::exists(f.toStdString()));
+    EXPECT_GT(fs::file_size(f.toStdString()), 500u) << f.toStdString();
+  }
+  std::ifstream svg(dir + "/tradeoff.svg");
+  std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  QImage png(QString::fromStdString(dir + "/tradeoff.png"));
+  EXPECT_FALSE(png.isNull());
+  EXPECT_EQ(export_chart(w.tradeoffView()->chartViews()[0], "/nonexistent-folder/x.png").isEmpty(), false);
+}
+
+TEST(Gui, LiveRefreshShowsANewRun) {
+  const std::string path = temp_path("live.sqlite");
+  const auto ids = test::make_reports_fixture(path);
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(path)));
+  settle(w);
+  EXPECT_EQ(w.runsTable()->rowCount(), 4);
+  {
+    Store s(path);
+    const int64_t run = s.insert("runs", test::fixture_run("live-run", test::fixture_formats_toml(), "hostA",
+                                                           "2024-07-01T00:00:00Z", "server"));
+    test::fixture_variant(s, run, 0, 0, {"f32", 0, 2, 1, 80, 0.99}, 0, 2);
+  }
+  // The poll (1 s) or the file watcher picks it up without any call from here.
+  QElapsedTimer timer;
+  timer.start();
+  while (w.runsTable()->rowCount() < 5 && timer.elapsed() < 10000) {
+    QApplication::processEvents(QEventLoop::AllEvents, 50);
+    usleep(20000);
+  }
+  EXPECT_EQ(w.runsTable()->rowCount(), 5);
+  EXPECT_GE(w.reloads(), 1);
+  (void)ids;
+}
+
+TEST(Gui, BadDatabasesGiveAMessageNotACrash) {
+  MainWindow w;
+  settle(w);
+  const std::string absent = temp_path("absent.sqlite");
+  EXPECT_FALSE(w.openDatabase(QString::fromStdString(absent)));
+  EXPECT_TRUE(w.message().contains("no such results database"));
+
+  const std::string empty = temp_path("empty.sqlite");
+  std::ofstream(empty).close();
+  EXPECT_FALSE(w.openDatabase(QString::fromStdString(empty)));
+  EXPECT_TRUE(w.message().contains("the database is empty")) << w.message().toStdString();
+
+  const std::string garbage = temp_path("garbage.sqlite");
+  {
+    std::ofstream out(garbage, std::ios::binary);
+    for (int i = 0; i < 400; ++i) out << "not sqlite at all ";
+  }
+  EXPECT_FALSE(w.openDatabase(QString::fromStdString(garbage)));
+  EXPECT_TRUE(w.message().contains("not a readable SQLite database")) << w.message().toStdString();
+  settle(w);
+  EXPECT_EQ(w.runsTable()->rowCount(), 0);
+  EXPECT_TRUE(w.tradeoffView()->chart()->series().isEmpty());
+
+  const std::string old = temp_path("old.sqlite");
+  {
+    Store s(old);
+    s.exec("PRAGMA user_version = 0");
+  }
+  EXPECT_FALSE(w.openDatabase(QString::fromStdString(old)));
+  EXPECT_TRUE(w.message().contains(QString("database schema version 0 is older than this cibench reads (%1)")
+                                       .arg(reports::kReadsSchemaVersion)))
+      << w.message().toStdString();
+
+  // A database with the schema and no runs: no message, empty views.
+  const std::string none = temp_path("none.sqlite");
+  { Store s(none); }
+  EXPECT_TRUE(w.openDatabase(QString::fromStdString(none)));
+  EXPECT_TRUE(w.message().isEmpty());
+  EXPECT_EQ(w.runsTable()->rowCount(), 0);
+  for (const char* v : {"tradeoff", "latency", "scaling", "counters", "compare"}) {
+    EXPECT_TRUE(w.showView(v));
+    settle(w);
+  }
+  EXPECT_FALSE(w.grab().isNull());
+
+  // Back to a good one: the message goes away.
+  EXPECT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  EXPECT_TRUE(w.message().isEmpty());
+}
+
+}  // namespace
+}  // namespace cibench::gui
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
