@@ -321,9 +321,14 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     if (lr.duration_s * 1e3 < static_cast<double>(sc.min_duration_ms))
       why.push_back(str("ran ", lr.duration_s, " s < min_duration_ms ", sc.min_duration_ms,
                         pattern == Pattern::offline ? ": raise min_queries so the run lasts longer" : ""));
-    if (lr.hit_max_duration)
-      why.push_back(str("stopped at max_duration_ms ", sc.max_duration_ms, " with ", rec.count(), " of ", lr.scheduled,
-                        " scheduled queries done: the system cannot keep up (lower the rate or raise max_duration_ms)"));
+    if (lr.hit_max_duration) {
+      if (pattern == Pattern::server || pattern == Pattern::offline)
+        why.push_back(str("stopped at max_duration_ms ", sc.max_duration_ms, " with ", rec.count(), " of ", lr.scheduled,
+                          " scheduled queries done: the system cannot keep up (lower the rate or raise max_duration_ms)"));
+      else
+        why.push_back(str("stopped at max_duration_ms ", sc.max_duration_ms, " after ", rec.count(),
+                          " queries, before min_queries and min_duration_ms were both reached (raise max_duration_ms)"));
+    }
     std::string reasons;
     for (const auto& w : why) reasons += (reasons.empty() ? "" : "; ") + w;
     auto [slo_met, slo_report] = check_slos(sc, rec);
