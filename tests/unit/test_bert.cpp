@@ -12,9 +12,11 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engines/core/buffer.h"
+#include "engines/core/cpu.h"
 #include "engines/core/error.h"
 #include "engines/core/format.h"
 #include "engines/core/matrix.h"
@@ -260,6 +262,51 @@ TEST(Bert, SyntheticSessionMatchesReferenceBothArchitectures) {
       EXPECT_LE(dyn, 2e-5) << spec << " threads " << threads << ": session vs reference " << dyn;
       EXPECT_LE(padded, 2e-5) << spec << " threads " << threads << ": padded vs alone " << padded;
     }
+  }
+}
+
+// Sessions share one read-only model: two workers running at once give the results of one
+// running alone; and every ISA level the CPU supports agrees with the others.
+TEST(Bert, WorkersShareTheModelAndIsaLevelsAgree) {
+  const BertModel model = build_bert(open_bert_source("synthetic:bert-tiny@4"));
+  std::vector<std::vector<int>> seqs;
+  for (int i = 0; i < 12; ++i) seqs.push_back(random_ids(100 + i, 8 + 5 * i, 30522));
+  std::vector<float> alone(seqs.size() * 2);
+  {
+    BertSession s(model, {});
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const float* lg = s.classify(seqs[i].data(), static_cast<int>(seqs[i].size()));
+      alone[i * 2] = lg[0];
+      alone[i * 2 + 1] = lg[1];
+    }
+  }
+  std::vector<float> got[2];
+  auto worker = [&](int w) {
+    BertSession s(model, {});
+    for (int rep = 0; rep < 3; ++rep)
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        const float* lg = s.classify(seqs[i].data(), static_cast<int>(seqs[i].size()));
+        if (rep == 2) got[w].insert(got[w].end(), lg, lg + 2);
+      }
+  };
+  std::thread t0(worker, 0), t1(worker, 1);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(got[0], alone);
+  EXPECT_EQ(got[1], alone);
+
+  for (Isa isa : supported_isas()) {
+    BertSessionOptions o;
+    o.isa = static_cast<int>(isa);
+    BertSession s(model, o);
+    EXPECT_EQ(s.isa(), isa);
+    double diff = 0;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const float* lg = s.classify(seqs[i].data(), static_cast<int>(seqs[i].size()));
+      for (int j = 0; j < 2; ++j)
+        diff = std::max(diff, static_cast<double>(std::fabs(lg[j] - alone[i * 2 + j])));
+    }
+    EXPECT_LE(diff, 1e-5) << isa_name(isa);
   }
 }
 
