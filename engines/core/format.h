@@ -15,6 +15,7 @@ namespace cibench {
 enum class ActType : uint8_t {
   f32,            // activations stay float
   int8_per_row,   // activations quantised per token (row) at run time to int8 + scale
+  int8_per_block, // quantised per block of the row's block_size values: int8 + f32 scale per block
 };
 
 // Matrix kernels of one format at one ISA. W is `rows` packed rows of `row_bytes` each.

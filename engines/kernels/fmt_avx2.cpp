@@ -1,6 +1,8 @@
 // AVX2 + FMA kernels of the packed formats. This file alone is compiled with -mavx2 -mfma -mf16c.
-//   dense f32-activation formats (bf16, int8, int4): fmt_dense.inc over VecAvx2
+//   dense f32-activation formats (bf16, int8, int4): fmt_dense.inc over VecAvx2, except the int4
+//   matvec (zero-extending nibble loads, zero point applied per group with the sum of x)
 //   w8a8: sign trick + _mm256_maddubs_epi16 + _mm256_madd_epi16, exact int32 accumulation
+//   int4_gG_a8: unsigned codes x int8 activations with maddubs/madd, int32 per group, bit-exact
 //   sparse (f32_sparse, int8_sparse): u16 column lists, x gathered 8 at a time (scalar loads)
 //   int8_bs: 1x16 blocks, contiguous x loads;  int8_24: in-register permutes of x
 #include <immintrin.h>
@@ -154,6 +156,228 @@ void w8a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, s
     const uint8_t* rows[1] = {w + r * row_bytes};
     w8a8_tile_rows<1>(rows, kp, xa, x_row_bytes, m, y + r, ldy);
   }
+}
+
+// ---- int4 (f32 activations) matvec ------------------------------------------------------------
+// Faster than the shared template on AVX2: 8 nibble bytes are zero-extended straight from memory
+// to 8 int32 (vpmovzxbd), low nibbles = elements j, high nibbles (>> 4, no mask) = elements 16 + j,
+// and the unsigned codes q are multiplied with x; the zero point is applied once per group with the
+// group's sum of x (shared by the 4 rows): sym d * (sum q x - 8 sum x), asym d * sum q x + m sum x.
+template <int G, bool Asym, int NR>
+inline void int4z_rows(const uint8_t* const* rows, int64_t k, const float* x, float* y) {
+  constexpr int64_t hdr = Asym ? 4 : 2;
+  const int64_t gb = int4_group_bytes(G, Asym);
+  const __m256i m4 = _mm256_set1_epi32(0x0f);
+  __m256 acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < k; g += G) {
+    const int64_t n = k - g < G ? k - g : G;
+    const int64_t gi = g / G;
+    __m256 sq[NR];
+    for (int r = 0; r < NR; ++r) sq[r] = _mm256_setzero_ps();
+    __m256 sx = _mm256_setzero_ps();
+    for (int64_t s = 0; s < n; s += 32) {
+      __m256 xv[4];
+      if (g + s + 32 <= k) {
+        for (int v = 0; v < 4; ++v) xv[v] = _mm256_loadu_ps(x + g + s + 8 * v);
+      } else {
+        load_x32<VecAvx2>(x, g + s, k, xv);
+      }
+      sx = _mm256_add_ps(sx, _mm256_add_ps(_mm256_add_ps(xv[0], xv[1]), _mm256_add_ps(xv[2], xv[3])));
+      for (int r = 0; r < NR; ++r) {
+        const uint8_t* p = rows[r] + gi * gb + hdr + s / 2;
+        const __m256i b0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+        const __m256i b1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
+        __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(b0, m4)), xv[0]);
+        __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(b0, 4)), xv[2]);
+        t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(b1, m4)), xv[1], t);
+        u = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(b1, 4)), xv[3], u);
+        sq[r] = _mm256_add_ps(sq[r], _mm256_add_ps(t, u));
+      }
+    }
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t* h = rows[r] + gi * gb;
+      const __m256 d = _mm256_set1_ps(f16_to_f32(load_u16(h)));
+      if constexpr (Asym) {
+        acc[r] = _mm256_fmadd_ps(d, sq[r], acc[r]);
+        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(f16_to_f32(load_u16(h + 2))), sx, acc[r]);
+      } else {
+        acc[r] = _mm256_fmadd_ps(d, _mm256_fnmadd_ps(_mm256_set1_ps(8.f), sx, sq[r]), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < NR; ++r) y[r] = VecAvx2::hsum(acc[r]);
+}
+
+template <int G, bool Asym>
+struct Int4ZextRows {
+  template <typename V, int NR>
+  static void run(const uint8_t* const* rows, int64_t k, const float* x, float* y) {
+    int4z_rows<G, Asym, NR>(rows, k, x, y);
+  }
+};
+
+template <int G, bool Asym>
+FormatKernels int4_avx2_kernels() {
+  return FormatKernels{matvec_rows<VecAvx2, Int4ZextRows<G, Asym>>,
+                       matmul_dense<VecAvx2, decode_int4<VecAvx2, G, Asym>>};
+}
+
+// ---- int4_gG_a8: int4 weights x int8 activations per block (the Q4_0 x Q8_0 approach) ----------
+// Per 32-element sub-block: the 16 nibble bytes become 32 unsigned codes (low nibbles = elements
+// 0..15 in the low lane, high nibbles = 16..31 in the high lane), _mm256_maddubs_epi16(codes,
+// a) gives 16 int16 pair sums (|.| <= 2 * 15 * 127), summed in int16 over a group's <= 4
+// sub-blocks (|.| <= 15240), then _mm256_madd_epi16 to int32 once per group. The -8 offset is
+// corrected with the activation block sums. A tile's MR x NR (<= 8) int32 vectors are reduced
+// together with hadds into one vector of exact group sums; each lane then does
+// acc = fma(d_w * d_a, float(sum), acc) as the generic twin does: bit-identical results.
+
+// Horizontal sums of 8 int32 vectors, lane l = sum of v[l].
+inline __m256i reduce8_i32(const __m256i* v) {
+  const __m256i h0 = _mm256_hadd_epi32(v[0], v[1]), h1 = _mm256_hadd_epi32(v[2], v[3]);
+  const __m256i h2 = _mm256_hadd_epi32(v[4], v[5]), h3 = _mm256_hadd_epi32(v[6], v[7]);
+  const __m256i q0 = _mm256_hadd_epi32(h0, h1), q1 = _mm256_hadd_epi32(h2, h3);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20),
+                          _mm256_permute2x128_si256(q0, q1, 0x31));
+}
+
+inline __m256i nib_codes32(const uint8_t* p, __m256i mask) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_and_si256(
+      _mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1), mask);
+}
+
+// Y[i * ldy + t] = dot(rows[t], act row i) for i < MR, t < NR; act row i at x + i * xrb.
+template <int G, int MR, int NR>
+inline void int4a8_tile(const uint8_t* const* rows, const uint8_t* x, size_t xrb, int64_t k,
+                        float* y, int64_t ldy) {
+  static_assert(MR * NR <= 8, "one lane per (activation row, weight row)");
+  constexpr int64_t gb = 2 + G / 2;
+  const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
+  const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t g = 0; g < nb; ++g) {
+    const int64_t n = k - g * G < G ? k - g * G : G;
+    __m256i s16[MR][NR];
+    for (int i = 0; i < MR; ++i)
+      for (int t = 0; t < NR; ++t) s16[i][t] = _mm256_setzero_si256();
+    for (int64_t s = 0; s < n; s += 32) {
+      __m256i wv[NR];
+      for (int t = 0; t < NR; ++t) wv[t] = nib_codes32(rows[t] + g * gb + 2 + s / 2, mask);
+      for (int i = 0; i < MR; ++i) {
+        const __m256i a =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i * xrb + hdr + g * G + s));
+        for (int t = 0; t < NR; ++t)
+          s16[i][t] = _mm256_add_epi16(s16[i][t], _mm256_maddubs_epi16(wv[t], a));
+      }
+    }
+    __m256i v[8];
+    for (int l = 0; l < 8; ++l)
+      v[l] = l < MR * NR ? _mm256_madd_epi16(s16[l / NR][l % NR], ones) : _mm256_setzero_si256();
+    // lane l = (i, t) = (l / NR, l % NR): its weight scale, activation scale and 8 * block sum
+    __m256 dw, da;
+    __m256i corr;
+    if constexpr (MR == 1 && NR == 8) {  // matvec: one activation block, 8 weight rows
+      dw = _mm256_cvtph_ps(_mm_setr_epi16(
+          static_cast<short>(load_u16(rows[0] + g * gb)), static_cast<short>(load_u16(rows[1] + g * gb)),
+          static_cast<short>(load_u16(rows[2] + g * gb)), static_cast<short>(load_u16(rows[3] + g * gb)),
+          static_cast<short>(load_u16(rows[4] + g * gb)), static_cast<short>(load_u16(rows[5] + g * gb)),
+          static_cast<short>(load_u16(rows[6] + g * gb)), static_cast<short>(load_u16(rows[7] + g * gb))));
+      da = _mm256_set1_ps(load_f32(x + 4 * g));
+      corr = _mm256_set1_epi32(8 * static_cast<int32_t>(load_u32(x + 4 * nb + 4 * g)));
+    } else if constexpr (MR == 4 && NR == 2) {  // matmul: lanes (t0 t1) x 4 tokens
+      dw = _mm256_cvtph_ps(_mm_set1_epi32(static_cast<int>(
+          load_u16(rows[0] + g * gb) | (static_cast<uint32_t>(load_u16(rows[1] + g * gb)) << 16))));
+      const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+      da = _mm256_permutevar8x32_ps(
+          _mm256_castps128_ps256(_mm_setr_ps(load_f32(x + 4 * g), load_f32(x + xrb + 4 * g),
+                                             load_f32(x + 2 * xrb + 4 * g), load_f32(x + 3 * xrb + 4 * g))),
+          dup);
+      const int64_t so = 4 * nb + 4 * g;
+      corr = _mm256_slli_epi32(
+          _mm256_permutevar8x32_epi32(
+              _mm256_castsi128_si256(_mm_setr_epi32(
+                  static_cast<int>(load_u32(x + so)), static_cast<int>(load_u32(x + xrb + so)),
+                  static_cast<int>(load_u32(x + 2 * xrb + so)), static_cast<int>(load_u32(x + 3 * xrb + so)))),
+              dup),
+          3);
+    } else {  // tails
+      alignas(16) uint16_t dwh[8] = {};
+      alignas(32) float das[8] = {};
+      alignas(32) int32_t cs[8] = {};
+      for (int l = 0; l < MR * NR; ++l) {
+        const uint8_t* xi = x + (l / NR) * xrb;
+        dwh[l] = load_u16(rows[l % NR] + g * gb);
+        das[l] = load_f32(xi + 4 * g);
+        cs[l] = 8 * static_cast<int32_t>(load_u32(xi + 4 * nb + 4 * g));
+      }
+      dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dwh)));
+      da = _mm256_load_ps(das);
+      corr = _mm256_load_si256(reinterpret_cast<const __m256i*>(cs));
+    }
+    const __m256i sum = _mm256_sub_epi32(reduce8_i32(v), corr);
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(sum), acc);
+  }
+  alignas(32) float out[8];
+  _mm256_store_ps(out, acc);
+  for (int l = 0; l < MR * NR; ++l) y[(l / NR) * ldy + l % NR] = out[l];
+}
+
+template <int G>
+void int4a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
+                   int64_t row_begin, int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  int64_t r = row_begin;
+  for (; r + 8 <= row_end; r += 8) {
+    const uint8_t* rows[8];
+    for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
+    int4a8_tile<G, 1, 8>(rows, xa, 0, k, y + (r - row_begin), 0);
+  }
+  for (; r < row_end; ++r) {
+    const uint8_t* rows[1] = {w + r * row_bytes};
+    int4a8_tile<G, 1, 1>(rows, xa, 0, k, y + (r - row_begin), 0);
+  }
+}
+
+template <int G, int NR>
+inline void int4a8_tile_rows(const uint8_t* const* rows, const uint8_t* x, size_t xrb, int64_t m,
+                             int64_t k, float* y, int64_t ldy) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) int4a8_tile<G, 4, NR>(rows, x + i * xrb, xrb, k, y + i * ldy, ldy);
+  switch (m - i) {
+    case 3: int4a8_tile<G, 3, NR>(rows, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 2: int4a8_tile<G, 2, NR>(rows, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 1: int4a8_tile<G, 1, NR>(rows, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    default: break;
+  }
+}
+
+// Prefill: 2 weight rows x 4 activation rows per tile, so each weight sub-block is unpacked once
+// per 4 tokens; tokens in chunks of 16 keep their activation rows in L2 while the rows pass.
+template <int G>
+void int4a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+                   int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  constexpr int64_t kTok = 16;
+  for (int64_t i0 = 0; i0 < m; i0 += kTok) {
+    const int64_t mc = m - i0 < kTok ? m - i0 : kTok;
+    const uint8_t* xc = xa + i0 * x_row_bytes;
+    float* yc = y + i0 * ldy;
+    int64_t r = row_begin;
+    for (; r + 2 <= row_end; r += 2) {
+      const uint8_t* rows[2] = {w + r * row_bytes, w + (r + 1) * row_bytes};
+      int4a8_tile_rows<G, 2>(rows, xc, x_row_bytes, mc, k, yc + r, ldy);
+    }
+    if (r < row_end) {
+      const uint8_t* rows[1] = {w + r * row_bytes};
+      int4a8_tile_rows<G, 1>(rows, xc, x_row_bytes, mc, k, yc + r, ldy);
+    }
+  }
+}
+
+template <int G>
+FormatKernels int4a8_kernels() {
+  return FormatKernels{int4a8_matvec<G>, int4a8_matmul<G>};
 }
 
 // ---- sparse: shared row/token loops ----------------------------------------------------------
@@ -401,6 +625,19 @@ struct Int8SparseT : Int8Sparse {
 FormatKernels kernels_avx2(const Spec& s) {
   switch (s.kind) {
     case Kind::w8a8: return FormatKernels{w8a8_matvec, w8a8_matmul};
+    case Kind::int4:
+      if (s.asym) {
+        if (s.group == 32) return int4_avx2_kernels<32, true>();
+        if (s.group == 64) return int4_avx2_kernels<64, true>();
+        return int4_avx2_kernels<128, true>();
+      }
+      if (s.group == 32) return int4_avx2_kernels<32, false>();
+      if (s.group == 64) return int4_avx2_kernels<64, false>();
+      return int4_avx2_kernels<128, false>();
+    case Kind::int4_a8:
+      if (s.group == 32) return int4a8_kernels<32>();
+      if (s.group == 64) return int4a8_kernels<64>();
+      return int4a8_kernels<128>();
     case Kind::f32_sparse: return FormatKernels{sparse_matvec<F32Sparse>, sparse_matmul_t<F32SparseT>};
     case Kind::int8_sparse: return FormatKernels{sparse_matvec<Int8Sparse>, sparse_matmul_t<Int8SparseT>};
     case Kind::int8_bs: return sparse_kernels<Int8BlockSparse>();

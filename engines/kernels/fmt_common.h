@@ -27,6 +27,15 @@
 //
 // Activations for int8 dot products (w8a8): [f32 scale][28 bytes pad][int8 x round_up(K, 32)],
 // quantised per row (token) symmetric to [-127, 127], zero padded.
+//
+// int4_gG_a8 weights: the int4 gG symmetric layout above, unchanged. Their activations are
+// quantised per block of G values (the blocks line up with the weight groups, the last one ragged):
+//   [f32 scale x nb][i32 sum of the block's int8 values x nb][pad to a multiple of 32 bytes]
+//   [int8 x round_up(K, 32)]                       nb = ceil(K / G), values zero padded
+// symmetric to [-127, 127] per block. The per-block sums let SIMD kernels multiply the unsigned
+// codes q (0..15) and correct with -8 * sum: sum((q - 8) a) = sum(q a) - 8 sum(a), exact in int32.
+// Per group the dot product is (d_w * d_a) * float(int32 sum), accumulated in group order with
+// fma, the same in every twin.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -39,12 +48,12 @@
 namespace cibench {
 namespace fmt {
 
-enum class Kind : uint8_t { bf16, int8, w8a8, int4, f32_sparse, int8_sparse, int8_bs, int8_24 };
+enum class Kind : uint8_t { bf16, int8, w8a8, int4, f32_sparse, int8_sparse, int8_bs, int8_24, int4_a8 };
 
 // What a kernel getter needs to know about a row.
 struct Spec {
   Kind kind;
-  int group = 0;      // int4: 32, 64 or 128
+  int group = 0;      // int4, int4_a8: 32, 64 or 128
   bool asym = false;  // int4: zero point (min) stored per group
 };
 
@@ -144,6 +153,13 @@ inline size_t int4_row_bytes(int64_t k, int64_t group, bool asym) {
 
 // ---- int8 activation rows (w8a8) -----------------------------------------------------------
 inline size_t act8_row_bytes(int64_t k) { return static_cast<size_t>(kActHeader + round_up(k, 32)); }
+
+// ---- int8 activation rows quantised per block of g (int4_gG_a8) ---------------------------
+inline int64_t actb_blocks(int64_t k, int64_t g) { return (k + g - 1) / g; }
+inline int64_t actb_header(int64_t k, int64_t g) { return round_up(8 * actb_blocks(k, g), 32); }
+inline size_t actb_row_bytes(int64_t k, int64_t g) {
+  return static_cast<size_t>(actb_header(k, g) + round_up(k, 32));
+}
 
 // ---- per-ISA kernel getters: {nullptr, nullptr} when that level has nothing of its own -----
 FormatKernels kernels_generic(const Spec& s);

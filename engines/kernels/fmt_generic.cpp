@@ -1,5 +1,7 @@
 // Generic (scalar) kernels of every packed format: the oracle the SIMD kernels are tested
 // against. One dot product per (row, activation row), written for clarity. No ISA flags.
+#include <cmath>
+
 #include "engines/kernels/fmt_common.h"
 
 namespace cibench {
@@ -50,6 +52,30 @@ float dot_int4(const uint8_t* row, int64_t k, const void* xv) {
       if (Asym) sx += x[g + i];
     }
     acc += d * sq + m * sx;
+    row += round_up(n, 32) / 2;
+  }
+  return acc;
+}
+
+// Symmetric int4 x int8 activations per block of G: exact int32 per group, then
+// acc = fma(d_w * d_a, float(sum), acc) in group order (the SIMD twins do the same per lane).
+template <int G>
+float dot_int4_a8(const uint8_t* row, int64_t k, const void* xv) {
+  const uint8_t* xa = static_cast<const uint8_t*>(xv);
+  const int8_t* a = reinterpret_cast<const int8_t*>(xa + actb_header(k, G));
+  const int64_t nb = actb_blocks(k, G);
+  float acc = 0.f;
+  for (int64_t g = 0; g < nb; ++g) {
+    const int64_t n = k - g * G < G ? k - g * G : G;
+    const float dw = f16_to_f32(load_u16(row));
+    row += 2;
+    int32_t s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t b = row[(i / 32) * 16 + (i % 16)];
+      const int q = ((i % 32) < 16) ? (b & 0xf) : (b >> 4);
+      s += (q - 8) * a[g * G + i];
+    }
+    acc = std::fma(dw * load_f32(xa + 4 * g), static_cast<float>(s), acc);
     row += round_up(n, 32) / 2;
   }
   return acc;
@@ -147,6 +173,10 @@ FormatKernels kernels_generic(const Spec& s) {
     case Kind::int8_sparse: return make<dot_int8_sparse>();
     case Kind::int8_bs: return make<dot_int8_bs>();
     case Kind::int8_24: return make<dot_int8_24>();
+    case Kind::int4_a8:
+      if (s.group == 32) return make<dot_int4_a8<32>>();
+      if (s.group == 64) return make<dot_int4_a8<64>>();
+      return make<dot_int4_a8<128>>();
   }
   return {};
 }

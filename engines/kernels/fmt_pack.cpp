@@ -142,6 +142,31 @@ void int4_unpack(const uint8_t* src, int64_t k, float* dst) {
   }
 }
 
+// ---- int4 weights x int8 activations per block (int4_gG_a8) ----------------------------------
+template <int G>
+size_t actb_bytes(int64_t k) {
+  return actb_row_bytes(k, G);
+}
+template <int G>
+void actb_quantize(const float* x, int64_t k, void* dst_v) {
+  uint8_t* dst = static_cast<uint8_t*>(dst_v);
+  const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
+  std::memset(dst, 0, static_cast<size_t>(hdr));
+  int8_t* v = reinterpret_cast<int8_t*>(dst + hdr);
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t c0 = b * G, n = std::min<int64_t>(G, k - c0);
+    Q8 q(x + c0, n);
+    int32_t sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      v[c0 + i] = q.q(x[c0 + i]);
+      sum += v[c0 + i];
+    }
+    store_f32(dst + 4 * b, q.scale);
+    store_u32(dst + 4 * nb + 4 * b, static_cast<uint32_t>(sum));
+  }
+  for (int64_t i = k; i < round_up(k, 32); ++i) v[i] = 0;
+}
+
 // ---- sparse ----------------------------------------------------------------------------------
 void check_sparse_k(int64_t k) {
   CIBENCH_CHECK(k <= kMaxSparseCols, "sparse formats index columns with 16 bits: K=", k,
@@ -350,6 +375,21 @@ FormatRow int4_row(const char* name, const char* description) {
   return r;
 }
 
+template <int G>
+FormatRow int4_a8_row(const char* name, const char* description) {
+  FormatRow r = base_row(name, description, Spec{Kind::int4_a8, G, false});
+  r.block_size = G;
+  r.bytes_per_block = static_cast<size_t>(int4_group_bytes(G, false));
+  r.bits_per_weight = 8.0 * static_cast<double>(r.bytes_per_block) / G;
+  r.act = ActType::int8_per_block;
+  r.row_bytes = int4_bytes<G, false>;
+  r.pack_row = int4_pack<G, false>;
+  r.unpack_row = int4_unpack<G, false>;
+  r.act_row_bytes = actb_bytes<G>;
+  r.quantize_act = actb_quantize<G>;
+  return r;
+}
+
 }  // namespace
 
 void append_packed_rows(std::vector<FormatRow>& t) {
@@ -399,6 +439,9 @@ void append_packed_rows(std::vector<FormatRow>& t) {
   t.push_back(int4_row<32, true>("int4_g32_asym", "int4 asymmetric, group 32, f16 scale + f16 min per group; f32 activations"));
   t.push_back(int4_row<64, true>("int4_g64_asym", "int4 asymmetric, group 64, f16 scale + f16 min per group; f32 activations"));
   t.push_back(int4_row<128, true>("int4_g128_asym", "int4 asymmetric, group 128, f16 scale + f16 min per group; f32 activations"));
+  t.push_back(int4_a8_row<32>("int4_g32_a8", "int4 symmetric, group 32 (as int4_g32) x int8 activations quantised per block of 32 at run time; int32 per block"));
+  t.push_back(int4_a8_row<64>("int4_g64_a8", "int4 symmetric, group 64 (as int4_g64) x int8 activations quantised per block of 64 at run time; int32 per block"));
+  t.push_back(int4_a8_row<128>("int4_g128_a8", "int4 symmetric, group 128 (as int4_g128) x int8 activations quantised per block of 128 at run time; int32 per block"));
   {
     FormatRow r = base_row("f32_sparse",
                            "unstructured sparse f32: per row the non-zeros as (f32 value, u16 "

@@ -53,6 +53,8 @@ void prune_for(const FormatRow& f, std::vector<float>& w, int64_t rows, int64_t 
 //   int4 sym  step = max|w| of the group / 8 -> RMS = max / 27.7; the group maximum is ~2.0
 //          (G=32), 2.4 (64), 2.6 (128) sigma -> 7.5 / 8.5 / 9.5 %; bounds 9 / 10 / 11 %.
 //   int4 asym  step = range / 15, range ~ 2 x max -> about the same; same bounds.
+//   int4_gG_a8  the int4_gG weights, packed identically: same bounds (their activation error is
+//          bounded separately, Formats.Int4A8ActivationErrorWithinBound).
 // (f16 scales add < 0.1 %.)
 double error_bound(const FormatRow& f) {
   const std::string n = f.name;
@@ -66,7 +68,8 @@ double error_bound(const FormatRow& f) {
 
 TEST(Formats, TableHasEveryRowWithConsistentGeometry) {
   for (const char* name : {"f32", "bf16", "int8", "w8a8", "int4_g32", "int4_g64", "int4_g128",
-                           "int4_g32_asym", "int4_g64_asym", "int4_g128_asym", "f32_sparse",
+                           "int4_g32_asym", "int4_g64_asym", "int4_g128_asym", "int4_g32_a8",
+                           "int4_g64_a8", "int4_g128_a8", "f32_sparse",
                            "int8_sparse", "int8_bs", "int8_24"})
     EXPECT_EQ(std::string(format_by_name(name).name), name);
   for (const FormatRow& f : format_table()) {
@@ -174,6 +177,25 @@ Acts make_acts(const FormatRow& f, const std::vector<float>& x, int64_t m, int64
   for (int64_t i = 0; i < m; ++i) {
     uint8_t* dst = a.bytes.data() + i * a.row_bytes;
     f.quantize_act(x.data() + i * k, k, dst);
+    if (f.act == ActType::int8_per_block) {
+      // [f32 scale x nb][i32 sum x nb][pad to 32][int8 values], blocks of block_size
+      const int64_t g = f.block_size, nb = (k + g - 1) / g, hdr = (8 * nb + 31) / 32 * 32;
+      for (int64_t b = 0; b < nb; ++b) {
+        float s;
+        int32_t sum, want = 0;
+        std::memcpy(&s, dst + 4 * b, 4);
+        std::memcpy(&sum, dst + 4 * nb + 4 * b, 4);
+        for (int64_t c = b * g; c < std::min(k, (b + 1) * g); ++c) {
+          const int8_t q = static_cast<int8_t>(dst[hdr + c]);
+          EXPECT_GE(q, -127);
+          want += q;
+          a.dequantised[i * k + c] = s * static_cast<float>(q);
+        }
+        EXPECT_EQ(sum, want) << "block sum of block " << b;
+      }
+      for (int64_t c = k; c < (k + 31) / 32 * 32; ++c) EXPECT_EQ(dst[hdr + c], 0) << "padding";
+      continue;
+    }
     float s;
     std::memcpy(&s, dst, 4);  // int8 activation rows: [f32 scale][pad to 32][int8 values]
     for (int64_t c = 0; c < k; ++c)
@@ -281,6 +303,60 @@ TEST(Formats, GenericKernelsEqualUnpackPlusF32Math) {
           ASSERT_NEAR(y[i * rows + r], s, tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
               << "k=" << k << " i=" << i << " r=" << r;
         }
+    }
+  }
+}
+
+// int4_gG_a8 against int4_gG (the same packed weights, f32 activations), i.e. the error the
+// per-block int8 activation quantisation adds. Per block b of G values with scale
+// s_b = max|x_b| / 127, each activation moves by at most s_b / 2, so per output
+//   |y_a8 - y_f32| <= sum_b (s_b / 2) sum_{i in b} |w_i|            (hard bound, + f32 rounding)
+// and statistically (uniform rounding, RMS s_b / sqrt(12) = max|x_b| / 440, the block max of
+// N(0, 1) being ~2.0 (G=32) to ~2.6 (G=128) sigma) the relative RMS output error is ~0.5-0.6 %;
+// bound 1 %.
+TEST(Formats, Int4A8ActivationErrorWithinBound) {
+  std::mt19937 rng(71);
+  for (int g : {32, 64, 128}) {
+    const FormatRow& fa = format_by_name("int4_g" + std::to_string(g) + "_a8");
+    const FormatRow& ff = format_by_name("int4_g" + std::to_string(g));
+    ASSERT_EQ(fa.act, ActType::int8_per_block);
+    ASSERT_EQ(fa.block_size, g);
+    for (int64_t k : {172, 1000}) {
+      const int64_t rows = 24, m = 5;
+      SCOPED_TRACE(std::string(fa.name) + " k=" + std::to_string(k));
+      auto w = gauss(rows * k, rng);
+      Packed p = pack_rows(fa, w, rows, k);
+      Packed pf = pack_rows(ff, w, rows, k);
+      ASSERT_EQ(p.bytes, pf.bytes) << "same weight layout as the f32-activation row";
+      auto x = gauss(m * k, rng);
+      Acts a = make_acts(fa, x, m, k);
+      Acts af = make_acts(ff, x, m, k);
+      for (Isa isa : supported_isas()) {
+        std::vector<float> ya(m * rows), yf(m * rows);
+        fa.kernels_at(isa).matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m,
+                                  ya.data(), rows, 0, rows);
+        ff.kernels_at(isa).matmul(pf.bytes.data(), pf.row_bytes, k, af.bytes.data(), af.row_bytes,
+                                  m, yf.data(), rows, 0, rows);
+        double err = 0, ref = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t r = 0; r < rows; ++r) {
+            double bound = 0;
+            for (int64_t b = 0; b < k; b += g) {
+              double amax = 0, wsum = 0;
+              for (int64_t c = b; c < std::min(k, b + g); ++c) {
+                amax = std::max(amax, std::fabs(double(x[i * k + c])));
+                wsum += std::fabs(double(p.unpacked[r * k + c]));
+              }
+              bound += amax / 127 / 2 * wsum;
+            }
+            const float t = tol(&p.unpacked[r * k], &x[i * k], k);
+            const double d = double(ya[i * rows + r]) - yf[i * rows + r];
+            ASSERT_LE(std::fabs(d), bound + 2 * t) << isa_name(isa) << " i=" << i << " r=" << r;
+            err += d * d;
+            ref += double(yf[i * rows + r]) * yf[i * rows + r];
+          }
+        EXPECT_LE(std::sqrt(err / ref), 0.01) << isa_name(isa);
+      }
     }
   }
 }
