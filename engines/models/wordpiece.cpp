@@ -1,7 +1,10 @@
 #include "engines/models/wordpiece.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 
 #include "engines/core/buffer.h"
@@ -346,6 +349,32 @@ WordPieceTokenizer WordPieceTokenizer::from_vocab_txt(const std::string& path,
     pos = nl + 1;
   }
   return WordPieceTokenizer(std::move(pieces), opts, path);
+}
+
+WordPieceTokenizer WordPieceTokenizer::from_hf_folder(const std::string& dir) {
+  namespace fs = std::filesystem;
+  WordPieceOptions opts;
+  const std::string cfg = (fs::path(dir) / "tokenizer_config.json").string();
+  if (fs::exists(cfg)) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_file(cfg));
+    } catch (const nlohmann::json::exception& e) {
+      throw FileError(cfg, str("not valid JSON (", e.what(), ")"));
+    }
+    if (!j.is_object()) throw FileError(cfg, "not a JSON object");
+    auto flag = [&](const char* key, bool fallback) {
+      auto it = j.find(key);
+      if (it == j.end() || it->is_null()) return fallback;
+      if (!it->is_boolean()) throw FileError(cfg, str("'", key, "' must be true or false"));
+      return it->get<bool>();
+    };
+    opts.lower_case = flag("do_lower_case", true);
+    opts.split_cjk = flag("tokenize_chinese_chars", true);
+    auto sa = j.find("strip_accents");
+    if (sa != j.end() && !sa->is_null()) opts.strip_accents = flag("strip_accents", false) ? 1 : 0;
+  }
+  return from_vocab_txt((fs::path(dir) / "vocab.txt").string(), opts);
 }
 
 WordPieceTokenizer WordPieceTokenizer::from_gguf(const std::string& path,

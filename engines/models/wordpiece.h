@@ -9,6 +9,11 @@
 // The Unicode properties it needs (categories, lower-case mapping, canonical decompositions)
 // come from compact tables generated from Python's unicodedata (no ICU); see wordpiece.cpp.
 //
+// One gap, measured exhaustively against Python: BertTokenizer normalises its input to NFC
+// first. With lower-casing and accent stripping (uncased vocabularies) that never changes the
+// result; for cased vocabularies it matters only for decomposed input (a base letter followed
+// by combining marks), which is left decomposed here.
+//
 // Vocabularies: a BERT vocab.txt (one piece per line, id = line number), or the vocabulary of a
 // GGUF file (tokenizer.ggml.model "bert"), whose converter writes word-initial pieces with a
 // leading U+2581 and continuation pieces without "##"; both are mapped to the vocab.txt form.
@@ -35,6 +40,9 @@ class WordPieceTokenizer {
   // From the vocabulary stored in a GGUF file (tokenizer.ggml.tokens; special ids from
   // tokenizer.ggml.{unknown,cls,seperator,padding,mask}_token_id when present).
   static WordPieceTokenizer from_gguf(const std::string& path, const WordPieceOptions& opts = {});
+  // A Hugging Face folder: vocab.txt with the options of tokenizer_config.json when present
+  // (do_lower_case, strip_accents, tokenize_chinese_chars); FileError on a malformed config.
+  static WordPieceTokenizer from_hf_folder(const std::string& dir);
   // From pieces in vocab.txt form (id = index). `origin` names the source in errors.
   WordPieceTokenizer(std::vector<std::string> pieces, const WordPieceOptions& opts,
                      const std::string& origin);

@@ -241,9 +241,13 @@ int run_classify(const ClassifyArgs& a) {
     const std::string vocab = a.vocab.empty() ? default_vocab(a.model) : a.vocab;
     if (vocab.empty())
       throw Error(str("no vocabulary for ", a.model, ": pass --vocab vocab.txt (or a .gguf)"));
-    const WordPieceTokenizer tok = vocab.size() > 5 && vocab.compare(vocab.size() - 5, 5, ".gguf") == 0
-                                       ? WordPieceTokenizer::from_gguf(vocab)
-                                       : WordPieceTokenizer::from_vocab_txt(vocab);
+    const bool gguf = vocab.size() > 5 && vocab.compare(vocab.size() - 5, 5, ".gguf") == 0;
+    // A vocab.txt picks up its folder's tokenizer_config.json (lower-casing, accents).
+    const WordPieceTokenizer tok =
+        gguf ? WordPieceTokenizer::from_gguf(vocab)
+        : fs::path(vocab).filename() == "vocab.txt"
+            ? WordPieceTokenizer::from_hf_folder(fs::path(vocab).parent_path().string())
+            : WordPieceTokenizer::from_vocab_txt(vocab);
     CIBENCH_CHECK(tok.vocab_size() <= c.vocab_size, vocab, " has ", tok.vocab_size(),
                   " pieces but the model's vocabulary is ", c.vocab_size);
     for (const Example& e : examples) ids.push_back(tok.encode(e.text, a.max_length));

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -220,6 +221,24 @@ TEST(WordPiece, EncodeAddsSpecialsAndTruncatesKeepingSep) {
   EXPECT_EQ(cut, (std::vector<int>{tok.cls_id(), pieces[0], pieces[1], pieces[2], tok.sep_id()}));
   EXPECT_EQ(tok.encode("", 2), (std::vector<int>{tok.cls_id(), tok.sep_id()}));
   EXPECT_THROW(tok.encode(text, 1), Error);
+}
+
+TEST(WordPiece, HuggingFaceFolderOptions) {
+  CIBENCH_REQUIRE_SHARED(kVocab);
+  const std::string model_dir = test::shared_path("models/bert-tiny-sst2");
+  const auto uncased = WordPieceTokenizer::from_hf_folder(model_dir);
+  EXPECT_TRUE(uncased.options().lower_case);
+  EXPECT_EQ(uncased.basic_tokenize("Café"), std::vector<std::string>{"cafe"});
+  // A cased configuration keeps case and accents.
+  const std::string dir = ::testing::TempDir() + "/cibench_wp_cased";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/tokenizer_config.json") << R"({"do_lower_case": false})";
+  std::ofstream(dir + "/vocab.txt") << read_file(test::shared_path(kVocab));
+  const auto cased = WordPieceTokenizer::from_hf_folder(dir);
+  EXPECT_FALSE(cased.options().lower_case);
+  EXPECT_EQ(cased.basic_tokenize("Café!"), (std::vector<std::string>{"Café", "!"}));
+  std::ofstream(dir + "/tokenizer_config.json") << R"({"do_lower_case": "yes"})";
+  EXPECT_THROW(WordPieceTokenizer::from_hf_folder(dir), FileError);
 }
 
 // ---- Unicode pieces ------------------------------------------------------------------------------
