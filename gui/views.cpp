@@ -60,6 +60,7 @@ QChart* fresh_chart(QChartView* v, const QString& title) {
   auto* c = new QChart();
   c->setTitle(title);
   c->legend()->setAlignment(Qt::AlignRight);
+  c->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
   c->setMargins(QMargins(4, 4, 4, 4));
   v->setChart(c);  // the view takes ownership of the new chart
   delete old;
@@ -176,6 +177,8 @@ TradeoffView::TradeoffView(QWidget* parent) : View(parent) {
   view_ = new ChartView(this);
   frontier_ = new QListWidget(this);
   frontier_->setMaximumWidth(320);
+  frontier_->setWordWrap(true);
+  frontier_->setAlternatingRowColors(true);
   unplotted_ = new QLabel(this);
   unplotted_->setWordWrap(true);
   unplotted_->setStyleSheet("color: #666");
@@ -372,9 +375,10 @@ void TradeoffView::rebuild() {
 
   for (size_t i : data_.frontier) {
     const auto& p = data_.points[i];
-    auto* it = new QListWidgetItem(QString("%1   %2 = %3, %4 = %5")
-                                       .arg(run_prefix(sel_, p.v.run_id) + q(p.v.short_name()), q(data_.x.label),
-                                            num(p.x), q(data_.y.label), num(p.y)));
+    auto* it = new QListWidgetItem(QString("%1\n    x = %2 %3, y = %4 %5")
+                                       .arg(run_prefix(sel_, p.v.run_id) + q(p.v.short_name()), num(p.x), q(data_.x.unit),
+                                            num(p.y), q(data_.y.unit))
+                                       .trimmed());
     it->setData(Qt::UserRole, QVariant::fromValue<qint64>(p.v.variant_id));
     it->setToolTip(q(p.v.config()));
     if (sel_.variants.count(p.v.variant_id)) it->setSelected(true);
@@ -475,12 +479,11 @@ void LatencyView::refresh(const Selection& s) {
   };
   std::vector<Line> lines;
   std::vector<std::pair<QString, double>> slo_lines;
+  QStringList other_slos;
   size_t ci = 0;
   for (int64_t run : s.runs) {
     const auto sweep = s.db->load_sweep(run);
-    bool stepped = false;
-    for (const auto& cv : sweep.curves) stepped = stepped || cv.steps.size() >= 2;
-    if (!stepped) continue;
+    if (!sweep.has_steps()) continue;
     for (const auto& cv : sweep.curves) {
       for (int which : {50, 95, 99}) {
         Line ln{run_prefix(s, run) + q(cv.name) + QString(" p%1").arg(which), series_color(ci), which != 95, {}};
@@ -499,16 +502,20 @@ void LatencyView::refresh(const Selection& s) {
       if (slo.metric == "latency") {
         slo_lines.emplace_back(QString("SLO %1 %2 ms").arg(q(slo.key), num(slo.limit_ms)), slo.limit_ms);
         ly = std::min(ly, slo.limit_ms), hy = std::max(hy, slo.limit_ms);
+      } else {
+        other_slos << QString("%1 %2 ms").arg(q(slo.key), num(slo.limit_ms));
       }
   }
   if (lines.empty()) {
     l->setTitle("Percentiles against offered load: no stepped-rate run selected");
     return;
   }
-  l->setTitle("Latency percentiles against offered load");
+  l->setTitle("Latency percentiles against offered load" +
+              (other_slos.isEmpty() ? QString() : QString(" (other SLOs: %1)").arg(other_slos.join(", "))));
   const auto [xa, xb] = padded(lx, hx, 0.05);
-  const auto [ya, yb] = padded(std::min(ly, 0.0), hy, 0.05);
-  auto* ax = value_axis("offered load (queries/s)", xa, xb);
+  const auto yb = padded(std::min(ly, 0.0), hy, 0.05).second;
+  const double ya = 0;  // latencies are never negative
+  auto* ax = value_axis("offered load (queries/s)", std::max(0.0, xa), xb);
   auto* ay = value_axis("latency (ms)", ya, yb);
   l->addAxis(ax, Qt::AlignBottom);
   l->addAxis(ay, Qt::AlignLeft);
@@ -797,10 +804,12 @@ void CompareView::recompute() {
   }
   cmp_ = sel_.db->compare(ra, rb);
   const auto& cmp = *cmp_;
-  QString info = QString("A = run %1 on %2 (%3); B = run %4 on %5 (%6). Differences B - A; %7% bootstrap intervals from %8 "
-                         "resamples of the stored per-request times (bold: the interval excludes 0).")
+  QString info = QString("A = run %1 on %2 (%3); B = run %4 on %5 (%6). Differences B - A with %7% percentile-bootstrap "
+                         "intervals as <tt>cibench compare %1 %4</tt> computes them (%8 resamples, seed %9); "
+                         "bold: the interval excludes 0.")
                      .arg(cmp.a.run_id).arg(q(cmp.a.hostname), q(cmp.a.cpu_model)).arg(cmp.b.run_id)
-                     .arg(q(cmp.b.hostname), q(cmp.b.cpu_model)).arg(static_cast<int>(cmp.confidence * 100)).arg(cmp.resamples);
+                     .arg(q(cmp.b.hostname), q(cmp.b.cpu_model)).arg(static_cast<int>(cmp.confidence * 100)).arg(cmp.resamples)
+                     .arg(cmp.seed);
   if (!cmp.only_in_a.empty() || !cmp.only_in_b.empty())
     info += QString(" Unmatched variants: %1 only in A, %2 only in B.").arg(cmp.only_in_a.size()).arg(cmp.only_in_b.size());
   info_->setText(info);
@@ -811,7 +820,7 @@ void CompareView::recompute() {
   for (size_t i = 0; i < cmp.rows.size(); ++i) {
     const auto& r = cmp.rows[i];
     const int row = static_cast<int>(i);
-    table_->setItem(row, 0, item(q(r.variant)));
+    table_->setItem(row, 0, item(q(reports::compact_label(r.variant)), q(r.variant)));
     table_->setItem(row, 1, item(q(r.metric)));
     table_->setItem(row, 2, item(q(reports::fmt_opt(r.a))));
     table_->setItem(row, 3, item(q(reports::fmt_opt(r.b))));
@@ -834,10 +843,10 @@ void CompareView::recompute() {
   double lo = 0, hi = 0;
   for (const auto& r : cmp.rows) {
     if (r.metric != "latency p95 (ms)" || !r.diff || !r.ci_low) continue;
-    auto* set = new QBoxSet(*r.ci_low, *r.ci_low, *r.diff, *r.ci_high, *r.ci_high, q(r.variant));
+    auto* set = new QBoxSet(*r.ci_low, *r.ci_low, *r.diff, *r.ci_high, *r.ci_high, q(reports::compact_label(r.variant)));
     set->setBrush(QColor(r.significant() ? "#ff7f0e" : "#9ecae1"));
     box->append(set);
-    cats << q(r.variant);
+    cats << q(reports::compact_label(r.variant));
     lo = std::min(lo, *r.ci_low), hi = std::max(hi, *r.ci_high);
   }
   if (cats.isEmpty()) {

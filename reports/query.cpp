@@ -122,6 +122,15 @@ std::string fmt_num(double v, int significant) {
   return buf;
 }
 
+std::string compact_label(const std::string& label) {
+  std::string s = label;
+  for (const char* d : {" kv=preallocated", " isa=auto"}) {
+    const size_t at = s.find(d);
+    if (at != std::string::npos) s.erase(at, std::string(d).size());
+  }
+  return s;
+}
+
 std::string fmt_opt(const std::optional<double>& v, int significant) {
   return v ? fmt_num(*v, significant) : "n/a";
 }
@@ -778,8 +787,15 @@ CdfSeries Db::latency_cdf(int64_t variant_id, const std::string& metric) {
   return s;
 }
 
+bool LoadSweep::has_steps() const {
+  for (const auto& c : curves)
+    if (c.steps.size() >= 2 || (pattern == "stepped" && !c.steps.empty())) return true;
+  return false;
+}
+
 LoadSweep Db::load_sweep(int64_t run_id) {
   LoadSweep ls;
+  ls.pattern = run(run_id).pattern;
   ls.slos = slos(run_id);
   std::map<int64_t, size_t> at;
   for (const Variant& v : variants({run_id})) {
@@ -824,6 +840,9 @@ std::vector<ScalingSeries> Db::scaling(const std::vector<int64_t>& run_ids) {
       const std::string t = v.text_of(c);
       if (!t.empty() && t != "preallocated" && t != "auto" && t != "none" && t != "0") name += " " + t;
     }
+    // One line per worker count: W workers of T threads each use T x W cores, so 2x1 and 1x2
+    // sit at the same x on two lines (the threads-or-workers question).
+    name += " w" + std::to_string(v.workers.value_or(1));
     if (run_ids.size() > 1) name = "run " + std::to_string(v.run_id) + ": " + name;
     auto it = at.find(name);
     if (it == at.end()) {

@@ -161,8 +161,12 @@ struct LoadCurve {
 };
 
 struct LoadSweep {
+  std::string pattern;  // the run's load pattern ("stepped" for stepped rates)
   std::vector<LoadCurve> curves;
   std::vector<Slo> slos;
+  // A stepped-rate run (even if it stopped after its first step), or any curve with two or more
+  // offered rates: worth a percentiles-against-load chart.
+  bool has_steps() const;
 };
 
 struct ScalingPoint {
@@ -173,8 +177,8 @@ struct ScalingPoint {
 };
 
 struct ScalingSeries {
-  std::string name;  // everything but threads and workers: "f32 s=0 kv=preallocated isa=auto"
-  std::vector<ScalingPoint> points;  // by threads x workers, then workers
+  std::string name;  // everything but threads: "f32 w2" (format, sparsity, non-default settings, workers)
+  std::vector<ScalingPoint> points;  // by threads x workers
 };
 
 struct CounterValue {
@@ -289,6 +293,10 @@ class Db {
 // Minimal reader for the canonical scenario TOML stored with a run: "section.key" -> scalar
 // text (strings unquoted). Arrays and inline tables are skipped.
 std::map<std::string, std::string> scan_toml_scalars(const std::string& toml);
+
+// A harness label without the default settings: "int8 t2 w1 kv=preallocated isa=auto" ->
+// "int8 t2 w1" (tables and axes; matching still uses the full label).
+std::string compact_label(const std::string& label);
 
 // Number formatting shared by the GUI and the reports ("12.3", "0.987", "1.23e+04").
 std::string fmt_num(double v, int significant = 4);

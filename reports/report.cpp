@@ -109,7 +109,7 @@ Table frontier_table(const ReportData& d) {
   tb.head = {"variant", t.x.title(), t.y.title(), "configuration"};
   for (size_t i : t.frontier) {
     const auto& p = t.points[i];
-    tb.rows.push_back({display_name(d, p.v), fmt_num(p.x), fmt_num(p.y), p.v.label});
+    tb.rows.push_back({display_name(d, p.v), fmt_num(p.x), fmt_num(p.y), p.v.config()});
   }
   return tb;
 }
@@ -164,7 +164,7 @@ Table compare_table(const Comparison& c) {
              "difference (B - A)", "95% interval", "significant"};
   for (const auto& r : c.rows) {
     std::string ci = r.ci_low ? "[" + fmt_num(*r.ci_low) + ", " + fmt_num(*r.ci_high) + "]" : r.note;
-    tb.rows.push_back({r.variant, r.metric, fmt_opt(r.a), fmt_opt(r.b), fmt_opt(r.diff), ci,
+    tb.rows.push_back({compact_label(r.variant), r.metric, fmt_opt(r.a), fmt_opt(r.b), fmt_opt(r.diff), ci,
                        r.ci_low ? (r.significant() ? "yes" : "no") : "-"});
   }
   return tb;
@@ -241,9 +241,7 @@ std::vector<svg::Chart> load_charts(const ReportData& d) {
   std::vector<svg::Chart> out;
   for (size_t r = 0; r < d.sweeps.size(); ++r) {
     const LoadSweep& ls = d.sweeps[r];
-    bool stepped = false;
-    for (const auto& cv : ls.curves) stepped = stepped || cv.steps.size() >= 2;
-    if (!stepped) continue;
+    if (!ls.has_steps()) continue;
     svg::Chart c;
     c.title = "Run " + std::to_string(d.runs[r].run_id) + ": latency against offered load";
     c.x_title = "offered load (queries/s)";
@@ -264,10 +262,12 @@ std::vector<svg::Chart> load_charts(const ReportData& d) {
       }
       ++i;
     }
-    for (const Slo& s : ls.slos)
-      if (s.metric == "latency" && (s.column == "latency_p95_ms" || s.column == "latency_p99_ms" ||
-                                    s.column == "latency_p50_ms"))
-        c.hlines.push_back({s.limit_ms, "SLO " + s.key + " " + fmt_num(s.limit_ms) + " ms", "#d62728"});
+    std::string others;
+    for (const Slo& s : ls.slos) {
+      if (s.metric == "latency") c.hlines.push_back({s.limit_ms, "SLO " + s.key + " " + fmt_num(s.limit_ms) + " ms", "#d62728"});
+      else others += (others.empty() ? "" : ", ") + s.key + " " + fmt_num(s.limit_ms);
+    }
+    if (!others.empty()) c.title += " (other SLOs: " + others + ")";
     out.push_back(c);
   }
   return out;

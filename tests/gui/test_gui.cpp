@@ -254,14 +254,17 @@ TEST(Gui, ScalingViewAgainstThreadsTimesWorkers) {
   w.showView("scaling");
   settle(w);
   for (QChart* c : {w.scalingView()->throughputChart(), w.scalingView()->latencyChart()}) {
-    auto* line = qobject_cast<QLineSeries*>(series_named(c, "f32"));
-    ASSERT_TRUE(line) << c->title().toStdString();
-    ASSERT_EQ(line->count(), 4);
-    EXPECT_EQ(line->at(0).x(), 1);  // 1x1, 2x1, 1x2, 2x2
-    EXPECT_EQ(line->at(3).x(), 4);
+    auto* w1 = qobject_cast<QLineSeries*>(series_named(c, "f32 w1"));
+    auto* w2 = qobject_cast<QLineSeries*>(series_named(c, "f32 w2"));
+    ASSERT_TRUE(w1 && w2) << c->title().toStdString();
+    ASSERT_EQ(w1->count(), 2);  // 1x1, 2x1 at 1 and 2 cores
+    ASSERT_EQ(w2->count(), 2);  // 1x2, 2x2 at 2 and 4 cores
+    EXPECT_EQ(w1->at(1).x(), 2);
+    EXPECT_EQ(w2->at(0).x(), 2);
+    EXPECT_EQ(w2->at(1).x(), 4);
   }
-  auto* lat = qobject_cast<QLineSeries*>(series_named(w.scalingView()->latencyChart(), "f32"));
-  EXPECT_DOUBLE_EQ(lat->at(3).y(), 75);
+  auto* lat = qobject_cast<QLineSeries*>(series_named(w.scalingView()->latencyChart(), "f32 w2"));
+  EXPECT_DOUBLE_EQ(lat->at(1).y(), 75);
 }
 
 TEST(Gui, CountersViewShowsUnavailableNeverZero) {

@@ -259,13 +259,16 @@ TEST(Reports, LoadSweepAndScaling) {
   ASSERT_EQ(ls.slos.size(), 1u);
   EXPECT_EQ(ls.slos[0].limit_ms, 100);
 
+  // One line per worker count: 1x1 and 2x1 on "f32 w1", 1x2 and 2x2 on "f32 w2".
   const auto sc = db.scaling({fx.run_threads});
-  ASSERT_EQ(sc.size(), 1u);
-  ASSERT_EQ(sc[0].points.size(), 4u);
+  ASSERT_EQ(sc.size(), 2u);
+  EXPECT_EQ(sc[0].name, "f32 w1");
+  EXPECT_EQ(sc[1].name, "f32 w2");
   std::vector<std::pair<int64_t, int64_t>> tw;
-  for (const auto& p : sc[0].points) tw.emplace_back(p.threads, p.workers);
+  for (const auto& s : sc)
+    for (const auto& p : s.points) tw.emplace_back(p.threads, p.workers);
   EXPECT_EQ(tw, (std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 1}, {1, 2}, {2, 2}}));
-  EXPECT_DOUBLE_EQ(*sc[0].points[3].p95_ms, 75);
+  EXPECT_DOUBLE_EQ(*sc[1].points[1].p95_ms, 75);
 }
 
 // ---- counters ----
