@@ -2,6 +2,7 @@
 // accuracy, padding vs dynamic shapes, the fast session vs the readable reference, threads,
 // DistilBERT loading, synthetic presets, every weight format, and bad files.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -454,17 +455,28 @@ std::vector<std::pair<std::string, std::string>> distilbert_names(int layers) {
   return v;
 }
 
-std::string temp_dir(const std::string& name) {
-  const fs::path p = fs::path(::testing::TempDir()) / ("cibench_bert_" + name);
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p.string();
-}
+// A fresh folder under the test temp dir, removed again at scope exit; the process id keeps
+// concurrent runs of the suite apart.
+struct ScratchDir {
+  explicit ScratchDir(const std::string& name)
+      : path((fs::path(::testing::TempDir()) /
+              ("cibench_bert_" + name + "_" + std::to_string(::getpid())))
+                 .string()) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string path;
+};
 
 TEST(Bert, DistilBertFolderLoadsWithHuggingFaceNames) {
   const BertSource syn = open_bert_source("synthetic:distilbert-mini@11");
   const BertConfig& c = syn.config;
-  const std::string dir = temp_dir("distil");
+  const ScratchDir scratch("distil");
+  const std::string& dir = scratch.path;
   std::vector<StTensor> ts;
   for (const auto& [canon, hf] : distilbert_names(c.n_layers)) {
     const TensorSource& t = syn.tensor(canon);
@@ -524,7 +536,8 @@ TEST(Bert, BadFilesAreFileErrorsNamingTheFile) {
 
   // config.json disagreeing with the tensors
   {
-    const std::string dir = temp_dir("cfg");
+    const ScratchDir scratch("cfg");
+    const std::string& dir = scratch.path;
     auto j = nlohmann::json::parse(cfg_text);
     j["intermediate_size"] = 1024;
     std::ofstream(dir + "/config.json") << j.dump();
@@ -534,7 +547,8 @@ TEST(Bert, BadFilesAreFileErrorsNamingTheFile) {
   }
   // more labels in id2label than classifier rows
   {
-    const std::string dir = temp_dir("labels");
+    const ScratchDir scratch("labels");
+    const std::string& dir = scratch.path;
     auto j = nlohmann::json::parse(cfg_text);
     j["id2label"] = {{"0", "a"}, {"1", "b"}, {"2", "c"}};
     std::ofstream(dir + "/config.json") << j.dump();
@@ -544,7 +558,8 @@ TEST(Bert, BadFilesAreFileErrorsNamingTheFile) {
   }
   // a truncated safetensors file
   {
-    const std::string dir = temp_dir("trunc");
+    const ScratchDir scratch("trunc");
+    const std::string& dir = scratch.path;
     std::ofstream(dir + "/config.json") << cfg_text;
     const std::string bytes = read_file(src_dir + "/model.safetensors");
     std::ofstream(dir + "/model.safetensors", std::ios::binary)
@@ -558,7 +573,8 @@ TEST(Bert, BadFilesAreFileErrorsNamingTheFile) {
   }
   // a tensor missing from the file
   {
-    const std::string dir = temp_dir("missing");
+    const ScratchDir scratch("missing");
+    const std::string& dir = scratch.path;
     std::ofstream(dir + "/config.json") << cfg_text;
     const BertSource full = open_bert_source(src_dir);
     std::vector<StTensor> ts;
@@ -575,7 +591,8 @@ TEST(Bert, BadFilesAreFileErrorsNamingTheFile) {
   }
   // no config.json, and a config that is not a BERT classifier
   {
-    const std::string dir = temp_dir("nocfg");
+    const ScratchDir scratch("nocfg");
+    const std::string& dir = scratch.path;
     expect_file_error([&] { open_bert_source(dir); }, dir, "config.json");
     std::ofstream(dir + "/config.json") << R"({"model_type": "llama"})";
     expect_file_error([&] { open_bert_source(dir); }, dir + "/config.json", "BERT");

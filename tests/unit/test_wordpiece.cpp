@@ -1,9 +1,11 @@
 // WordPiece tokenizer: Hugging Face BertTokenizer compatibility on the SST-2 validation set and on
 // llama.cpp's bert-bge test vectors, GGUF vocabulary conversion, and the Unicode pieces.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -230,7 +232,7 @@ TEST(WordPiece, HuggingFaceFolderOptions) {
   EXPECT_TRUE(uncased.options().lower_case);
   EXPECT_EQ(uncased.basic_tokenize("Café"), std::vector<std::string>{"cafe"});
   // A cased configuration keeps case and accents.
-  const std::string dir = ::testing::TempDir() + "/cibench_wp_cased";
+  const std::string dir = ::testing::TempDir() + "/cibench_wp_cased_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/tokenizer_config.json") << R"({"do_lower_case": false})";
   std::ofstream(dir + "/vocab.txt") << read_file(test::shared_path(kVocab));
@@ -239,6 +241,7 @@ TEST(WordPiece, HuggingFaceFolderOptions) {
   EXPECT_EQ(cased.basic_tokenize("Café!"), (std::vector<std::string>{"Café", "!"}));
   std::ofstream(dir + "/tokenizer_config.json") << R"({"do_lower_case": "yes"})";
   EXPECT_THROW(WordPieceTokenizer::from_hf_folder(dir), FileError);
+  std::filesystem::remove_all(dir);
 }
 
 // ---- Unicode pieces ------------------------------------------------------------------------------
@@ -304,14 +307,15 @@ TEST(WordPieceUnicode, Utf8RoundTripAndInvalidBytes) {
 
 TEST(WordPiece, BadVocabulariesAreFileErrors) {
   const std::string dir = ::testing::TempDir();
-  const std::string missing = dir + "/cibench_no_such_vocab.txt";
+  const std::string pid = std::to_string(::getpid());
+  const std::string missing = dir + "/cibench_no_such_vocab_" + pid + ".txt";
   try {
     WordPieceTokenizer::from_vocab_txt(missing);
     FAIL() << "no exception";
   } catch (const FileError& e) {
     EXPECT_EQ(e.path(), missing);
   }
-  const std::string no_unk = dir + "/cibench_vocab_no_unk.txt";
+  const std::string no_unk = dir + "/cibench_vocab_no_unk_" + pid + ".txt";
   std::ofstream(no_unk) << "[PAD]\n[CLS]\n[SEP]\nhello\n";
   try {
     WordPieceTokenizer::from_vocab_txt(no_unk);
@@ -320,6 +324,7 @@ TEST(WordPiece, BadVocabulariesAreFileErrors) {
     EXPECT_EQ(e.path(), no_unk);
     EXPECT_NE(std::string(e.what()).find("[UNK]"), std::string::npos) << e.what();
   }
+  std::remove(no_unk.c_str());
   const char* spm = "models/tokenizer-test-vectors/ggml-vocab-llama-spm.gguf";
   if (test::have_shared(spm)) {
     try {
