@@ -859,10 +859,6 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
 
     // ---- self-attention
     mm_->matmul(Ly.wqkv, x, h, M, qkv, h3);
-    rows_parallel(M, [&](int64_t r) {
-      float* q = qkv + r * h3;
-      for (int64_t i = 0; i < h3; ++i) q[i] += Ly.bqkv[i];
-    });
     pool.run([&](int ti, int parts) {
       float* s = buf<float>(scores_) + ti * per_thread;  // (n_q, L)
       float* vt = s + L * L;                              // (hd, L)
@@ -870,8 +866,17 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
       ThreadPool::split(B * nh, ti, parts, &b0, &b1);
       for (int64_t task = b0; task < b1; ++task) {
         const int64_t b = task / nh, head = task % nh;
-        const float* base = qkv + b * L * h3 + head * hd;
+        float* base = qkv + b * L * h3 + head * hd;
         const uint8_t* mrow = mask ? mask + b * L : nullptr;
+        // The projection biases of this head's query (rows that are attended from), key and
+        // value columns, added here rather than in a pass of their own.
+        for (int64_t part = 0; part < 3; ++part) {
+          const float* bias = Ly.bqkv.data() + part * h + head * hd;
+          for (int64_t t = 0, rows = part == 0 ? n_q : L; t < rows; ++t) {
+            float* row = base + t * h3 + part * h;
+            for (int64_t d = 0; d < hd; ++d) row[d] += bias[d];
+          }
+        }
         // scores = Q K^T * scale, masked softmax per query row
         k.matmul_f32(base + h, h3, base, h3, s, L, n_q, L, hd);
         for (int64_t qi = 0; qi < n_q; ++qi) {
