@@ -7,37 +7,36 @@
 
 #include "engines/core/buffer.h"
 #include "engines/core/thread_pool.h"
+#include "engines/kernels/kernels.h"
 
 namespace cibench::cli {
 namespace {
 
-// A plain reduction the compiler vectorises; four accumulators keep loads in flight.
-__attribute__((noinline)) double sum_range(const double* p, int64_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += p[i];
-    s1 += p[i + 1];
-    s2 += p[i + 2];
-    s3 += p[i + 3];
-  }
-  for (; i < n; ++i) s0 += p[i];
-  return s0 + s1 + s2 + s3;
+// Streams with the engine's own dot product at the active ISA (the loop decode runs), against a
+// small L1-resident vector, so the probe measures what the kernels can pull from memory.
+double sum_range(const float* p, int64_t n) {
+  const KernelTable& k = active_kernels();
+  alignas(64) static thread_local float ones[4096];
+  if (ones[0] != 1.0f)
+    for (float& o : ones) o = 1.0f;
+  double s = 0;
+  for (int64_t i = 0; i < n; i += 4096) s += k.dot_f32(p + i, ones, std::min<int64_t>(4096, n - i));
+  return s;
 }
 
 }  // namespace
 
 BandwidthResult measure_read_bandwidth(int threads, double buffer_mib, int reps) {
   const size_t bytes = static_cast<size_t>(buffer_mib * 1024 * 1024);
-  const int64_t n = static_cast<int64_t>(bytes / sizeof(double));
+  const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
   AlignedBuffer buf(bytes);
   ThreadPool pool(threads);
-  double* d = buf.as<double>();
+  float* d = buf.as<float>();
   // Touch every page from the thread that will read it.
   pool.run([&](int i, int nt) {
     int64_t b, e;
     ThreadPool::split(n, i, nt, &b, &e, 512);
-    for (int64_t k = b; k < e; ++k) d[k] = 1.0;
+    for (int64_t k = b; k < e; ++k) d[k] = 1.0f;
   });
   double best = 0;
   volatile double sink = 0;
