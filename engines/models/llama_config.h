@@ -65,9 +65,6 @@ struct LlamaSource {
 // a .gguf file, or "synthetic:NAME[@seed]". Throws FileError naming the file and the problem.
 LlamaSource open_llama_source(const std::string& spec);
 
-// "synthetic:NAME[@seed]": a generated model of a published shape (engines/models/synthetic.cpp).
-LlamaSource synthetic_llama_source(const std::string& spec);
-
 // Checks every tensor the decoder needs is present with the right shape, and that no weight is
 // NaN or infinite. Throws FileError(origin, ...) naming the tensor.
 void validate_llama_source(const LlamaSource& src, bool scan_values = true);

@@ -14,6 +14,7 @@
 #include "engines/core/error.h"
 #include "engines/models/gguf.h"
 #include "engines/models/llama_config.h"
+#include "engines/models/synthetic.h"
 #include "engines/models/safetensors.h"
 
 namespace cibench {
