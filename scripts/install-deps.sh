@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cibench needs. Idempotent: quiet and quick when all are present.
+#   scripts/install-deps.sh          what building and running cibench needs
+#   scripts/install-deps.sh --test   also what the test suite uses (headless chromium renders reports)
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev
       libsqlite3-dev sqlite3 libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
       libsentencepiece-dev libpapi-dev libhwloc-dev
       qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb xauth)
+case "${1:-}" in
+  "") ;;
+  --test) pkgs+=(chromium) ;;
+  *) echo "usage: scripts/install-deps.sh [--test]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,7 +5,7 @@
 #   scripts/test.sh --asan | --tsan every test under that sanitizer
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --test
 shared="${CIBENCH_SHARED:-$(cd .. && pwd)/shared}"
 mode="${1:-release}"
 jobs="$(nproc)"

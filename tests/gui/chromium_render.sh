@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `cibench report` output rendered by a headless browser: the HTML parses into a DOM with the SVG
-# charts and the frontier, and paints to a non-blank PNG. Skipped (exit 77) without chromium,
-# which is not in scripts/install-deps.sh (apt-get install chromium to run it).
+# charts and the frontier, and paints to a non-blank PNG. scripts/test.sh installs chromium
+# (install-deps.sh --test); a build run without it skips this test (exit 77).
 # usage: chromium_render.sh CIBENCH FIXTURE_TOOL
 set -euo pipefail
 cibench=$1
