@@ -10,11 +10,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
 #include "engines/core/error.h"
 #include "engines/kernels/kernels.h"
 #include "engines/models/safetensors.h"
 #include "engines/quant/prune.h"
+#include "engines/runtime/session.h"
 
 namespace cibench {
 
@@ -527,7 +529,9 @@ size_t BertModel::weight_bytes() const {
                   emb_norm_w.size() + emb_norm_b.size() + head_dense_b.size() + classifier_b.size();
   for (const BertLayer& l : layers)
     floats += l.bqkv.size() + l.bo.size() + l.attn_norm_w.size() + l.attn_norm_b.size() +
-              l.b_in.size() + l.b_out.size() + l.ffn_norm_w.size() + l.ffn_norm_b.size();
+              l.b_in.size() + l.b_out.size() + l.ffn_norm_w.size() + l.ffn_norm_b.size() +
+              l.qkv_in_norm_w.size() + l.qkv_in_norm_b.size() + l.ffn_in_norm_w.size() +
+              l.ffn_in_norm_b.size();
   return floats * sizeof(float) + projection_bytes() + head_dense.bytes() + classifier.bytes();
 }
 
@@ -620,6 +624,19 @@ BertModel build_bert(const BertSource& src, const BertBuildOptions& opts) {
     L.b_out = vec(p + "ffn_out.bias");
     L.ffn_norm_w = vec(p + "ffn_norm.weight");
     L.ffn_norm_b = vec(p + "ffn_norm.bias");
+    // Folded second LayerNorm outputs (recipes only): both parameters or neither.
+    for (auto [name, w, b] : {std::tuple{"qkv_in_norm", &L.qkv_in_norm_w, &L.qkv_in_norm_b},
+                              std::tuple{"ffn_in_norm", &L.ffn_in_norm_w, &L.ffn_in_norm_b}}) {
+      const std::string n = p + name;
+      const bool hw = src.tensors.count(n + ".weight") != 0, hb = src.tensors.count(n + ".bias") != 0;
+      if (hw != hb)
+        throw FileError(src.origin, str("tensor '", n, hw ? ".weight" : ".bias", "' without '", n,
+                                        hw ? ".bias" : ".weight", "'"));
+      if (hw) {
+        *w = vec(n + ".weight");
+        *b = vec(n + ".bias");
+      }
+    }
   }
   m.head_dense = pack("head.dense.weight", f32, false);
   m.head_dense_b = vec("head.dense.bias");
@@ -696,9 +713,11 @@ void bias_activation(float* x, const float* bias, int64_t n, BertActivation act)
   }
 }
 
-// x = LayerNorm(x + a + bias) over n values (a and bias may be null).
+// x = LayerNorm(x + a + bias) over n values (a and bias may be null). With out2, also
+// out2 = the same normalised values with gamma w2 and beta b2 (a folded second output).
 void add_layer_norm(float* x, const float* a, const float* bias, const float* w, const float* b,
-                    int64_t n, float eps) {
+                    int64_t n, float eps, float* out2 = nullptr, const float* w2 = nullptr,
+                    const float* b2 = nullptr) {
   if (a)
     for (int64_t i = 0; i < n; ++i) x[i] += a[i] + bias[i];
   float sum[8] = {0};
@@ -719,6 +738,8 @@ void add_layer_norm(float* x, const float* a, const float* bias, const float* w,
   for (; i < n; ++i) v += (x[i] - mean) * (x[i] - mean);
   for (int k = 0; k < 8; ++k) v += sq[k];
   const float inv = 1.0f / std::sqrt(v / static_cast<float>(n) + eps);
+  if (out2)
+    for (i = 0; i < n; ++i) out2[i] = (x[i] - mean) * inv * w2[i] + b2[i];
   for (i = 0; i < n; ++i) x[i] = (x[i] - mean) * inv * w[i] + b[i];
 }
 
@@ -771,6 +792,11 @@ BertSession::BertSession(const BertModel& model, const BertSessionOptions& opts)
   ctx_ = floats(rows * h);
   proj_ = floats(rows * h);
   ffn_ = floats(rows * f);
+  for (const BertLayer& l : model.layers)
+    if (!l.qkv_in_norm_w.empty() || !l.ffn_in_norm_w.empty()) {
+      xin_ = floats(rows * h);
+      break;
+    }
   // Per thread: one head's scores (L x L) and its values transposed (head_dim x L).
   scores_ = floats(static_cast<int64_t>(opts.threads) *
                    (static_cast<int64_t>(max_length_) * max_length_ +
@@ -782,8 +808,8 @@ BertSession::BertSession(const BertModel& model, const BertSessionOptions& opts)
 BertSession::~BertSession() = default;
 
 size_t BertSession::scratch_bytes() const {
-  return x_.size() + qkv_.size() + ctx_.size() + proj_.size() + ffn_.size() + scores_.size() +
-         cls_.size() + logits_.size();
+  return x_.size() + qkv_.size() + ctx_.size() + proj_.size() + ffn_.size() + xin_.size() +
+         scores_.size() + cls_.size() + logits_.size();
 }
 
 const float* BertSession::classify(const int* ids, int n, const int* token_types) {
@@ -821,6 +847,8 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
   float* ctx = buf<float>(ctx_);
   float* proj = buf<float>(proj_);
   float* ffn = buf<float>(ffn_);
+  float* xin = xin_.size() ? buf<float>(xin_) : nullptr;  // folded LayerNorm outputs
+  ActivationObserver* obs = opts_.observer;
   float* cls = buf<float>(cls_);        // (B, h): the [CLS] rows through the last layer
   float* pooled = cls + B * h;          // (B, h): the head's hidden layer
   const int64_t per_thread = L * L + hd * L;
@@ -845,8 +873,13 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
       const float* te = model_.type_embeddings.data() + (token_types ? token_types[r] : 0) * h;
       for (int64_t i = 0; i < h; ++i) xr[i] += te[i];
     }
-    add_layer_norm(xr, nullptr, nullptr, model_.emb_norm_w.data(), model_.emb_norm_b.data(), h,
-                   eps);
+    const BertLayer& L0 = model_.layers[0];
+    if (L0.qkv_in_norm_w.empty())
+      add_layer_norm(xr, nullptr, nullptr, model_.emb_norm_w.data(), model_.emb_norm_b.data(), h,
+                     eps);
+    else
+      add_layer_norm(xr, nullptr, nullptr, model_.emb_norm_w.data(), model_.emb_norm_b.data(), h,
+                     eps, xin + r * h, L0.qkv_in_norm_w.data(), L0.qkv_in_norm_b.data());
   });
 
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -858,7 +891,10 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const int64_t n_q = last ? 1 : L;
 
     // ---- self-attention
-    mm_->matmul(Ly.wqkv, x, h, M, qkv, h3);
+    const std::string lp = obs ? "layers." + std::to_string(l) + "." : std::string();
+    const float* qkv_in = Ly.qkv_in_norm_w.empty() ? x : xin;
+    if (obs) obs->observe(lp + "query", qkv_in, M, h);
+    mm_->matmul(Ly.wqkv, qkv_in, h, M, qkv, h3);
     pool.run([&](int ti, int parts) {
       float* s = buf<float>(scores_) + ti * per_thread;  // (n_q, L)
       float* vt = s + L * L;                              // (hd, L)
@@ -901,18 +937,36 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
       m = B;
     }
     // ---- attention output, residual, LayerNorm
+    if (obs) obs->observe(lp + "attn_out", ctx, m, h);
     mm_->matmul(Ly.wo, ctx, h, m, proj, h);
+    const bool ffn_fold = !Ly.ffn_in_norm_w.empty();
     rows_parallel(m, [&](int64_t r) {
-      add_layer_norm(xs + r * h, proj + r * h, Ly.bo.data(), Ly.attn_norm_w.data(),
-                     Ly.attn_norm_b.data(), h, eps);
+      if (ffn_fold)
+        add_layer_norm(xs + r * h, proj + r * h, Ly.bo.data(), Ly.attn_norm_w.data(),
+                       Ly.attn_norm_b.data(), h, eps, xin + r * h, Ly.ffn_in_norm_w.data(),
+                       Ly.ffn_in_norm_b.data());
+      else
+        add_layer_norm(xs + r * h, proj + r * h, Ly.bo.data(), Ly.attn_norm_w.data(),
+                       Ly.attn_norm_b.data(), h, eps);
     });
     // ---- feed-forward, residual, LayerNorm
-    mm_->matmul(Ly.w_in, xs, h, m, ffn, f);
+    const float* ffn_in = ffn_fold ? xin : xs;
+    if (obs) obs->observe(lp + "ffn_in", ffn_in, m, h);
+    mm_->matmul(Ly.w_in, ffn_in, h, m, ffn, f);
     rows_parallel(m, [&](int64_t r) { bias_activation(ffn + r * f, Ly.b_in.data(), f, c.activation); });
+    if (obs) obs->observe(lp + "ffn_out", ffn, m, f);
     mm_->matmul(Ly.w_out, ffn, f, m, proj, h);
+    // The next layer's folded q/k/v input comes out of this LayerNorm as a second output.
+    const BertLayer* next = last ? nullptr : &model_.layers[l + 1];
+    const bool qkv_fold = next && !next->qkv_in_norm_w.empty();
     rows_parallel(m, [&](int64_t r) {
-      add_layer_norm(xs + r * h, proj + r * h, Ly.b_out.data(), Ly.ffn_norm_w.data(),
-                     Ly.ffn_norm_b.data(), h, eps);
+      if (qkv_fold)
+        add_layer_norm(xs + r * h, proj + r * h, Ly.b_out.data(), Ly.ffn_norm_w.data(),
+                       Ly.ffn_norm_b.data(), h, eps, xin + r * h, next->qkv_in_norm_w.data(),
+                       next->qkv_in_norm_b.data());
+      else
+        add_layer_norm(xs + r * h, proj + r * h, Ly.b_out.data(), Ly.ffn_norm_w.data(),
+                       Ly.ffn_norm_b.data(), h, eps);
     });
   }
 

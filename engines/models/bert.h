@@ -23,6 +23,8 @@
 
 namespace cibench {
 
+class ActivationObserver;  // engines/runtime/session.h
+
 enum class BertArch { bert, distilbert };
 enum class BertActivation { gelu, gelu_tanh, relu };  // feed-forward activation
 const char* bert_arch_name(BertArch a);
@@ -60,6 +62,14 @@ struct BertConfig {
 //   layers.{i}.ffn_norm.weight / .bias [hidden]
 //   head.dense.weight [hidden, hidden], .bias [hidden]  (BERT pooler, DistilBERT pre_classifier)
 //   head.classifier.weight [num_labels, hidden], .bias [num_labels]
+// Optional (written by the quantisation recipes, never by a Hugging Face folder):
+//   layers.{i}.qkv_in_norm.weight / .bias [hidden]  the LayerNorm parameters that produce the
+//       query/key/value input of layer i (the embedding LayerNorm's output for i = 0, layer i-1's
+//       ffn_norm output otherwise) when it differs from the residual stream: channel scales
+//       folded into gamma AND beta. Post-LN encoders add the LayerNorm output itself to the next
+//       residual, so the fold cannot replace the residual's gamma/beta; the LayerNorm writes a
+//       second output with these parameters that only the projections read.
+//   layers.{i}.ffn_in_norm.weight / .bias [hidden]  the same for the ffn_in input (attn_norm).
 struct BertSource {
   BertConfig config;
   std::string origin;        // folder or synthetic:NAME@seed
@@ -112,6 +122,10 @@ struct BertLayer {
   std::vector<float> b_out;        // (hidden)
   std::vector<float> ffn_norm_w;   // (hidden)
   std::vector<float> ffn_norm_b;   // (hidden)
+  // The second LayerNorm output read by wqkv / w_in when channel scales were folded
+  // (qkv_in_norm / ffn_in_norm tensors); empty: the projections read the residual stream.
+  std::vector<float> qkv_in_norm_w, qkv_in_norm_b;  // (hidden)
+  std::vector<float> ffn_in_norm_w, ffn_in_norm_b;  // (hidden)
 };
 
 struct BertModel {
@@ -142,6 +156,12 @@ struct BertSessionOptions {
   int max_length = 0;  // longest sequence (0 = the model's max_positions)
   int max_batch = 1;   // most sequences in one padded batch
   int isa = -1;        // -1 = active_isa(); otherwise an Isa value
+  // Calibration: sees the rows entering each projection, named "layers.{i}.query" (the q/k/v
+  // input, read once for the three), "layers.{i}.attn_out", "layers.{i}.ffn_in",
+  // "layers.{i}.ffn_out" (after the activation). In the last layer only the [CLS] rows reach
+  // attn_out/ffn_in/ffn_out. Padded rows of a masked batch are included, so calibrate with
+  // unpadded sequences. Not owned; nullptr in timed runs.
+  ActivationObserver* observer = nullptr;
 };
 
 // Runs the encoder for one sequence at its own length (dynamic shape) or for a padded batch
@@ -184,6 +204,7 @@ class BertSession {
   AlignedBuffer ctx_;     // (rows, hidden) attention output before attn_out
   AlignedBuffer proj_;    // (rows, hidden) a projection's result
   AlignedBuffer ffn_;     // (rows, intermediate)
+  AlignedBuffer xin_;     // (rows, hidden) the folded LayerNorm output (empty when no layer has one)
   AlignedBuffer scores_;  // (threads, max_length) attention scores per thread
   AlignedBuffer cls_;     // (max_batch, hidden) x 2: [CLS] rows of the last layer / the head
   AlignedBuffer logits_;  // (max_batch, num_labels)

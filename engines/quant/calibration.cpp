@@ -189,6 +189,9 @@ std::string site_of_matrix(const std::string& n) {
   if (w == "wq" || w == "wk" || w == "wv") return p + "attn_in";
   if (w == "w1" || w == "w3") return p + "ffn_in";
   if (w == "wo" || w == "w2") return p + w;
+  // BERT/DistilBERT (BertSession observer names): query/key/value share one input.
+  if (w == "query" || w == "key" || w == "value") return p + "attn_in";
+  if (w == "attn_out" || w == "ffn_in" || w == "ffn_out") return p + w;
   return "";
 }
 
@@ -203,7 +206,7 @@ void CalibrationStats::observe(const std::string& matrix_name, const float* x, i
   // wk/wv and w3 read the same rows as wq and w1: count them once.
   const auto dot = matrix_name.rfind('.');
   const std::string w = dot == std::string::npos ? matrix_name : matrix_name.substr(dot + 1);
-  if (w == "wk" || w == "wv" || w == "w3") return;
+  if (w == "wk" || w == "wv" || w == "w3" || w == "key" || w == "value") return;
   const std::string name = site_of_matrix(matrix_name);
   if (name.empty()) return;
   SiteStats& s = sites_[name];

@@ -68,6 +68,8 @@ std::string hash_label(uint64_t h);
 
 // Statistics of the input of one group of matrices that share it ("site"):
 //   layers.{i}.attn_in (wq wk wv), layers.{i}.wo, layers.{i}.ffn_in (w1 w3), layers.{i}.w2.
+// BERT encoders (BertSession names): layers.{i}.attn_in (query key value), layers.{i}.attn_out,
+// layers.{i}.ffn_in, layers.{i}.ffn_out.
 struct SiteStats {
   int64_t cols = 0;
   int64_t rows_seen = 0;
