@@ -410,6 +410,12 @@ LatencyView::LatencyView(QWidget* parent) : View(parent) {
 }
 
 QChart* LatencyView::cdfChart() const { return cdf_->chart(); }
+void LatencyView::setMetric(const QString& metric) {
+  const int i = metric_->findText(metric);
+  if (i < 0) throw reports::DbError("unknown latency metric '" + metric.toStdString() + "'");
+  metric_->setCurrentIndex(i);  // refreshes through the combo's signal
+}
+QString LatencyView::metric() const { return metric_->currentText(); }
 QChart* LatencyView::loadChart() const { return load_->chart(); }
 
 void LatencyView::refresh(const Selection& s) {
@@ -469,24 +475,27 @@ void LatencyView::refresh(const Selection& s) {
     c->setTitle(c->title() + ": no per-request times or histograms stored");
   }
 
-  // Percentiles against offered load, for runs with steps.
+  // Percentiles of the same metric against offered load, for runs with steps: p50 dotted, p95
+  // solid, p99 dashed; the SLOs on this metric as red lines (the others named in the title); the
+  // knee (highest rate meeting every SLO) as a vertical line.
   double lx = INFINITY, hx = -INFINITY, ly = INFINITY, hy = -INFINITY;
   struct Line {
     QString name;
     QColor color;
-    bool dashed;
+    Qt::PenStyle style;
     std::vector<QPointF> pts;
   };
   std::vector<Line> lines;
-  std::vector<std::pair<QString, double>> slo_lines;
+  std::vector<std::pair<QString, double>> slo_lines, knees;
   QStringList other_slos;
   size_t ci = 0;
   for (int64_t run : s.runs) {
-    const auto sweep = s.db->load_sweep(run);
+    const auto sweep = s.db->load_sweep(run, metric);
     if (!sweep.has_steps()) continue;
     for (const auto& cv : sweep.curves) {
       for (int which : {50, 95, 99}) {
-        Line ln{run_prefix(s, run) + q(cv.name) + QString(" p%1").arg(which), series_color(ci), which != 95, {}};
+        const Qt::PenStyle style = which == 50 ? Qt::DotLine : which == 95 ? Qt::SolidLine : Qt::DashLine;
+        Line ln{run_prefix(s, run) + q(cv.name) + QString(" p%1").arg(which), series_color(ci), style, {}};
         for (const auto& st : cv.steps) {
           const auto v = which == 50 ? st.p50_ms : which == 95 ? st.p95_ms : st.p99_ms;
           if (!v) continue;
@@ -496,10 +505,13 @@ void LatencyView::refresh(const Selection& s) {
         }
         if (!ln.pts.empty()) lines.push_back(ln);
       }
+      if (cv.knee_qps)
+        knees.emplace_back(run_prefix(s, run) + q(cv.name) + QString(" knee %1 qps").arg(num(*cv.knee_qps)),
+                           *cv.knee_qps);
       ++ci;
     }
     for (const auto& slo : sweep.slos)
-      if (slo.metric == "latency") {
+      if (slo.metric == metric) {
         slo_lines.emplace_back(QString("SLO %1 %2 ms").arg(q(slo.key), num(slo.limit_ms)), slo.limit_ms);
         ly = std::min(ly, slo.limit_ms), hy = std::max(hy, slo.limit_ms);
       } else {
@@ -507,16 +519,17 @@ void LatencyView::refresh(const Selection& s) {
       }
   }
   if (lines.empty()) {
-    l->setTitle("Percentiles against offered load: no stepped-rate run selected");
+    l->setTitle(QString("%1 percentiles against offered load: no stepped-rate run selected%2")
+                    .arg(q(metric), s.runs.empty() ? "" : " (or none with this metric stored)"));
     return;
   }
-  l->setTitle("Latency percentiles against offered load" +
+  l->setTitle(QString("%1 percentiles against offered load").arg(q(metric)) +
               (other_slos.isEmpty() ? QString() : QString(" (other SLOs: %1)").arg(other_slos.join(", "))));
   const auto [xa, xb] = padded(lx, hx, 0.05);
   const auto yb = padded(std::min(ly, 0.0), hy, 0.05).second;
   const double ya = 0;  // latencies are never negative
   auto* ax = value_axis("offered load (queries/s)", std::max(0.0, xa), xb);
-  auto* ay = value_axis("latency (ms)", ya, yb);
+  auto* ay = value_axis(q(metric) + " (ms)", ya, yb);
   l->addAxis(ax, Qt::AlignBottom);
   l->addAxis(ay, Qt::AlignLeft);
   for (const auto& ln : lines) {
@@ -524,7 +537,7 @@ void LatencyView::refresh(const Selection& s) {
     ls->setName(ln.name);
     QPen pen(ln.color);
     pen.setWidthF(2);
-    if (ln.dashed) pen.setStyle(Qt::DashLine);
+    pen.setStyle(ln.style);
     ls->setPen(pen);
     ls->setPointsVisible(true);
     for (const auto& p : ln.pts) ls->append(p);
@@ -539,6 +552,17 @@ void LatencyView::refresh(const Selection& s) {
     ls->setPen(pen);
     ls->append(ax->min(), v);
     ls->append(ax->max(), v);
+    attach(l, ls, ax, ay);
+  }
+  for (const auto& [name, x] : knees) {
+    auto* ls = new QLineSeries();
+    ls->setName(name);
+    QPen pen(QColor("#2ca02c"));
+    pen.setWidthF(1.5);
+    pen.setStyle(Qt::DashDotLine);
+    ls->setPen(pen);
+    ls->append(x, ya);
+    ls->append(x, yb);
     attach(l, ls, ax, ay);
   }
 }

@@ -101,6 +101,9 @@ class LatencyView : public View {
   QChart* cdfChart() const;
   QChart* loadChart() const;
   const std::vector<reports::CdfSeries>& cdfs() const { return cdfs_; }
+  // The metric both charts show: latency, ttft, tpot, queue or service (refreshes).
+  void setMetric(const QString& metric);
+  QString metric() const;
 
  private:
   ChartView *cdf_, *load_;

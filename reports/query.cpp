@@ -151,7 +151,7 @@ std::string Variant::text_of(const std::string& column) const {
   return "";
 }
 
-std::string Variant::short_name() const {
+std::string Variant::short_name(bool with_rate) const {
   std::string s = format.empty() ? label : format;
   if (sparsity && *sparsity > 0) s += " sp" + fmt_num(*sparsity, 3);
   if (threads) s += " t" + std::to_string(*threads);
@@ -160,7 +160,7 @@ std::string Variant::short_name() const {
   if (!kv.empty() && kv != "preallocated") s += " kv=" + kv;
   const std::string isa = text_of("isa_requested");
   if (!isa.empty() && isa != "auto") s += " isa=" + isa;
-  if (step_index > 0) {
+  if (with_rate && (step_index > 0 || text_of("pattern") == "stepped")) {
     auto q = get("offered_qps");
     s += q ? " @" + fmt_num(*q, 3) + "qps" : " step" + std::to_string(step_index);
   }
@@ -793,8 +793,12 @@ bool LoadSweep::has_steps() const {
   return false;
 }
 
-LoadSweep Db::load_sweep(int64_t run_id) {
+LoadSweep Db::load_sweep(int64_t run_id, const std::string& metric) {
+  static const std::set<std::string> kMetrics{"latency", "ttft", "tpot", "queue", "service"};
+  if (!kMetrics.count(metric))
+    throw DbError(str("unknown metric '", metric, "' (expected latency, ttft, tpot, queue or service)"));
   LoadSweep ls;
+  ls.metric = metric;
   ls.pattern = run(run_id).pattern;
   ls.slos = slos(run_id);
   std::map<int64_t, size_t> at;
@@ -806,9 +810,7 @@ LoadSweep Db::load_sweep(int64_t run_id) {
       it = at.emplace(v.variant_index, ls.curves.size()).first;
       LoadCurve c;
       c.variant_index = v.variant_index;
-      Variant base = v;
-      base.step_index = 0;
-      c.name = base.short_name();
+      c.name = v.short_name(false);
       ls.curves.push_back(c);
     }
     LoadCurve& c = ls.curves[it->second];
@@ -816,9 +818,9 @@ LoadSweep Db::load_sweep(int64_t run_id) {
     LoadCurve::Step s;
     s.offered_qps = *offered;
     s.achieved_qps = v.get("achieved_qps");
-    s.p50_ms = v.get("latency_p50_ms");
-    s.p95_ms = v.get("latency_p95_ms");
-    s.p99_ms = v.get("latency_p99_ms");
+    s.p50_ms = v.get(metric + "_p50_ms");
+    s.p95_ms = v.get(metric + "_p95_ms");
+    s.p99_ms = v.get(metric + "_p99_ms");
     if (auto m = v.get("slo_met")) s.slo_met = *m != 0;
     c.steps.push_back(s);
     if (auto k = v.get("knee_qps")) c.knee_qps = k;

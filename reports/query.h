@@ -79,7 +79,8 @@ struct Variant {
   std::optional<double> get(const std::string& column) const;
   std::string text_of(const std::string& column) const;  // "" when NULL or absent
   // "f32 s=0 t2 w1" style short name for legends and tables.
-  std::string short_name() const;
+  // "int8 sp0.5 t2 w1 @4qps": the rate is added for a stepped run's steps unless with_rate is false.
+  std::string short_name(bool with_rate = true) const;
   // The full configuration, one "key: value" per line (hover text, report tables).
   std::string config() const;
 };
@@ -150,7 +151,8 @@ struct Slo {
 struct LoadCurve {
   int64_t variant_index = 0;
   std::string name;
-  // one entry per step with an offered rate: offered, achieved, p50, p95, p99 (ms)
+  // one entry per step with an offered rate: offered, achieved, and the sweep's metric at p50, p95,
+  // p99 (ms)
   struct Step {
     double offered_qps = 0;
     std::optional<double> achieved_qps, p50_ms, p95_ms, p99_ms;
@@ -162,6 +164,7 @@ struct LoadCurve {
 
 struct LoadSweep {
   std::string pattern;  // the run's load pattern ("stepped" for stepped rates)
+  std::string metric = "latency";  // latency | ttft | tpot | queue | service
   std::vector<LoadCurve> curves;
   std::vector<Slo> slos;
   // A stepped-rate run (even if it stopped after its first step), or any curve with two or more
@@ -272,7 +275,9 @@ class Db {
                     bool use_scenario_floor = true);
 
   CdfSeries latency_cdf(int64_t variant_id, const std::string& metric = "latency");
-  LoadSweep load_sweep(int64_t run_id);
+  // Percentiles of `metric` (latency, ttft, tpot, queue, service) at each offered rate; throws
+  // DbError on another metric.
+  LoadSweep load_sweep(int64_t run_id, const std::string& metric = "latency");
   std::vector<ScalingSeries> scaling(const std::vector<int64_t>& run_ids);
   std::vector<CounterSummary> counters(const std::vector<int64_t>& run_ids);
   // Defaults as `cibench compare`: 2000 resamples, seed 1.

@@ -245,6 +245,31 @@ TEST(Gui, LatencyViewCdfAndLoadWithSlo) {
   auto* slo = qobject_cast<QLineSeries*>(series_named(lc, "SLO p95_ms 100 ms"));
   ASSERT_TRUE(slo);
   EXPECT_DOUBLE_EQ(slo->at(0).y(), 100);
+  // p50 dotted, p95 solid, p99 dashed; the knee (4 qps) is a vertical line.
+  EXPECT_EQ(qobject_cast<QLineSeries*>(series_named(lc, "f32 t2 w1 p50"))->pen().style(), Qt::DotLine);
+  EXPECT_EQ(p95->pen().style(), Qt::SolidLine);
+  EXPECT_EQ(qobject_cast<QLineSeries*>(series_named(lc, "f32 t2 w1 p99"))->pen().style(), Qt::DashLine);
+  auto* knee = qobject_cast<QLineSeries*>(series_named(lc, "f32 t2 w1 knee 4 qps"));
+  ASSERT_TRUE(knee);
+  EXPECT_DOUBLE_EQ(knee->at(0).x(), 4);
+  EXPECT_DOUBLE_EQ(knee->at(1).x(), 4);
+
+  // The metric selector drives both charts: ttft percentiles against load (the fixture stores
+  // ttft p95 = 0.3 x latency p95 and p99, no p50); the latency SLO moves to the title.
+  l->setMetric("ttft");
+  settle(w);
+  lc = l->loadChart();
+  EXPECT_TRUE(lc->title().startsWith("ttft percentiles"));
+  EXPECT_TRUE(lc->title().contains("p95_ms 100 ms"));
+  EXPECT_FALSE(series_named(lc, "SLO p95_ms 100 ms"));
+  EXPECT_FALSE(series_named(lc, "f32 t2 w1 p50"));
+  auto* t95 = qobject_cast<QLineSeries*>(series_named(lc, "f32 t2 w1 p95"));
+  ASSERT_TRUE(t95);
+  ASSERT_EQ(t95->count(), 4);
+  EXPECT_NEAR(t95->at(3).y(), 300 * 0.3, 1e-9);
+  EXPECT_THROW(l->setMetric("bogus"), reports::DbError);
+  l->setMetric("latency");
+  settle(w);
 }
 
 TEST(Gui, ScalingViewAgainstThreadsTimesWorkers) {

@@ -258,6 +258,14 @@ TEST(Reports, LoadSweepAndScaling) {
   EXPECT_EQ(*ls.curves[0].knee_qps, 4);
   ASSERT_EQ(ls.slos.size(), 1u);
   EXPECT_EQ(ls.slos[0].limit_ms, 100);
+  EXPECT_EQ(ls.curves[0].name, "f32 t2 w1");  // the curve, without a rate
+  // Another metric: the fixture stores ttft p95/p99 (0.3 / 0.35 x latency p95) but no ttft p50.
+  const LoadSweep tt = db.load_sweep(fx.run_stepped, "ttft");
+  EXPECT_EQ(tt.metric, "ttft");
+  ASSERT_EQ(tt.curves[0].steps.size(), 4u);
+  EXPECT_NEAR(*tt.curves[0].steps[3].p95_ms, 90, 1e-9);
+  EXPECT_FALSE(tt.curves[0].steps[3].p50_ms.has_value());
+  EXPECT_THROW(db.load_sweep(fx.run_stepped, "latency_p95_ms; DROP TABLE runs"), DbError);
 
   // One line per worker count: 1x1 and 2x1 on "f32 w1", 1x2 and 2x2 on "f32 w2".
   const auto sc = db.scaling({fx.run_threads});
