@@ -1,6 +1,7 @@
 // cibench-gui: the trade-off dashboard over a cibench results database.
 //   cibench-gui [DB] [--runs 1,2] [--view tradeoff|latency|scaling|counters|compare]
-//               [--variant ID] [--screenshot FILE.png] [--export-charts DIR]
+//               [--variant ID] [--metric latency|ttft|tpot|queue|service]
+//               [--screenshot FILE.png] [--export-charts DIR]
 // DB defaults to results/cibench.sqlite. --screenshot grabs the window once it is drawn and exits
 // (used for the documentation); --export-charts writes every chart as PNG and SVG and exits.
 #include <QApplication>
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   p.addOption({"runs", "Runs to select (comma-separated ids)", "ids"});
   p.addOption({"view", "View to show: tradeoff, latency, scaling, counters, compare", "name"});
   p.addOption({"variant", "Variant to select (as a click in the trade-off view would)", "id"});
+  p.addOption({"metric", "Latency view metric: latency, ttft, tpot, queue, service", "name"});
   p.addOption({"size", "Window size WxH (default 1400x900)", "WxH"});
   p.addOption({"screenshot", "Grab the window into this PNG once drawn, then exit", "file"});
   p.addOption({"export-charts", "Write every chart as PNG and SVG into this folder, then exit", "dir"});
@@ -42,6 +44,14 @@ int main(int argc, char** argv) {
   if (p.isSet("view") && !w.showView(p.value("view"))) {
     std::fprintf(stderr, "cibench-gui: unknown view '%s'\n", qPrintable(p.value("view")));
     return 2;
+  }
+  if (p.isSet("metric")) {
+    try {
+      w.latencyView()->setMetric(p.value("metric"));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cibench-gui: %s\n", e.what());
+      return 2;
+    }
   }
   w.show();
   if (p.isSet("screenshot") || p.isSet("export-charts")) {
