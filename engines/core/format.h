@@ -50,6 +50,10 @@ struct FormatRow {
   // row_bytes(k). nullptr = every row is row_bytes(k). pack_matrix stores variable rows back to
   // back behind a row-offset table and passes row_bytes == 0 to the kernels (see matrix.h).
   size_t (*packed_row_bytes)(const float* src, int64_t k) = nullptr;
+  // Static activation quantisation (w8a8_static): the activation layout of quantize_act, but
+  // with the per-tensor scale calibrated for the matrix (WeightMatrix::act_scale) instead of one
+  // derived from each row; values beyond 127 * scale are clamped. nullptr = dynamic only.
+  void (*quantize_act_static)(const float* x, int64_t k, float scale, void* dst) = nullptr;
 
   // The kernels to run at `isa` (falls back towards generic, which every row must have).
   const FormatKernels& kernels_at(Isa isa) const;

@@ -85,7 +85,12 @@ const void* MatmulRunner::convert(const WeightMatrix& w, const float* x, int64_t
   }
   const size_t rb = f.act_row_bytes(w.cols);
   if (act_.size() < rb * m) reserve(m, w.cols);
-  for (int64_t i = 0; i < m; ++i) f.quantize_act(x + i * ldx, w.cols, act_.data() + i * rb);
+  if (f.quantize_act_static && w.act_scale > 0.f) {
+    for (int64_t i = 0; i < m; ++i)
+      f.quantize_act_static(x + i * ldx, w.cols, w.act_scale, act_.data() + i * rb);
+  } else {
+    for (int64_t i = 0; i < m; ++i) f.quantize_act(x + i * ldx, w.cols, act_.data() + i * rb);
+  }
   *act_row_bytes = rb;
   return act_.data();
 }

@@ -21,6 +21,10 @@ struct WeightMatrix {
   // a table of rows + 1 uint64 byte offsets from data() (row r = [offset[r], offset[r + 1]),
   // each 16-byte aligned), then the rows back to back. Kernels get data() and row_bytes == 0.
   AlignedBuffer storage;
+  // Calibrated per-tensor activation scale for formats with quantize_act_static (w8a8_static):
+  // activations are quantised as round(x / act_scale) clamped to [-127, 127]. 0 = not
+  // calibrated: such a matrix quantises its activations per token like w8a8.
+  float act_scale = 0.f;
 
   bool variable_rows() const { return row_bytes == 0 && storage.size() != 0; }
   const uint8_t* data() const { return storage.data(); }

@@ -72,6 +72,17 @@ void act8_quantize(const float* x, int64_t k, void* dst_v) {
   for (int64_t i = 0; i < k; ++i) v[i] = static_cast<uint8_t>(q.q(x[i]));
   for (int64_t i = k; i < round_up(k, 32); ++i) v[i] = 0;
 }
+// w8a8_static: the same layout with a calibrated per-tensor scale, values clamped to +-127.
+void act8_quantize_static(const float* x, int64_t k, float scale, void* dst_v) {
+  uint8_t* dst = static_cast<uint8_t*>(dst_v);
+  std::memset(dst, 0, static_cast<size_t>(kActHeader));
+  store_f32(dst, scale);
+  const float inv = scale > 0.f ? 1.f / scale : 0.f;
+  uint8_t* v = dst + kActHeader;
+  for (int64_t i = 0; i < k; ++i)
+    v[i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inv), -127.f, 127.f)));
+  for (int64_t i = k; i < round_up(k, 32); ++i) v[i] = 0;
+}
 
 // ---- int4 group-wise -------------------------------------------------------------------------
 template <int G, bool Asym>
@@ -431,6 +442,13 @@ void append_packed_rows(std::vector<FormatRow>& t) {
     r.unpack_row = int8_unpack;
     r.act_row_bytes = act8_bytes;
     r.quantize_act = act8_quantize;
+    t.push_back(r);
+    // The same weights and kernels; activations use the matrix's calibrated scale.
+    r.name = "w8a8_static";
+    r.description =
+        "static int8: w8a8 weights and kernels, activations quantised with a per-tensor scale "
+        "calibrated offline (WeightMatrix::act_scale, clamped); per token when uncalibrated";
+    r.quantize_act_static = act8_quantize_static;
     t.push_back(r);
   }
   t.push_back(int4_row<32, false>("int4_g32", "int4 symmetric, group 32 along K, f16 scale per group; f32 activations"));

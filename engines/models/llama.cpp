@@ -1,5 +1,7 @@
 #include "engines/models/llama.h"
 
+#include <cmath>
+
 #include "engines/core/error.h"
 #include "engines/quant/prune.h"
 
@@ -39,14 +41,34 @@ namespace {
 WeightMatrix pack_tensor(const LlamaSource& src, const std::string& tensor_name,
                          const std::string& fmt_name, double sparsity) {
   const TensorSource& t = src.tensor(tensor_name);
-  if (sparsity <= 0.0) return pack_matrix(tensor_name, t.rows, t.cols, format_by_name(fmt_name), t.read);
-  const std::string pattern = prune_pattern_for_format(fmt_name);
-  const int64_t cols = t.cols;
-  return pack_matrix(tensor_name, t.rows, cols, format_by_name(fmt_name),
-                     [&](int64_t r0, int64_t n, float* dst) {
-                       t.read(r0, n, dst);
-                       prune_magnitude(dst, n, cols, sparsity, pattern);
-                     });
+  const FormatRow& format = format_by_name(fmt_name);
+  WeightMatrix w;
+  if (sparsity <= 0.0) {
+    w = pack_matrix(tensor_name, t.rows, t.cols, format, t.read);
+  } else {
+    const std::string pattern = prune_pattern_for_format(fmt_name);
+    const int64_t cols = t.cols;
+    w = pack_matrix(tensor_name, t.rows, cols, format, [&](int64_t r0, int64_t n, float* dst) {
+      t.read(r0, n, dst);
+      prune_magnitude(dst, n, cols, sparsity, pattern);
+    });
+  }
+  if (format.quantize_act_static) {
+    // Static activation quantisation: the calibrated scale travels as a 1 x 1 tensor
+    // "<projection>.act_scale" (written by the recipes, stored in .cbq files).
+    auto it = src.tensors.find(tensor_name + ".act_scale");
+    if (it == src.tensors.end() || it->second.rows != 1 || it->second.cols != 1)
+      throw FileError(src.origin, str("format ", fmt_name, " needs a calibrated activation scale "
+                                      "for ", tensor_name, " (1 x 1 tensor ", tensor_name,
+                                      ".act_scale); produce the model with cibench quantize "
+                                      "--format ", fmt_name, " and calibration data"));
+    float scale = 0.f;
+    it->second.read(0, 1, &scale);
+    if (!(scale > 0.f) || !std::isfinite(scale))
+      throw FileError(src.origin, str(tensor_name, ".act_scale must be positive and finite, got ", scale));
+    w.act_scale = scale;
+  }
+  return w;
 }
 
 }  // namespace

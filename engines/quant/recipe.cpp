@@ -20,7 +20,7 @@ const std::vector<RecipeRow>& recipe_table() {
        false, {}},
       {"smoothquant",
        "per-input-channel smoothing s = max|X|^alpha / max|W|^(1-alpha) folded into the previous "
-       "op, then RTN (for w8a8)",
+       "op, then RTN (for w8a8 and w8a8_static)",
        true, false, {{"alpha", 0.5, "migration strength in [0, 1]"}}},
       {"awq",
        "activation-aware scaling s = mean|X|^a, a searched on calibration rows for the least "
@@ -101,6 +101,21 @@ void RecipeSpec::set(const std::string& a) {
   }
 }
 
+RecipeSpec RecipeSpec::parse(const std::string& recipe, const std::string& format, double sparsity) {
+  RecipeSpec spec;
+  const auto colon = recipe.find(':');
+  spec.recipe = recipe.substr(0, colon);
+  for (size_t at = colon; at != std::string::npos;) {
+    const auto next = recipe.find(':', at + 1);
+    spec.set(recipe.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+    at = next;
+  }
+  spec.format = format;
+  spec.sparsity = sparsity;
+  spec.validate();
+  return spec;
+}
+
 LlamaSource memory_llama_source(const LlamaConfig& config, std::string origin,
                                 std::string container, std::map<std::string, MemTensor> tensors) {
   auto store = std::make_shared<std::map<std::string, MemTensor>>(std::move(tensors));
@@ -170,6 +185,10 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
   if (row.needs_calibration && !calib)
     throw Error(str("recipe '", spec.recipe, "' needs calibration data (--calib FILE:A-B)"));
   const QuantGrid grid = QuantGrid::for_format(spec.format);
+  const bool static_act = grid.format().quantize_act_static != nullptr;
+  if (static_act && !calib)
+    throw Error(str("format '", spec.format, "' needs calibration data for its static activation "
+                    "scales (--calib FILE:A-B), also with recipe '", spec.recipe, "'"));
   const LlamaConfig& c = src.config;
   c.validate(src.origin);
 
@@ -278,6 +297,24 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
         std::vector<float> snapped(m.data.size());
         out.off_grid += snap_to_format(grid.format(), m.data.data(), m.rows, m.cols, snapped.data());
         m.data.swap(snapped);
+      }
+    }
+  }
+
+  // Static activation scales (w8a8_static): per projection, max |x| over the calibration rows of
+  // the input the matrix sees once the channel scales are applied (x_j / s_j), over 127.
+  if (static_act) {
+    for (int l = 0; l < c.n_layers; ++l) {
+      for (const Site& site : layer_sites(c, l)) {
+        const SiteStats& st = calib->site(site.name);
+        for (const std::string& n : site.mats) {
+          const auto& cs = col_scale[n];
+          float amax = 0.f;
+          for (int64_t j = 0; j < st.cols; ++j) amax = std::max(amax, st.absmax[j] / cs[j]);
+          CIBENCH_CHECK(amax > 0.f && std::isfinite(amax), "calibration site ", site.name,
+                        " saw no finite nonzero activation; cannot calibrate a static scale for ", n);
+          work[n + ".act_scale"] = MemTensor{1, 1, {amax / 127.f}};
+        }
       }
     }
   }

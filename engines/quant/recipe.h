@@ -64,6 +64,9 @@ struct RecipeSpec {
   std::string describe() const;
   // Parses "name=value" (e.g. "alpha=0.8", "act_order=1") into params.
   void set(const std::string& assignment);
+  // "NAME[:PARAM=VALUE...]" (e.g. "gptq", "smoothquant:alpha=0.8") with `format` and `sparsity`;
+  // validated (throws Error naming the unknown recipe or parameter).
+  static RecipeSpec parse(const std::string& recipe, const std::string& format, double sparsity = 0);
 };
 
 struct RecipeMatrixReport {

@@ -87,7 +87,7 @@ const RegisterCommand reg{
        sub.add_option("-m,--model", a->model, "FP32 model: llama2.c .bin, Hugging Face folder, .gguf")->required();
        sub.add_option("-z,--tokenizer", a->tokenizer, "tokenizer of the model (for --calib)");
        sub.add_option("-r,--recipe", a->recipe, "rtn, smoothquant, awq or gptq")->capture_default_str();
-       sub.add_option("-f,--format", a->format, "target format: int8, w8a8, int4_g{32,64,128}[_asym], int8_sparse, int8_bs, int8_24")
+       sub.add_option("-f,--format", a->format, "target format: int8, w8a8, w8a8_static, int4_g{32,64,128}[_asym], int8_sparse, int8_bs, int8_24")
            ->capture_default_str();
        sub.add_option("--param", a->params, "recipe parameter NAME=VALUE (alpha, grid, damp, block, act_order); repeatable");
        sub.add_option("--sparsity", a->sparsity, "magnitude-prune this fraction first (pattern from the format)")

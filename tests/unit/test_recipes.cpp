@@ -3,6 +3,7 @@
 // calibration slices, quantised model files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -30,7 +31,7 @@
 namespace cibench {
 namespace {
 
-const char* kGridFormats[] = {"int8",          "w8a8",          "int4_g32",      "int4_g64",
+const char* kGridFormats[] = {"int8",          "w8a8",          "w8a8_static",   "int4_g32",      "int4_g64",
                               "int4_g128",     "int4_g32_asym", "int4_g64_asym", "int4_g128_asym"};
 
 std::vector<float> random_matrix(int64_t rows, int64_t cols, uint32_t seed, float scale = 0.05f) {
@@ -232,6 +233,80 @@ TEST(SmoothQuant, LowersW8A8OutputErrorVersusRtn) {
     const std::vector<float> ones(static_cast<size_t>(cols), 1.f);
     const std::vector<float> s = smoothquant_scales({{w.data(), rows}}, cols, absmax.data(), 0.5, {});
     EXPECT_LT(w8a8_error(s), w8a8_error(ones)) << "seed " << seed;
+  }
+}
+
+// Static w8a8: one calibrated activation scale per matrix (max |x| over calibration rows / 127),
+// values beyond it clamped. The kernels see exactly round(x / scale) clamped to +-127.
+TEST(SmoothQuant, StaticActivationScaleQuantisesAndClamps) {
+  Runner r;
+  const FormatRow& f = format_by_name("w8a8_static");
+  ASSERT_NE(f.quantize_act_static, nullptr);
+  const int64_t rows = 8, cols = 40;
+  const std::vector<float> w = random_matrix(rows, cols, 3);
+  WeightMatrix m = pack_matrix("w", w.data(), rows, cols, f);
+  std::vector<float> wq(w.size());
+  unpack_matrix(m, wq.data());
+  std::vector<float> x = random_matrix(1, cols, 4, 1.f);
+  x[5] = 50.f;  // far beyond the calibrated range: clamped to 127 * scale
+  m.act_scale = 0.02f;
+  std::vector<float> y(static_cast<size_t>(rows));
+  r.mm.matvec(m, x.data(), y.data());
+  for (int64_t i = 0; i < rows; ++i) {
+    double want = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const float q = std::clamp(std::nearbyint(x[j] / 0.02f), -127.f, 127.f);
+      want += static_cast<double>(wq[i * cols + j]) * q * 0.02f;
+    }
+    EXPECT_NEAR(y[i], want, 1e-4 * (1 + std::fabs(want))) << "row " << i;
+  }
+  // Uncalibrated (act_scale 0): per-token scales, exactly as w8a8.
+  m.act_scale = 0.f;
+  const WeightMatrix d = pack_matrix("w", w.data(), rows, cols, format_by_name("w8a8"));
+  std::vector<float> yd(static_cast<size_t>(rows)), ys(yd.size());
+  r.mm.matvec(m, x.data(), ys.data());
+  r.mm.matvec(d, x.data(), yd.data());
+  EXPECT_EQ(ys, yd);
+}
+
+TEST(SmoothQuant, StaticW8A8SmoothingBeatsRtnOnHeldOutRows) {
+  Runner r;
+  const FormatRow& f = format_by_name("w8a8_static");
+  const QuantGrid g = QuantGrid::for_format("w8a8_static");
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    const int64_t rows = 48, cols = 96, n = 128;
+    const std::vector<float> w = random_matrix(rows, cols, seed);
+    const std::vector<float> xc = activations(n, cols, 600 + seed, seed);  // calibration
+    const std::vector<float> xe = activations(n, cols, 700 + seed, seed);  // held out
+    std::vector<float> absmax(static_cast<size_t>(cols), 0.f);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < cols; ++j) absmax[j] = std::max(absmax[j], std::fabs(xc[i * cols + j]));
+    auto static_error = [&](const std::vector<float>& s) {
+      std::vector<float> ws = w, xs = xe;
+      scale_columns(ws.data(), rows, cols, s.data());
+      g.round_matrix(ws.data(), rows, cols);
+      float amax = 0.f;
+      for (int64_t j = 0; j < cols; ++j) amax = std::max(amax, absmax[j] / s[j]);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < cols; ++j) xs[i * cols + j] /= s[j];
+      WeightMatrix m = pack_matrix("w", ws.data(), rows, cols, f);
+      std::vector<float> back(ws.size());
+      unpack_matrix(m, back.data());
+      EXPECT_EQ(back, ws) << "recipe output must pack losslessly";
+      m.act_scale = amax / 127.f;
+      std::vector<float> y(static_cast<size_t>(n * rows)), yref(y.size());
+      r.mm.reserve(n, cols);
+      r.mm.matmul(m, xs.data(), cols, n, y.data(), rows);
+      const WeightMatrix ref = pack_matrix("w", w.data(), rows, cols, format_by_name("f32"));
+      r.mm.matmul(ref, xe.data(), cols, n, yref.data(), rows);
+      double e = 0;
+      for (size_t i = 0; i < y.size(); ++i) e += (y[i] - yref[i]) * (y[i] - yref[i]);
+      return e;
+    };
+    const std::vector<float> ones(static_cast<size_t>(cols), 1.f);
+    const std::vector<float> s = smoothquant_scales({{w.data(), rows}}, cols, absmax.data(), 0.5, {});
+    const double e_sq = static_error(s), e_rtn = static_error(ones);
+    EXPECT_LT(e_sq, e_rtn) << "seed " << seed;
   }
 }
 
@@ -453,6 +528,48 @@ TEST(QuantizedFile, RoundTripsExactly) {
       ASSERT_EQ(a.layers[l].w2.bytes(), b.layers[l].w2.bytes());
       EXPECT_EQ(std::memcmp(a.layers[l].w2.data(), b.layers[l].w2.data(), a.layers[l].w2.bytes()), 0);
       EXPECT_EQ(a.layers[l].attention_norm, b.layers[l].attention_norm);
+    }
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(QuantizedFile, StaticW8A8ScalesAreCalibratedStoredAndRequired) {
+  CIBENCH_REQUIRE_SHARED(kStories);
+  Fixture& f = stories();
+  // Without calibrated scales the static format is refused, naming the missing tensor.
+  LlamaBuildOptions plain;
+  plain.format = "w8a8_static";
+  try {
+    build_llama(f.src, plain);
+    FAIL() << "w8a8_static without scales was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layers.0.wq.act_scale"), std::string::npos) << e.what();
+  }
+  RecipeSpec rtn_spec;
+  rtn_spec.format = "w8a8_static";
+  rtn_spec.recipe = "rtn";
+  EXPECT_THROW(apply_recipe(f.src, rtn_spec, nullptr), Error);  // needs calibration
+  for (const char* recipe : {"rtn", "smoothquant"}) {
+    RecipeSpec spec;
+    spec.recipe = recipe;
+    spec.format = "w8a8_static";
+    const RecipeOutput out = apply_recipe(f.src, spec, &f.stats);
+    ASSERT_EQ(out.off_grid, 0);
+    const LlamaModel a = build_llama(out.source, out.build);
+    // The scale of each projection covers the calibration maximum of its (smoothed) input.
+    const SiteStats& st = f.stats.site("layers.0.attn_in");
+    const float xmax = *std::max_element(st.absmax.begin(), st.absmax.end());
+    if (std::string(recipe) == "rtn") EXPECT_FLOAT_EQ(a.layers[0].wq.act_scale, xmax / 127.f);
+    for (const LlamaLayer& L : a.layers)
+      for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3})
+        EXPECT_GT(w->act_scale, 0.f) << recipe << " " << w->name;
+    const std::string path = temp_file("cibench_recipes_static.cbq");
+    write_quantized(path, out.source, quantized_meta(out, &f.calib, ""));
+    const QuantizedModelFile q = load_quantized(path, f.src.content_hash);
+    const LlamaModel b = build_quantized(q);
+    for (size_t l = 0; l < a.layers.size(); ++l) {
+      EXPECT_EQ(a.layers[l].wq.act_scale, b.layers[l].wq.act_scale);
+      EXPECT_EQ(a.layers[l].w2.act_scale, b.layers[l].w2.act_scale);
     }
     std::filesystem::remove(path);
   }
