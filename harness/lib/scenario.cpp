@@ -14,6 +14,9 @@
 
 #include "engines/core/cpu.h"
 #include "engines/core/format.h"
+#include "engines/quant/calibration.h"
+#include "engines/quant/recipe.h"
+#include "engines/quant/recipe_grid.h"
 
 namespace cibench {
 
@@ -33,7 +36,9 @@ std::string SourcePos::message(const std::string& what) const {
 }
 
 std::string Variant::label() const {
-  std::string s = str(format, " t", threads, " w", workers);
+  std::string s = format;
+  if (!recipe.empty()) s += " " + recipe;
+  s += str(" t", threads, " w", workers);
   if (sparsity > 0) s += str(" sparsity=", sparsity);
   if (kv_mode != "preallocated") s += " kv=" + kv_mode;
   if (isa != "auto") s += " isa=" + isa;
@@ -47,18 +52,43 @@ SourcePos Scenario::pos(const std::string& key) const {
   return SourcePos{path, 1, 1, key};
 }
 
+std::string recipe_skip_reason(const std::string& recipe, const std::string& format) {
+  if (recipe.empty()) return "";
+  const std::string name = recipe.substr(0, recipe.find(':'));
+  if (!QuantGrid::supports(format))
+    return str("recipes target int8, w8a8, w8a8_static, int8_sparse, int8_bs, int8_24 and "
+               "int4_g{32,64,128}[_asym]; ", format, " is not one of them");
+  if (name == "smoothquant" && format_by_name(format).act == ActType::f32)
+    return str("smoothquant moves activation outliers into the weights for int8-activation "
+               "formats (w8a8, w8a8_static); ", format, " keeps f32 activations");
+  return "";
+}
+
+std::vector<std::string> Scenario::skipped() const {
+  std::vector<std::string> out;
+  for (const auto& f : formats)
+    for (const auto& rc : recipes) {
+      const std::string why = recipe_skip_reason(rc, f);
+      if (!why.empty()) out.push_back(str(rc, " x ", f, ": ", why));
+    }
+  return out;
+}
+
 std::vector<Variant> Scenario::variants() const {
   std::vector<Variant> out;
   for (const auto& f : formats)
+   for (const auto& rc : recipes)
     for (double sp : sparsities)
       for (int t : threads)
         for (int w : workers)
           for (const auto& kv : kv_modes)
             for (const auto& isa : isas)
               for (bool pin : pin_threads) {
+                if (!recipe_skip_reason(rc, f).empty()) continue;
                 Variant v;
                 v.index = static_cast<int>(out.size());
                 v.format = f;
+                v.recipe = rc;
                 v.sparsity = sp;
                 v.threads = t;
                 v.workers = w;
@@ -68,6 +98,16 @@ std::vector<Variant> Scenario::variants() const {
                 out.push_back(v);
               }
   return out;
+}
+
+bool is_quantized_model_path(const std::string& p) {
+  return p.size() > 4 && p.compare(p.size() - 4, 4, ".cbq") == 0;
+}
+
+std::string resolve_slice_path(const std::string& spec) {
+  if (std::filesystem::exists(spec)) return spec;
+  const TextSlice t = TextSlice::parse(spec);
+  return resolve_data_path(t.path) + spec.substr(t.path.size());
 }
 
 std::string fnv1a_hex(const std::string& s) {
@@ -332,9 +372,9 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     ~Reset() { g_positions = nullptr; }
   } reset;
   Reader top(&root, "", path);
-  top.known({"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "counters"});
+  top.known({"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "calibration", "counters"});
   // Unknown top-level tables first, so a typo there is reported before anything else.
-  for (const char* k : {"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "counters"})
+  for (const char* k : {"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "calibration", "counters"})
     top.node(k);
   top.finish();
 
@@ -348,7 +388,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   }
   {  // [model]
     Reader r(top.sub("model"), "model", path);
-    r.known({"source", "tokenizer"});
+    r.known({"source", "tokenizer", "source_model"});
     const toml::node* n = r.node("source");
     if (!n) throw ScenarioError(r.table_pos("source").message(
         "required: the model (a file or folder, synthetic:NAME[@seed], or sut:null / sut:sleep?ms=N)"));
@@ -365,11 +405,22 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
         r.fail(*r.node("tokenizer"), "tokenizer", str("tokenizer '", s.tokenizer, "' not found"));
       s.tokenizer = resolve_data_path(s.tokenizer);
     }
+    s.source_model = r.str_opt("source_model").value_or("");
+    const bool cbq = !special && is_quantized_model_path(s.model);
+    if (cbq && s.source_model.empty())
+      r.fail(*n, "source", "a quantised model file (.cbq) needs model.source_model: the FP32 model it "
+                           "was made from (its content hash is checked, and it is the accuracy reference)");
+    if (!s.source_model.empty()) {
+      if (!cbq) r.fail(*r.node("source_model"), "source_model", "only meaningful when model.source is a quantised model file (.cbq)");
+      if (!std::filesystem::exists(resolve_data_path(s.source_model)))
+        r.fail(*r.node("source_model"), "source_model", str("model '", s.source_model, "' not found"));
+      s.source_model = resolve_data_path(s.source_model);
+    }
     r.finish();
   }
   {  // [matrix]
     Reader r(top.sub("matrix"), "matrix", path);
-    r.known({"format", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads"});
+    r.known({"format", "recipe", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads"});
     auto as_string = [&](const std::string& key) {
       return [&r, key](const toml::node& e) -> std::string {
         if (!e.is_string()) r.fail(e, key, str("expected a string, got ", type_name(e.type())));
@@ -394,6 +445,17 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
           return f;
         }))
       s.formats = *v;
+    if (auto v = r.list_opt<std::string>("recipe", [&](const toml::node& e) {
+          std::string rc = as_string("recipe")(e);
+          if (rc == "none") return std::string();
+          try {  // "name[:param=value...]"
+            RecipeSpec::parse(rc, "int8");
+          } catch (const Error& err) {
+            r.fail(e, "recipe", err.what());
+          }
+          return rc;
+        }))
+      s.recipes = *v;
     if (auto v = r.list_opt<double>("sparsity", [&](const toml::node& e) {
           if (!e.is_number()) r.fail(e, "sparsity", str("expected a number, got ", type_name(e.type())));
           const double x = *e.value<double>();
@@ -514,10 +576,16 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     AccuracySpec& a = s.accuracy;
     a.enabled = r.present() ? r.bool_opt("enabled").value_or(true) : false;
     a.eval_set = r.str_opt("eval_set").value_or("");
-    if (!a.eval_set.empty()) {
-      if (!std::filesystem::exists(resolve_data_path(a.eval_set)))
-        r.fail(*r.node("eval_set"), "eval_set", str("eval set '", a.eval_set, "' not found"));
-      a.eval_set = resolve_data_path(a.eval_set);
+    if (!a.eval_set.empty()) {  // a file, or FILE:A-B (documents A .. B-1)
+      try {
+        a.eval_set = resolve_slice_path(a.eval_set);
+        if (!std::filesystem::exists(TextSlice::parse(a.eval_set).path))
+          r.fail(*r.node("eval_set"), "eval_set", str("eval set '", a.eval_set, "' not found"));
+      } catch (const ScenarioError&) {
+        throw;
+      } catch (const Error& e) {
+        r.fail(*r.node("eval_set"), "eval_set", e.what());
+      }
     }
     a.reference_format = r.str_opt("reference_format").value_or("f32");
     a.max_tokens = static_cast<int>(r.int_opt("max_tokens", 2, 10000000).value_or(512));
@@ -527,6 +595,38 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     a.max_kl_p99 = r.num_opt("max_kl_p99", 0, 1e9);
     a.max_ppl_ratio = r.num_opt("max_ppl_ratio", 0, 1e9);
     r.finish();
+  }
+  {  // [calibration]
+    Reader r(top.sub("calibration"), "calibration", path);
+    r.known({"slice", "samples", "seq_len", "seed"});
+    CalibrationSpec& c = s.calibration;
+    c.enabled = r.present();
+    if (c.enabled) {
+      const toml::node* n = r.node("slice");
+      if (!n) throw ScenarioError(r.table_pos("slice").message("required: the calibration text, FILE:A-B (documents A .. B-1)"));
+      try {
+        c.slice = resolve_slice_path(*r.str_opt("slice"));
+        if (!std::filesystem::exists(TextSlice::parse(c.slice).path))
+          r.fail(*n, "slice", str("calibration text '", c.slice, "' not found"));
+      } catch (const ScenarioError&) {
+        throw;
+      } catch (const Error& e) {
+        r.fail(*n, "slice", e.what());
+      }
+      c.samples = static_cast<int>(r.int_opt("samples", 1, 1000000).value_or(64));
+      c.seq_len = static_cast<int>(r.int_opt("seq_len", 2, 1000000).value_or(128));
+      c.seed = static_cast<uint64_t>(r.int_opt("seed", 0, INT64_MAX).value_or(1234));
+    }
+    r.finish();
+    bool needs = false;
+    for (const auto& rc : s.recipes) {
+      if (rc.empty()) continue;
+      needs |= recipe_by_name(rc.substr(0, rc.find(':'))).needs_calibration;
+      for (const auto& f : s.formats) needs |= QuantGrid::supports(f) && format_by_name(f).quantize_act_static;
+    }
+    if (needs && !c.enabled)
+      throw ScenarioError(s.pos("matrix.recipe").message(
+          "these recipes (or w8a8_static) need calibration data: add a [calibration] table with slice = \"FILE:A-B\""));
   }
   {  // [counters]
     Reader r(top.sub("counters"), "counters", path);

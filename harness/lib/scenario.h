@@ -57,14 +57,29 @@ struct AccuracySpec {
 struct Variant {
   int index = 0;
   std::string format = "f32";
+  // Quantisation recipe applied to the FP32 weights before packing ("" = none: the source's
+  // weights packed straight into the format): "gptq" or "smoothquant:alpha=0.8".
+  std::string recipe;
   double sparsity = 0;
   int threads = 1;
   int workers = 1;
   std::string kv_mode = "preallocated";
   std::string isa = "auto";
   bool pin_threads = false;
-  std::string label() const;  // "f32 t2 w1 kv=preallocated isa=auto"
+  std::string label() const;  // "int4_g32 gptq t2 w1 kv=paged isa=avx2" (defaults omitted)
 };
+
+// [calibration]: the text the recipes calibrate on (disjoint from the accuracy eval set).
+struct CalibrationSpec {
+  bool enabled = false;
+  std::string slice;  // "FILE:A-B" (path resolved)
+  int samples = 64;   // token windows
+  int seq_len = 128;  // tokens per window
+  uint64_t seed = 1234;
+};
+
+// Why a (recipe, format) pair of the matrix is not run ("" = it is valid).
+std::string recipe_skip_reason(const std::string& recipe, const std::string& format);
 
 struct Scenario {
   std::string path;
@@ -76,9 +91,13 @@ struct Scenario {
   std::string model;       // path, synthetic:NAME[@seed], or sut:null / sut:sleep?ms=..
   std::string tokenizer;   // optional tokenizer path (real models)
   SourcePos model_pos;
+  // For a quantised model file (.cbq) as the source: the FP32 model it was made from (its content
+  // hash must match the file's; it also provides the accuracy reference).
+  std::string source_model;
 
   // [matrix] (cross product, in this nesting order, format outermost)
   std::vector<std::string> formats{"f32"};
+  std::vector<std::string> recipes{""};  // "" = no recipe
   std::vector<double> sparsities{0.0};
   std::vector<int> threads{1};
   std::vector<int> workers{1};
@@ -113,6 +132,7 @@ struct Scenario {
 
   std::vector<Slo> slos;
   AccuracySpec accuracy;
+  CalibrationSpec calibration;
 
   // [counters]
   bool counters_enabled = true;
@@ -128,7 +148,10 @@ struct Scenario {
   std::map<std::string, SourcePos> key_pos;
   SourcePos pos(const std::string& key) const;
 
+  // The runnable points of the matrix (format, recipe, sparsity, ... in that nesting order);
+  // (recipe, format) pairs with a recipe_skip_reason are left out and listed by skipped().
   std::vector<Variant> variants() const;
+  std::vector<std::string> skipped() const;  // "smoothquant x int4_g32: <reason>"
   bool is_test_sut() const { return model.rfind("sut:", 0) == 0; }
 };
 
@@ -142,6 +165,11 @@ Scenario parse_scenario_text(const std::string& text, const std::string& path,
 std::string shared_folder();
 // Resolves a data path: absolute or existing relative paths as is, else under shared_folder().
 std::string resolve_data_path(const std::string& p);
+
+// "FILE" or "FILE:A-B" with FILE resolved as resolve_data_path does.
+std::string resolve_slice_path(const std::string& spec);
+// True for a path naming a quantised model file (".cbq").
+bool is_quantized_model_path(const std::string& p);
 
 // FNV-1a 64-bit of a string, as 16 hex digits.
 std::string fnv1a_hex(const std::string& s);

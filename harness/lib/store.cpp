@@ -179,6 +179,12 @@ CREATE TABLE schema_migrations (
   applied_utc       TEXT NOT NULL
 );
 )SQL"},
+    {2, "variants: recipe, recipe_params, calibration, quantized_file (how the weights were made)", R"SQL(
+ALTER TABLE variants ADD COLUMN recipe TEXT;
+ALTER TABLE variants ADD COLUMN recipe_params TEXT;
+ALTER TABLE variants ADD COLUMN calibration TEXT;
+ALTER TABLE variants ADD COLUMN quantized_file TEXT;
+)SQL"},
 };
 
 void check(int rc, sqlite3* db, const std::string& path, const std::string& what) {

@@ -9,6 +9,7 @@
 
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
+#include "engines/quant/calibration.h"
 #include "harness/lib/accuracy.h"
 #include "harness/lib/build_info.h"
 #include "harness/lib/load.h"
@@ -27,6 +28,49 @@ struct Prepared {
   std::unique_ptr<AccuracyReference> accuracy;  // built lazily at the first variant
   std::string accuracy_error;
 };
+
+// A quantised model file fixes the format, the recipe and the pruning of its weights.
+void prepare_recipes(const Scenario& sc, Prepared& p) {
+  const QuantizedModelFile* q = p.models->quantized();
+  if (!q) return;
+  for (const auto& f : sc.formats)
+    if (f != q->meta.format && f != sc.accuracy.reference_format)
+      throw ScenarioError(sc.pos("matrix.format").message(
+          str("format ", f, ": ", q->path, " holds ", q->meta.format, " weights (", q->meta.recipe_spec, ")")));
+  for (const auto& r : sc.recipes)
+    if (!r.empty())
+      throw ScenarioError(sc.pos("matrix.recipe").message(
+          str(q->path, " is already quantised (", q->meta.recipe_spec, "): remove matrix.recipe")));
+  for (double s : sc.sparsities)
+    if (s != 0)
+      throw ScenarioError(sc.pos("matrix.sparsity").message(
+          str(q->path, " is already quantised (sparsity ", q->meta.sparsity, " recorded): remove matrix.sparsity")));
+  if (sc.calibration.enabled)
+    throw ScenarioError(sc.pos("calibration.slice").message(
+        str(q->path, " records its own calibration (", q->meta.calib_slice, "): remove [calibration]")));
+}
+
+// Calibration windows for the recipes, checked disjoint from the accuracy eval text.
+void prepare_calibration(const Scenario& sc, Prepared& p) {
+  if (!sc.calibration.enabled) return;
+  const SourcePos pos = sc.pos("calibration.slice");
+  if (!p.tokenizer) throw ScenarioError(pos.message("calibration needs a tokenizer: set model.tokenizer"));
+  try {
+    const LoadedSlice cs = load_slice(TextSlice::parse(sc.calibration.slice));
+    if (sc.accuracy.enabled && !sc.accuracy.eval_set.empty())
+      check_disjoint(cs, load_slice(TextSlice::parse(sc.accuracy.eval_set)));
+    bool hessians = false;
+    for (const auto& r : sc.recipes) hessians |= r.rfind("gptq", 0) == 0;
+    p.models->set_calibration(std::make_shared<const CalibrationSet>(make_calibration(
+                                  cs, *p.tokenizer, sc.calibration.samples, sc.calibration.seq_len,
+                                  sc.calibration.seed)),
+                              hessians, 1);
+  } catch (const ScenarioError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ScenarioError(pos.message(e.what()));
+  }
+}
 
 Prepared prepare(const Scenario& sc) {
   Prepared p;
@@ -47,10 +91,11 @@ Prepared prepare(const Scenario& sc) {
     return p;
   }
   try {
-    p.models = std::make_unique<LlamaModels>(sc.model);
+    p.models = std::make_unique<LlamaModels>(sc.model, sc.source_model);
   } catch (const Error& e) {
     throw ScenarioError(sc.model_pos.message(e.what()));
   }
+  prepare_recipes(sc, p);
   std::string tok_path = sc.tokenizer;
   if (tok_path.empty() && sc.model.size() > 5 && sc.model.substr(sc.model.size() - 5) == ".gguf") tok_path = sc.model;
   const int vocab = p.models->source().config.vocab_size;
@@ -70,6 +115,7 @@ Prepared prepare(const Scenario& sc) {
     p.prompts = std::make_shared<const PromptSource>(PromptSource::synthetic(vocab, sc.seed_samples, sc.synthetic_samples));
   }
   p.n_samples = p.prompts->size();
+  prepare_calibration(sc, p);
   if (sc.accuracy.enabled && !sc.accuracy.eval_set.empty() && !p.tokenizer && !p.models->synthetic())
     throw ScenarioError(sc.pos("accuracy.eval_set").message("scoring eval text needs a tokenizer: set model.tokenizer"));
   try {
@@ -197,6 +243,14 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
              {"clients", sc.pattern == Pattern::closed_loop ? SqlValue(int64_t{sc.clients})
                          : sc.pattern == Pattern::single_stream ? SqlValue(int64_t{1}) : sql_null()},
              {"counters_mode", sc.counters_enabled ? SqlValue(sc.counters_mode) : SqlValue(std::string("off"))}};
+  if (!test) {
+    const RecipeRecord rr = p.models->record(v.format, v.sparsity, v.recipe);
+    auto text_or_null = [](const std::string& x) { return x.empty() ? sql_null() : SqlValue(x); };
+    cfg.emplace_back("recipe", text_or_null(rr.recipe));
+    cfg.emplace_back("recipe_params", text_or_null(rr.params_json));
+    cfg.emplace_back("calibration", text_or_null(rr.calibration_json));
+    cfg.emplace_back("quantized_file", text_or_null(rr.quantized_file));
+  }
   int64_t vid = 0;
   {
     Store::Transaction t(st);
@@ -212,7 +266,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     if (test) {
       sut = make_test_sut(sc.model);
     } else {
-      model = p.models->get(v.format, v.sparsity);
+      model = p.models->get(v.format, v.sparsity, v.recipe);
       so.threads = v.threads;
       so.pin_threads = v.pin_threads;
       so.kv_mode = parse_kv_mode(v.kv_mode);
@@ -293,7 +347,10 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
             kind = p.models->synthetic() ? "fidelity on random weights" : "fidelity on random tokens";
             set = str("synthetic tokens (seed ", sc.seed_samples, ")");
           } else {
-            toks = AccuracyReference::eval_tokens(sc.accuracy.eval_set, *p.tokenizer, sc.accuracy.max_tokens);
+            const TextSlice es = TextSlice::parse(sc.accuracy.eval_set);
+            toks = es.path == sc.accuracy.eval_set
+                       ? AccuracyReference::eval_tokens(sc.accuracy.eval_set, *p.tokenizer, sc.accuracy.max_tokens)
+                       : slice_tokens(load_slice(es), *p.tokenizer, sc.accuracy.max_tokens);
             kind = str(sc.accuracy.reference_format, " reference on eval text");
             set = sc.accuracy.eval_set;
           }
@@ -509,6 +566,7 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
   prog.line(str("cibench: run ", res.run_id, " of scenario '", sc.name, "' (", sc.variants().size(), " variant",
                 sc.variants().size() == 1 ? "" : "s", ") into ", o.db_path));
   if (!sc.question.empty()) prog.line("  question: " + sc.question);
+  for (const auto& sk : sc.skipped()) prog.line("  skipped (not run): " + sk);
   for (const auto& w : si.warnings) prog.line("  warning: " + w);
   try {
     const auto variants = sc.variants();

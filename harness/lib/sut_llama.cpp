@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "engines/core/error.h"
@@ -10,16 +11,92 @@
 
 namespace cibench {
 
-LlamaModels::LlamaModels(const std::string& spec) : src_(open_llama_source(spec)) {}
+LlamaModels::LlamaModels(const std::string& spec, const std::string& source_model) {
+  if (source_model.empty()) {
+    if (is_quantized_file(spec))
+      throw FileError(spec, "is a quantised model file: name the FP32 model it was made from "
+                            "(model.source_model) so its content hash can be checked");
+    src_ = open_llama_source(spec);
+    return;
+  }
+  src_ = open_llama_source(source_model);
+  cbq_ = std::make_unique<QuantizedModelFile>(load_quantized(spec, src_.content_hash));
+}
 
-std::shared_ptr<const LlamaModel> LlamaModels::get(const std::string& format, double sparsity) {
-  const std::string key = str(format, "/", sparsity);
+void LlamaModels::set_calibration(std::shared_ptr<const CalibrationSet> calib, bool hessians,
+                                  int threads) {
+  calib_ = std::move(calib);
+  hessians_ = hessians;
+  calib_threads_ = std::max(1, threads);
+  stats_.reset();
+}
+
+RecipeRecord LlamaModels::record(const std::string& format, double sparsity,
+                                 const std::string& recipe) const {
+  RecipeRecord r;
+  auto calib_json = [](const std::string& slice, int64_t docs, const std::string& text_hash,
+                       int samples, int seq_len, uint64_t seed, const std::string& token_hash) {
+    return nlohmann::json{{"slice", slice},     {"docs", docs},       {"text_hash", text_hash},
+                          {"samples", samples}, {"seq_len", seq_len}, {"seed", seed},
+                          {"token_hash", token_hash}}
+        .dump();
+  };
+  if (cbq_ && recipe.empty() && format == cbq_->meta.format && sparsity == 0) {
+    const QuantizedMeta& m = cbq_->meta;
+    r.recipe = m.recipe;
+    r.params_json = nlohmann::json(m.params).dump();
+    if (!m.calib_slice.empty())
+      r.calibration_json = calib_json(m.calib_slice, m.calib_docs, m.calib_text_hash, m.calib_samples,
+                                       m.calib_seq_len, m.calib_seed, m.calib_hash);
+    r.quantized_file = cbq_->path;
+    return r;
+  }
+  if (recipe.empty()) return r;
+  const RecipeSpec spec = RecipeSpec::parse(recipe, format, sparsity);
+  r.recipe = spec.recipe;
+  nlohmann::json params = nlohmann::json::object();
+  for (const RecipeParam& p : recipe_by_name(spec.recipe).params) params[p.name] = spec.param(p.name);
+  r.params_json = params.dump();
+  if (calib_)
+    r.calibration_json = calib_json(calib_->source.slice.spec(), static_cast<int64_t>(calib_->source.docs.size()),
+                                    calib_->source.hash, calib_->samples, calib_->seq_len, calib_->seed,
+                                    calib_->token_hash);
+  return r;
+}
+
+std::shared_ptr<const LlamaModel> LlamaModels::get(const std::string& format, double sparsity,
+                                                   const std::string& recipe) {
+  const std::string key = str(format, "/", sparsity, "/", recipe);
   for (auto& [k, m] : cache_)
     if (k == key) return m;
-  LlamaBuildOptions o;
-  o.format = format;
-  o.sparsity = sparsity;
-  auto m = std::make_shared<const LlamaModel>(build_llama(src_, o));
+  std::shared_ptr<const LlamaModel> m;
+  if (cbq_ && recipe.empty() && format == cbq_->meta.format && sparsity == 0) {
+    m = std::make_shared<const LlamaModel>(build_quantized(*cbq_));
+  } else if (cbq_ && !recipe.empty()) {
+    throw Error(str(cbq_->path, " is already quantised (", cbq_->meta.recipe_spec,
+                    "): a recipe cannot be applied to it"));
+  } else if (!recipe.empty()) {
+    const RecipeSpec spec = RecipeSpec::parse(recipe, format, sparsity);
+    const bool needs = recipe_by_name(spec.recipe).needs_calibration ||
+                       format_by_name(format).quantize_act_static;
+    if (needs && !calib_)
+      throw Error(str("recipe '", recipe, "' with format ", format, " needs calibration data ([calibration])"));
+    if (calib_ && !stats_) {
+      CalibrationOptions co;
+      co.hessians = hessians_;
+      co.threads = calib_threads_;
+      stats_ = std::make_unique<CalibrationStats>(collect_calibration(src_, *calib_, co));
+    }
+    const RecipeOutput out = apply_recipe(src_, spec, stats_.get(), calib_threads_);
+    if (out.off_grid != 0)
+      throw Error(str(spec.describe(), ": ", out.off_grid, " weights are off the format's grid"));
+    m = std::make_shared<const LlamaModel>(build_llama(out.source, out.build));
+  } else {
+    LlamaBuildOptions o;
+    o.format = format;
+    o.sparsity = sparsity;
+    m = std::make_shared<const LlamaModel>(build_llama(src_, o));
+  }
   cache_.emplace_back(key, m);
   if (cache_.size() > 2) cache_.erase(cache_.begin());  // keep memory bounded: two builds at most
   return m;

@@ -9,23 +9,53 @@
 #include <vector>
 
 #include "engines/models/llama.h"
+#include "engines/models/quantized_file.h"
 #include "engines/models/tokenizer.h"
+#include "engines/quant/calibration.h"
+#include "engines/quant/recipe.h"
 #include "engines/runtime/session.h"
 #include "harness/lib/sut.h"
 
 namespace cibench {
 
-// Opens a model source once and builds (format, sparsity) variants on demand, keeping the most
-// recent builds so a sweep over threads re-uses them.
+// What a variant's weights were made with, for the store (empty/"" when no recipe was applied).
+struct RecipeRecord {
+  std::string recipe;           // "gptq"
+  std::string params_json;      // {"damp":0.01,...}: every parameter, defaults included
+  std::string calibration_json; // {"slice":..,"docs":..,"text_hash":..,"samples":..,...}
+  std::string quantized_file;   // the .cbq the weights were loaded from
+};
+
+// Opens a model source once and builds (format, recipe, sparsity) variants on demand, keeping the
+// most recent builds so a sweep over threads re-uses them.
+//   spec = a model (file, folder, synthetic:NAME): builds pack its weights, or the output of a
+//          recipe applied to them (calibrated on the set given to set_calibration).
+//   spec = a quantised model file (.cbq) with source_model = the FP32 model it was made from: the
+//          file's content-hash record must match that model (FileError naming the file and both
+//          hashes otherwise). The file's format builds from the file; other formats (the accuracy
+//          reference) build from the FP32 model.
 class LlamaModels {
  public:
-  explicit LlamaModels(const std::string& spec);
+  explicit LlamaModels(const std::string& spec, const std::string& source_model = "");
+  // The FP32 weights (for a .cbq: the source model).
   const LlamaSource& source() const { return src_; }
+  const QuantizedModelFile* quantized() const { return cbq_.get(); }
   bool synthetic() const { return src_.container == "synthetic"; }
-  std::shared_ptr<const LlamaModel> get(const std::string& format, double sparsity);
+  // Calibration windows for recipes; statistics are collected at the first recipe build
+  // (Hessians only when `hessians`, i.e. some recipe is gptq).
+  void set_calibration(std::shared_ptr<const CalibrationSet> calib, bool hessians, int threads);
+  std::shared_ptr<const LlamaModel> get(const std::string& format, double sparsity,
+                                        const std::string& recipe = "");
+  // How the weights of (format, recipe) are made, for the store.
+  RecipeRecord record(const std::string& format, double sparsity, const std::string& recipe) const;
 
  private:
   LlamaSource src_;
+  std::unique_ptr<QuantizedModelFile> cbq_;
+  std::shared_ptr<const CalibrationSet> calib_;
+  std::unique_ptr<CalibrationStats> stats_;
+  bool hessians_ = false;
+  int calib_threads_ = 1;
   std::vector<std::pair<std::string, std::shared_ptr<const LlamaModel>>> cache_;  // most recent last
 };
 
