@@ -10,52 +10,11 @@
 #include <cstring>
 
 #include "engines/kernels/fmt_common.h"
+#include "engines/kernels/vec_avx2.h"
 
 namespace cibench {
 namespace fmt {
 namespace {
-
-struct VecAvx2 {
-  using T = __m256;
-  static constexpr int64_t kWidth = 8;
-  static inline __m256i tail_mask(int64_t n) {
-    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
-  }
-  static inline T zero() { return _mm256_setzero_ps(); }
-  static inline T set1(float f) { return _mm256_set1_ps(f); }
-  static inline T load(const float* p) { return _mm256_loadu_ps(p); }
-  static inline T load_partial(const float* p, int64_t n) {
-    return _mm256_maskload_ps(p, tail_mask(n));
-  }
-  static inline void store(float* p, T v) { _mm256_storeu_ps(p, v); }
-  static inline T fmadd(T a, T b, T c) { return _mm256_fmadd_ps(a, b, c); }
-  static inline T mul(T a, T b) { return _mm256_mul_ps(a, b); }
-  static inline T add(T a, T b) { return _mm256_add_ps(a, b); }
-  static inline float hsum(T v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-  }
-  static inline T cvt_i8(const int8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-  }
-  static inline T cvt_bf16(const uint8_t* p) {
-    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
-  }
-  static inline void nib32(const uint8_t* p, int off, T* out) {
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i m = _mm_set1_epi8(0x0f), o = _mm_set1_epi8(static_cast<char>(off));
-    const __m128i lo = _mm_sub_epi8(_mm_and_si128(b, m), o);
-    const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), m), o);
-    out[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
-    out[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
-    out[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
-    out[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
-  }
-};
 
 #include "engines/kernels/fmt_dense.inc"
 
@@ -74,12 +33,14 @@ inline __m256i dot32_i8(__m256i a, __m256i w, __m256i aw, __m256i ones) {
 }
 
 template <int NR>
-inline void w8a8_rows(const uint8_t* const* rows, int64_t kp, const uint8_t* act, float* y) {
+inline void w8a8_rows(const uint8_t* const* rows, const uint8_t* next, int64_t kp,
+                      const uint8_t* act, float* y) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc[NR];
   for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_si256();
   const uint8_t* a8 = act + kActHeader;
   for (int64_t c = 0; c < kp; c += 32) {
+    prefetch_span(next + NR * c, NR * 32);
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a8 + c));
     for (int r = 0; r < NR; ++r) {
       const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + 4 + c));
@@ -99,11 +60,11 @@ void w8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, f
   for (; r + 4 <= row_end; r += 4) {
     const uint8_t* rows[4] = {w + r * row_bytes, w + (r + 1) * row_bytes, w + (r + 2) * row_bytes,
                               w + (r + 3) * row_bytes};
-    w8a8_rows<4>(rows, kp, act, y + (r - row_begin));
+    w8a8_rows<4>(rows, rows[0] + 4 * row_bytes, kp, act, y + (r - row_begin));
   }
   for (; r < row_end; ++r) {
     const uint8_t* rows[1] = {w + r * row_bytes};
-    w8a8_rows<1>(rows, kp, act, y + (r - row_begin));
+    w8a8_rows<1>(rows, rows[0] + row_bytes, kp, act, y + (r - row_begin));
   }
 }
 
@@ -164,7 +125,8 @@ void w8a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, s
 // and the unsigned codes q are multiplied with x; the zero point is applied once per group with the
 // group's sum of x (shared by the 4 rows): sym d * (sum q x - 8 sum x), asym d * sum q x + m sum x.
 template <int G, bool Asym, int NR>
-inline void int4z_rows(const uint8_t* const* rows, int64_t k, const float* x, float* y) {
+inline void int4z_rows(const uint8_t* const* rows, const uint8_t* next, int64_t k, const float* x,
+                       float* y) {
   constexpr int64_t hdr = Asym ? 4 : 2;
   const int64_t gb = int4_group_bytes(G, Asym);
   const __m256i m4 = _mm256_set1_epi32(0x0f);
@@ -183,6 +145,7 @@ inline void int4z_rows(const uint8_t* const* rows, int64_t k, const float* x, fl
       } else {
         load_x32<VecAvx2>(x, g + s, k, xv);
       }
+      prefetch_span(next + NR * (gi * gb + s / 2), NR * 16);
       sx = _mm256_add_ps(sx, _mm256_add_ps(_mm256_add_ps(xv[0], xv[1]), _mm256_add_ps(xv[2], xv[3])));
       for (int r = 0; r < NR; ++r) {
         const uint8_t* p = rows[r] + gi * gb + hdr + s / 2;
@@ -212,8 +175,9 @@ inline void int4z_rows(const uint8_t* const* rows, int64_t k, const float* x, fl
 template <int G, bool Asym>
 struct Int4ZextRows {
   template <typename V, int NR>
-  static void run(const uint8_t* const* rows, int64_t k, const float* x, float* y) {
-    int4z_rows<G, Asym, NR>(rows, k, x, y);
+  static void run(const uint8_t* const* rows, const uint8_t* next, int64_t k, const float* x,
+                  float* y) {
+    int4z_rows<G, Asym, NR>(rows, next, k, x, y);
   }
 };
 
@@ -248,9 +212,10 @@ inline __m256i nib_codes32(const uint8_t* p, __m256i mask) {
 }
 
 // Y[i * ldy + t] = dot(rows[t], act row i) for i < MR, t < NR; act row i at x + i * xrb.
+// A single activation row (matvec) prefetches the NR rows at `next`.
 template <int G, int MR, int NR>
-inline void int4a8_tile(const uint8_t* const* rows, const uint8_t* x, size_t xrb, int64_t k,
-                        float* y, int64_t ldy) {
+inline void int4a8_tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x,
+                        size_t xrb, int64_t k, float* y, int64_t ldy) {
   static_assert(MR * NR <= 8, "one lane per (activation row, weight row)");
   constexpr int64_t gb = 2 + G / 2;
   const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
@@ -262,6 +227,7 @@ inline void int4a8_tile(const uint8_t* const* rows, const uint8_t* x, size_t xrb
     for (int i = 0; i < MR; ++i)
       for (int t = 0; t < NR; ++t) s16[i][t] = _mm256_setzero_si256();
     for (int64_t s = 0; s < n; s += 32) {
+      if constexpr (MR == 1) prefetch_span(next + NR * (g * gb + s / 2), NR * 16);
       __m256i wv[NR];
       for (int t = 0; t < NR; ++t) wv[t] = nib_codes32(rows[t] + g * gb + 2 + s / 2, mask);
       for (int i = 0; i < MR; ++i) {
@@ -331,11 +297,11 @@ void int4a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
   for (; r + 8 <= row_end; r += 8) {
     const uint8_t* rows[8];
     for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
-    int4a8_tile<G, 1, 8>(rows, xa, 0, k, y + (r - row_begin), 0);
+    int4a8_tile<G, 1, 8>(rows, rows[0] + 8 * row_bytes, xa, 0, k, y + (r - row_begin), 0);
   }
   for (; r < row_end; ++r) {
     const uint8_t* rows[1] = {w + r * row_bytes};
-    int4a8_tile<G, 1, 1>(rows, xa, 0, k, y + (r - row_begin), 0);
+    int4a8_tile<G, 1, 1>(rows, rows[0] + row_bytes, xa, 0, k, y + (r - row_begin), 0);
   }
 }
 
@@ -343,11 +309,11 @@ template <int G, int NR>
 inline void int4a8_tile_rows(const uint8_t* const* rows, const uint8_t* x, size_t xrb, int64_t m,
                              int64_t k, float* y, int64_t ldy) {
   int64_t i = 0;
-  for (; i + 4 <= m; i += 4) int4a8_tile<G, 4, NR>(rows, x + i * xrb, xrb, k, y + i * ldy, ldy);
+  for (; i + 4 <= m; i += 4) int4a8_tile<G, 4, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy);
   switch (m - i) {
-    case 3: int4a8_tile<G, 3, NR>(rows, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
-    case 2: int4a8_tile<G, 2, NR>(rows, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
-    case 1: int4a8_tile<G, 1, NR>(rows, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 3: int4a8_tile<G, 3, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 2: int4a8_tile<G, 2, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 1: int4a8_tile<G, 1, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
     default: break;
   }
 }

@@ -140,6 +140,15 @@ inline const uint8_t* row_ptr(const uint8_t* w, size_t row_bytes, int64_t r) {
   return w + reinterpret_cast<const uint64_t*>(w)[r];
 }
 
+// Software prefetch of the bytes [p, p + n) (one hint per 64-byte line; never faults, so it may
+// run past the end of a buffer). Decode matvecs walk NR rows at once; those rows are adjacent, so
+// the next group of NR rows is the NR * row_bytes bytes right after them. At column offset c
+// (bytes into a row) a kernel prefetches next + NR * c, for as many bytes as its step reads over
+// the NR rows: the next group arrives in time, in address order, however short the rows are.
+inline void prefetch_span(const uint8_t* p, int64_t n) {
+  for (int64_t i = 0; i < n; i += 64) __builtin_prefetch(p + i, 0, 3);
+}
+
 // ---- int4 group geometry -----------------------------------------------------------------
 inline int64_t int4_hdr(bool asym) { return asym ? 4 : 2; }
 inline int64_t int4_group_bytes(int64_t group_len, bool asym) {

@@ -63,6 +63,22 @@ TEST_P(KernelTwin, Matmul) {
       }
     }
   }
+  // Long rows: W is walked in panels of rows (a few per panel at this K), the last one ragged;
+  // Y has a leading dimension wider than N.
+  for (int64_t k : {1000, 5000}) {
+    const int64_t m = 6, n = 101, ldy = n + 5;
+    auto w = randv(n * k, rng), x = randv(m * k, rng);
+    std::vector<float> y0(m * ldy, 3.f), y1(m * ldy, 3.f);
+    ref().matmul_f32(w.data(), k, x.data(), k, y0.data(), ldy, m, n, k);
+    fast().matmul_f32(w.data(), k, x.data(), k, y1.data(), ldy, m, n, k);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < ldy; ++j) {
+        if (j < n)
+          ASSERT_NEAR(y0[i * ldy + j], y1[i * ldy + j], f32_tol(k, 1.f)) << "k=" << k << " i=" << i << " j=" << j;
+        else
+          ASSERT_EQ(y1[i * ldy + j], 3.f) << "wrote past N";
+      }
+  }
 }
 
 TEST_P(KernelTwin, Elementwise) {
