@@ -20,6 +20,7 @@
 #include "harness/cli/command.h"
 #include "harness/lib/build_info.h"
 #include "harness/lib/metrics.h"
+#include "harness/lib/sut_bert.h"
 #include "harness/lib/text_table.h"
 
 namespace cibench::cli {
@@ -57,46 +58,8 @@ struct Example {
 
 // A TSV with a header naming `sentence` (and optionally `label`), or one sentence per line.
 std::vector<Example> read_examples(const std::string& path) {
-  std::istringstream in(read_file(path));
-  std::string line;
   std::vector<Example> out;
-  int text_col = -1, label_col = -1;
-  bool first = true;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::vector<std::string> cols;
-    for (size_t pos = 0;;) {
-      const size_t tab = line.find('\t', pos);
-      cols.push_back(line.substr(pos, tab == std::string::npos ? std::string::npos : tab - pos));
-      if (tab == std::string::npos) break;
-      pos = tab + 1;
-    }
-    if (first) {
-      first = false;
-      for (size_t i = 0; i < cols.size(); ++i) {
-        if (cols[i] == "sentence" || cols[i] == "text") text_col = static_cast<int>(i);
-        if (cols[i] == "label") label_col = static_cast<int>(i);
-      }
-      if (text_col >= 0) continue;  // a header; otherwise the file is plain text
-    }
-    if (line.empty()) continue;
-    Example e;
-    if (text_col < 0) {
-      e.text = line;
-    } else {
-      if (static_cast<int>(cols.size()) <= std::max(text_col, label_col))
-        throw FileError(path, str("line '", line, "' has ", cols.size(), " columns"));
-      e.text = cols[text_col];
-      if (label_col >= 0) {
-        char* end = nullptr;
-        const long v = std::strtol(cols[label_col].c_str(), &end, 10);
-        if (cols[label_col].empty() || *end != '\0')
-          throw FileError(path, str("label '", cols[label_col], "' is not an integer"));
-        e.label = static_cast<int>(v);
-      }
-    }
-    out.push_back(std::move(e));
-  }
+  for (auto& r : read_labelled_sentences(path)) out.push_back(Example{std::move(r.text), r.label});
   return out;
 }
 

@@ -100,6 +100,34 @@ RegisterCommand reg{Command{
           if (std::holds_alternative<int64_t>(row[12]) && !std::get<int64_t>(row[12]))
             std::cout << "\n" << label << ": SLO: " << sql_to_string(row[19]) << "\n";
         }
+        // Classifier variants: cache, traffic duplicates, batching and task accuracy side by side.
+        const auto c = st.query(
+            "SELECT label, cache_enabled, cache_hits, cache_misses, cache_hit_rate, cache_peak_bytes, duplicate_rate, "
+            "queries, batches, task_accuracy, task_accuracy_lo, task_accuracy_hi, accuracy_delta, accuracy_delta_lo, "
+            "accuracy_delta_hi, macro_f1, top1_agreement, knee_qps FROM variants "
+            "WHERE run_id = ? AND shape IS NOT NULL ORDER BY variant_index, step_index",
+            {id});
+        if (!c.rows.empty()) {
+          auto ci = [&](const SqlValue& x, const SqlValue& lo, const SqlValue& hi) {
+            if (std::holds_alternative<std::monostate>(x)) return std::string("-");
+            return num(x, 4) + " [" + num(lo, 4) + ", " + num(hi, 4) + "]";
+          };
+          TextTable ct({"variant", "cache", "hits", "misses", "hit rate", "cache KiB", "dup rate", "batch mean",
+                        "accuracy [95% CI]", "delta vs ref [95% CI]", "macro F1", "agreement", "knee qps"});
+          for (const auto& row : c.rows) {
+            const auto* on = std::get_if<int64_t>(&row[1]);
+            const auto* peak = std::get_if<int64_t>(&row[5]);
+            const auto* q = std::get_if<int64_t>(&row[7]);
+            const auto* b = std::get_if<int64_t>(&row[8]);
+            ct.add({sql_to_string(row[0]), on ? (*on ? "on" : "off") : "-", num(row[2]), num(row[3]), num(row[4], 3),
+                    peak ? num(SqlValue(static_cast<double>(*peak) / 1024.0), 1) : "-", num(row[6], 3),
+                    q && b && *b ? num(SqlValue(static_cast<double>(*q) / static_cast<double>(*b)), 2) : "-",
+                    ci(row[9], row[10], row[11]), ci(row[12], row[13], row[14]), num(row[15], 4), num(row[16], 4),
+                    num(row[17])});
+          }
+          std::cout << "\n";
+          ct.print(std::cout);
+        }
         const auto knee = st.query("SELECT DISTINCT variant_index, knee_qps FROM variants WHERE run_id = ? AND pattern = 'stepped'", {id});
         for (const auto& k : knee.rows)
           std::cout << "\nvariant " << sql_to_string(k[0]) << ": knee (highest rate meeting the SLOs) = "

@@ -74,6 +74,7 @@ struct Shared {
   std::atomic<bool> stop{false};
   std::atomic<bool> hit_max{false};
   std::atomic<int64_t> last_end_ns{0};
+  std::atomic<int64_t> batches{0};
   int64_t t0 = 0;
 
   // Start barrier: workers ready (after start_worker + warm-up), then the clock starts.
@@ -96,10 +97,22 @@ struct Shared {
   }
 };
 
+QueryChoice choice_of(const LoadSettings& s, int64_t i) {
+  QueryChoice c = choose_query(i, s.choice, s.n_samples, s.prompt, s.gen);
+  if (s.traffic) c.sample_index = s.traffic->sample(i);
+  return c;
+}
+
+void note_end(Shared& sh, int64_t end_ns) {
+  int64_t prev = sh.last_end_ns.load(std::memory_order_relaxed);
+  while (prev < end_ns && !sh.last_end_ns.compare_exchange_weak(prev, end_ns)) {
+  }
+}
+
 // Serves query i (arrival `sched` ns since t0) on worker w. Returns false on failure.
 bool serve(Shared& sh, int w, Ctx& ctx, int64_t i, int64_t sched) {
   const LoadSettings& s = *sh.s;
-  const QueryChoice c = choose_query(i, s.choice, s.n_samples, s.prompt, s.gen);
+  const QueryChoice c = choice_of(s, i);
   Query q{i, c.sample_index, sched, c.prompt_tokens, c.gen_tokens};
   RequestRecord r;
   r.index = i;
@@ -121,11 +134,64 @@ bool serve(Shared& sh, int w, Ctx& ctx, int64_t i, int64_t sched) {
   r.ok = !ctx.failed;
   sh.rec->add(r);
   sh.completed.fetch_add(1, std::memory_order_relaxed);
-  int64_t prev = sh.last_end_ns.load(std::memory_order_relaxed);
-  while (prev < r.end_ns && !sh.last_end_ns.compare_exchange_weak(prev, r.end_ns)) {
-  }
+  sh.batches.fetch_add(1, std::memory_order_relaxed);
+  note_end(sh, r.end_ns);
   if (ctx.failed) sh.record_error(str("query ", i, ": ", ctx.error));
   return !ctx.failed;
+}
+
+// Per-worker state of the batching loop (allocated once).
+struct BatchState {
+  std::vector<Ctx> ctxs;
+  std::vector<QueryContext*> ptrs;
+  std::vector<Query> queries;
+  std::vector<int64_t> index, sched;
+};
+
+// Serves the queries in b.index/b.sched as one batch on worker w. Returns false on failure.
+bool serve_batch(Shared& sh, int w, BatchState& b) {
+  const LoadSettings& s = *sh.s;
+  const size_t n = b.index.size();
+  b.queries.resize(n);
+  b.ptrs.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    const QueryChoice c = choice_of(s, b.index[k]);
+    b.queries[k] = Query{b.index[k], c.sample_index, b.sched[k], c.prompt_tokens, c.gen_tokens};
+    b.ctxs[k].reset();
+    b.ptrs[k] = &b.ctxs[k];
+  }
+  const int64_t start = b.ctxs[0].now_ns();
+  try {
+    sh.sut->issue_batch(w, b.queries.data(), b.ptrs.data(), static_cast<int>(n));
+  } catch (const std::exception& e) {
+    for (size_t k = 0; k < n; ++k)
+      if (b.ctxs[k].end_ns < 0) b.ctxs[k].fail(e.what());
+  }
+  bool ok = true;
+  for (size_t k = 0; k < n; ++k) {
+    Ctx& ctx = b.ctxs[k];
+    if (ctx.end_ns < 0) ctx.fail("the SUT returned without completing the query");
+    RequestRecord r;
+    r.index = b.index[k];
+    r.sample_index = b.queries[k].sample_index;
+    r.scheduled_ns = b.sched[k];
+    r.prompt_tokens = b.queries[k].prompt_tokens;
+    r.worker = w;
+    r.start_ns = start;
+    r.end_ns = ctx.end_ns;
+    r.first_token_ns = ctx.first_ns;
+    r.output_tokens = ctx.tokens;
+    r.ok = !ctx.failed;
+    sh.rec->add(r);
+    sh.completed.fetch_add(1, std::memory_order_relaxed);
+    note_end(sh, r.end_ns);
+    if (ctx.failed && ok) {
+      sh.record_error(str("query ", r.index, ": ", ctx.error));
+      ok = false;
+    }
+  }
+  sh.batches.fetch_add(1, std::memory_order_relaxed);
+  return ok;
 }
 
 void worker_main(Shared& sh, int w) {
@@ -139,7 +205,7 @@ void worker_main(Shared& sh, int w) {
     // Warm-up before the clock: query indices far from the timed ones, not recorded.
     Ctx warm(monotonic_ns(), w, nullptr);
     for (int64_t k = 0; k < s.warmup_queries; ++k) {
-      const QueryChoice c = choose_query((int64_t{1} << 40) + w * 1000003 + k, s.choice, s.n_samples, s.prompt, s.gen);
+      const QueryChoice c = choice_of(s, (int64_t{1} << 40) + w * 1000003 + k);
       Query q{-1 - k, c.sample_index, 0, c.prompt_tokens, c.gen_tokens};
       warm.reset();
       sh.sut->issue(w, q, warm);
@@ -158,7 +224,43 @@ void worker_main(Shared& sh, int w) {
   if (obs && !sh.stop) obs->begin(w);
   const int64_t max_ns = s.max_duration_ns;
   if (!sh.stop) {
-    if (s.pattern == Pattern::server || s.pattern == Pattern::offline || s.pattern == Pattern::stepped) {
+    if (s.max_batch > 1) {  // server, stepped or offline (checked in run_load)
+      BatchState b;
+      b.ctxs.reserve(static_cast<size_t>(s.max_batch));
+      for (int k = 0; k < s.max_batch; ++k) b.ctxs.emplace_back(sh.t0, w, obs);
+      auto arrival = [&](int64_t j) { return sh.arrivals.empty() ? int64_t{0} : sh.arrivals[static_cast<size_t>(j)]; };
+      for (;;) {
+        if (sh.stop.load(std::memory_order_relaxed)) break;
+        const int64_t i = sh.next.fetch_add(1, std::memory_order_relaxed);
+        if (i >= sh.n_scheduled) break;
+        const int64_t sched = arrival(i);
+        if (ctx.now_ns() < sched) sleep_until_abs(sh.t0 + sched);
+        if (ctx.now_ns() >= max_ns) {
+          sh.hit_max = true;
+          sh.stop = true;
+          break;
+        }
+        b.index.assign(1, i);
+        b.sched.assign(1, sched);
+        // Take requests as they arrive until the batch is full or max_wait has passed.
+        const int64_t deadline = ctx.now_ns() + s.max_wait_ns;
+        while (static_cast<int>(b.index.size()) < s.max_batch) {
+          int64_t j = sh.next.load(std::memory_order_relaxed);
+          if (j >= sh.n_scheduled) break;
+          const int64_t aj = arrival(j), now = ctx.now_ns();
+          if (aj <= now) {
+            if (sh.next.compare_exchange_weak(j, j + 1, std::memory_order_relaxed)) {
+              b.index.push_back(j);
+              b.sched.push_back(aj);
+            }
+            continue;
+          }
+          if (now >= deadline) break;
+          sleep_until_abs(sh.t0 + std::min(aj, deadline));
+        }
+        if (!serve_batch(sh, w, b)) break;
+      }
+    } else if (s.pattern == Pattern::server || s.pattern == Pattern::offline || s.pattern == Pattern::stepped) {
       for (;;) {
         if (sh.stop.load(std::memory_order_relaxed)) break;
         const int64_t i = sh.next.fetch_add(1, std::memory_order_relaxed);
@@ -211,6 +313,12 @@ void worker_main(Shared& sh, int w) {
 LoadResult run_load(SystemUnderTest& sut, const LoadSettings& s) {
   CIBENCH_CHECK(s.workers >= 1, "workers must be >= 1, got ", s.workers);
   CIBENCH_CHECK(s.min_queries >= 1, "min_queries must be >= 1");
+  CIBENCH_CHECK(s.max_batch >= 1, "max_batch must be >= 1, got ", s.max_batch);
+  CIBENCH_CHECK(s.max_batch == 1 || s.pattern == Pattern::server || s.pattern == Pattern::stepped ||
+                    s.pattern == Pattern::offline,
+                "harness-formed batches (max_batch ", s.max_batch, ") need a server, stepped or offline load, not ",
+                pattern_name(s.pattern));
+  CIBENCH_CHECK(s.max_wait_ns >= 0, "max_wait must be >= 0");
   Shared sh;
   sh.s = &s;
   sh.sut = &sut;
@@ -271,6 +379,7 @@ LoadResult run_load(SystemUnderTest& sut, const LoadSettings& s) {
   out.scheduled = dynamic ? sh.issued.load() : sh.n_scheduled;
   out.hit_max_duration = sh.hit_max;
   out.error = sh.error;
+  out.batches = sh.batches.load();
   return out;
 }
 

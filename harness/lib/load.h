@@ -7,6 +7,12 @@
 // worker takes the next query in arrival order (FIFO) and waits until its arrival time if it is
 // early. Latency counts from the scheduled arrival, so a slow or stalled SUT shows its queueing
 // delay in the requests behind it (no coordinated omission).
+//
+// Batching (max_batch > 1; server, stepped and offline loads): requests queue in arrival order; a
+// free worker takes the first waiting request, then keeps taking requests as they arrive until it
+// holds max_batch or max_wait has passed since it took the first, and serves them as one batch
+// (SystemUnderTest::issue_batch). Each request's latency still counts from its own arrival; its
+// queue time includes the wait for the batch to fill.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -18,6 +24,7 @@
 #include "harness/lib/scenario.h"
 #include "harness/lib/schedule.h"
 #include "harness/lib/sut.h"
+#include "harness/lib/traffic.h"
 
 namespace cibench {
 
@@ -49,6 +56,9 @@ struct LoadSettings {
   LengthDist prompt;
   LengthDist gen;
   WorkerObserver* observer = nullptr;
+  int max_batch = 1;                         // > 1: harness-formed batches (see above)
+  int64_t max_wait_ns = 0;                   // longest wait for a batch to fill
+  const Traffic* traffic = nullptr;          // which sample query i uses; null: uniform (choose_query)
   // Called from the calling thread about every 100 ms while the run is going.
   std::function<void(double elapsed_s, int64_t completed, int64_t expected)> progress;
 };
@@ -62,6 +72,7 @@ struct LoadResult {
   bool hit_max_duration = false;
   std::string error;            // first SUT failure, if any
   int64_t schedule_bytes = 0;   // memory held by the precomputed arrivals
+  int64_t batches = 0;          // SUT calls that served the timed queries (== issued without batching)
 };
 
 // Runs the load; never throws for SUT failures (they are in `error`), throws Error on bad settings.

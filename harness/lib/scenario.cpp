@@ -3,6 +3,7 @@
 #include <toml++/toml.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +44,9 @@ std::string Variant::label() const {
   if (kv_mode != "preallocated") s += " kv=" + kv_mode;
   if (isa != "auto") s += " isa=" + isa;
   if (pin_threads) s += " pinned";
+  if (shape != "dynamic") s += " " + shape;
+  if (max_batch > 1) s += str(" b", max_batch);
+  if (cache) s += cache_entries > 0 ? str(" cache=", cache_entries) : std::string(" cache");
   return s;
 }
 
@@ -76,14 +80,23 @@ std::vector<std::string> Scenario::skipped() const {
 
 std::vector<Variant> Scenario::variants() const {
   std::vector<Variant> out;
+  std::vector<std::pair<int, int>> tw;  // (threads, workers) in nesting order
+  if (layouts.empty()) {
+    for (int t : threads)
+      for (int w : workers) tw.emplace_back(t, w);
+  } else {
+    for (auto [w, t] : layouts) tw.emplace_back(t, w);
+  }
   for (const auto& f : formats)
    for (const auto& rc : recipes)
     for (double sp : sparsities)
-      for (int t : threads)
-        for (int w : workers)
+      for (auto [t, w] : tw)
           for (const auto& kv : kv_modes)
             for (const auto& isa : isas)
-              for (bool pin : pin_threads) {
+              for (bool pin : pin_threads)
+               for (const auto& shape : shapes)
+                for (int mb : max_batches)
+                 for (int64_t cache : caches) {
                 if (!recipe_skip_reason(rc, f).empty()) continue;
                 Variant v;
                 v.index = static_cast<int>(out.size());
@@ -95,6 +108,11 @@ std::vector<Variant> Scenario::variants() const {
                 v.kv_mode = kv;
                 v.isa = isa;
                 v.pin_threads = pin;
+                v.shape = shape;
+                v.max_batch = mb;
+                v.cache = cache != 0;
+                v.cache_entries = cache > 0 ? cache : cache < 0 ? classifier.cache_entries : 0;
+                v.cache_bytes = cache != 0 ? classifier.cache_bytes : 0;
                 out.push_back(v);
               }
   return out;
@@ -372,9 +390,9 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     ~Reset() { g_positions = nullptr; }
   } reset;
   Reader top(&root, "", path);
-  top.known({"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "calibration", "counters"});
+  top.known({"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "calibration", "counters", "classifier"});
   // Unknown top-level tables first, so a typo there is reported before anything else.
-  for (const char* k : {"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "calibration", "counters"})
+  for (const char* k : {"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "calibration", "counters", "classifier"})
     top.node(k);
   top.finish();
 
@@ -420,7 +438,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   }
   {  // [matrix]
     Reader r(top.sub("matrix"), "matrix", path);
-    r.known({"format", "recipe", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads"});
+    r.known({"format", "recipe", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads", "shapes", "max_batch", "cache", "layout"});
     auto as_string = [&](const std::string& key) {
       return [&r, key](const toml::node& e) -> std::string {
         if (!e.is_string()) r.fail(e, key, str("expected a string, got ", type_name(e.type())));
@@ -483,11 +501,41 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
           return *e.value<bool>();
         }))
       s.pin_threads = *v;
+    if (auto v = r.list_opt<std::pair<int, int>>("layout", [&](const toml::node& e) {
+          const std::string l = as_string("layout")(e);
+          int w = 0, t = 0;
+          char x = 0, extra = 0;
+          if (std::sscanf(l.c_str(), "%d%c%d%c", &w, &x, &t, &extra) != 3 || x != 'x' || w < 1 || t < 1 || w > 1024 || t > 1024)
+            r.fail(e, "layout", str("expected \"WxT\" (workers x threads per worker, e.g. \"2x1\"), got '", l, "'"));
+          return std::make_pair(w, t);
+        })) {
+      if (r.node("threads") || r.node("workers"))
+        r.fail(*r.node("layout"), "layout", "give either layout or threads/workers, not both");
+      s.layouts = *v;
+    }
+    if (auto v = r.list_opt<std::string>("shapes", [&](const toml::node& e) {
+          std::string sh = as_string("shapes")(e);
+          if (sh != "dynamic" && sh != "padded")
+            r.fail(e, "shapes", str("unknown shape '", sh, "' (dynamic: each request at its own length; padded: padded to classifier.pad_to)"));
+          return sh;
+        }))
+      s.shapes = *v;
+    if (auto v = r.list_opt<int>("max_batch", as_int("max_batch", 1, 1024))) s.max_batches = *v;
+    if (auto v = r.list_opt<int64_t>("cache", [&](const toml::node& e) -> int64_t {
+          if (e.is_boolean()) return *e.value<bool>() ? -1 : 0;
+          if (e.is_integer()) {
+            const int64_t x = *e.value<int64_t>();
+            if (x < 0 || x > 1000000000) r.fail(e, "cache", str("an entry limit must be in [0, 1000000000], got ", x));
+            return x;
+          }
+          r.fail(e, "cache", str("expected true, false or an entry limit (integer), got ", type_name(e.type())));
+        }))
+      s.caches = *v;
     r.finish();
   }
   {  // [workload]
     Reader r(top.sub("workload"), "workload", path);
-    r.known({"source", "eval_set", "samples", "prompt_tokens", "gen_tokens"});
+    r.known({"source", "eval_set", "samples", "prompt_tokens", "gen_tokens", "sampling", "zipf_s", "replay"});
     s.workload_source = r.str_opt("source").value_or("synthetic");
     if (s.workload_source != "synthetic" && s.workload_source != "eval")
       r.fail(*r.node("source"), "source", str("must be \"synthetic\" or \"eval\", got '", s.workload_source, "'"));
@@ -506,6 +554,22 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     def_gen.value = def_gen.min = def_gen.max = 16;
     s.prompt_tokens = read_length(r, "prompt_tokens", def_prompt);
     s.gen_tokens = read_length(r, "gen_tokens", def_gen);
+    s.sampling = r.str_opt("sampling").value_or("uniform");
+    if (s.sampling != "uniform" && s.sampling != "zipf" && s.sampling != "replay")
+      r.fail(*r.node("sampling"), "sampling", str("must be \"uniform\", \"zipf\" or \"replay\", got '", s.sampling, "'"));
+    if (auto z = r.num_opt("zipf_s", 1e-6, 100)) {
+      if (s.sampling != "zipf") r.fail(*r.node("zipf_s"), "zipf_s", "only meaningful with sampling = \"zipf\"");
+      s.zipf_s = *z;
+    }
+    s.replay = r.str_opt("replay").value_or("");
+    if (s.sampling == "replay") {
+      if (s.replay.empty()) throw ScenarioError(r.table_pos("replay").message("required when sampling = \"replay\": a file of sample indices"));
+      if (!std::filesystem::exists(resolve_data_path(s.replay)))
+        r.fail(*r.node("replay"), "replay", str("replay file '", s.replay, "' not found"));
+      s.replay = resolve_data_path(s.replay);
+    } else if (!s.replay.empty()) {
+      r.fail(*r.node("replay"), "replay", "only meaningful with sampling = \"replay\"");
+    }
     r.finish();
   }
   {  // [load]
@@ -572,7 +636,8 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   {  // [accuracy]
     Reader r(top.sub("accuracy"), "accuracy", path);
     r.known({"enabled", "eval_set", "reference_format", "max_tokens", "window", "min_top1_agreement",
-             "max_kl_mean", "max_kl_p99", "max_ppl_ratio"});
+             "max_kl_mean", "max_kl_p99", "max_ppl_ratio", "max_accuracy_drop", "min_task_accuracy",
+             "bootstrap_resamples", "bootstrap_seed"});
     AccuracySpec& a = s.accuracy;
     a.enabled = r.present() ? r.bool_opt("enabled").value_or(true) : false;
     a.eval_set = r.str_opt("eval_set").value_or("");
@@ -594,6 +659,10 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     a.max_kl_mean = r.num_opt("max_kl_mean", 0, 1e9);
     a.max_kl_p99 = r.num_opt("max_kl_p99", 0, 1e9);
     a.max_ppl_ratio = r.num_opt("max_ppl_ratio", 0, 1e9);
+    a.max_accuracy_drop = r.num_opt("max_accuracy_drop", -1, 1);
+    a.min_task_accuracy = r.num_opt("min_task_accuracy", 0, 1);
+    a.bootstrap_resamples = static_cast<int>(r.int_opt("bootstrap_resamples", 10, 1000000).value_or(1000));
+    a.bootstrap_seed = static_cast<uint64_t>(r.int_opt("bootstrap_seed", 0, INT64_MAX).value_or(1));
     r.finish();
   }
   {  // [calibration]
@@ -627,6 +696,23 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     if (needs && !c.enabled)
       throw ScenarioError(s.pos("matrix.recipe").message(
           "these recipes (or w8a8_static) need calibration data: add a [calibration] table with slice = \"FILE:A-B\""));
+  }
+  {  // [classifier]
+    Reader r(top.sub("classifier"), "classifier", path);
+    r.known({"pad_to", "max_wait_ms", "cache_entries", "cache_bytes"});
+    ClassifierSpec& c = s.classifier;
+    c.pad_to = static_cast<int>(r.int_opt("pad_to", 2, 1000000).value_or(128));
+    c.max_wait_ms = r.num_opt("max_wait_ms", 0, 60000).value_or(0);
+    c.cache_entries = r.int_opt("cache_entries", 0, 1000000000).value_or(1024);
+    c.cache_bytes = r.int_opt("cache_bytes", 0, INT64_MAX).value_or(0);
+    if (c.cache_entries == 0 && c.cache_bytes == 0)
+      throw ScenarioError(r.table_pos(r.node("cache_bytes") ? "cache_bytes" : "cache_entries")
+                              .message("the result cache needs a limit: cache_entries or cache_bytes > 0"));
+    r.finish();
+    bool batching = false;
+    for (int mb : s.max_batches) batching |= mb > 1;
+    if (batching && s.pattern != Pattern::server && s.pattern != Pattern::stepped && s.pattern != Pattern::offline)
+      throw ScenarioError(s.pos("matrix.max_batch").message(str("harness-formed batches need load.pattern server, stepped or offline, not ", pattern_name(s.pattern))));
   }
   {  // [counters]
     Reader r(top.sub("counters"), "counters", path);

@@ -51,6 +51,21 @@ struct AccuracySpec {
   std::optional<double> max_kl_mean;
   std::optional<double> max_kl_p99;
   std::optional<double> max_ppl_ratio;
+  // Classifiers (labelled eval set): floors on task accuracy and on its drop vs the reference
+  // (min_top1_agreement is the agreement of the predictions with the reference's), and the
+  // paired bootstrap of the intervals.
+  std::optional<double> max_accuracy_drop;  // reference accuracy - variant accuracy <= this
+  std::optional<double> min_task_accuracy;
+  int bootstrap_resamples = 1000;
+  uint64_t bootstrap_seed = 1;
+};
+
+// [classifier]: how an encoder classifier is served (BERT/DistilBERT models only).
+struct ClassifierSpec {
+  int pad_to = 128;          // shape "padded": every request (and batch) is padded to this length
+  double max_wait_ms = 0;    // harness-formed batches: longest wait for a batch to fill
+  int64_t cache_entries = 1024;  // cache = true: the LRU's entry limit (0 = none)
+  int64_t cache_bytes = 0;       // the LRU's byte limit (0 = none)
 };
 
 // One point of the variant matrix.
@@ -66,6 +81,12 @@ struct Variant {
   std::string kv_mode = "preallocated";
   std::string isa = "auto";
   bool pin_threads = false;
+  // Classifiers: request shapes ("dynamic" | "padded"), harness-formed batch size, result cache.
+  std::string shape = "dynamic";
+  int max_batch = 1;
+  bool cache = false;
+  int64_t cache_entries = 0;  // entry limit when cache (0 = none)
+  int64_t cache_bytes = 0;    // byte limit when cache (0 = none)
   std::string label() const;  // "int4_g32 gptq t2 w1 kv=paged isa=avx2" (defaults omitted)
 };
 
@@ -104,6 +125,13 @@ struct Scenario {
   std::vector<std::string> kv_modes{"preallocated"};
   std::vector<std::string> isas{"auto"};
   std::vector<bool> pin_threads{false};
+  // "WxT" pairs (workers x threads per worker), e.g. ["1x2", "2x1"]: the same cores split two
+  // ways; replaces the threads x workers cross product when given.
+  std::vector<std::pair<int, int>> layouts;
+  std::vector<std::string> shapes{"dynamic"};
+  std::vector<int> max_batches{1};
+  std::vector<int64_t> caches{0};  // 0 = off, -1 = on with [classifier] limits, N = on with N entries
+  ClassifierSpec classifier;
 
   // [workload]
   std::string workload_source = "synthetic";  // synthetic | eval
@@ -111,6 +139,9 @@ struct Scenario {
   int64_t synthetic_samples = 1024;           // distinct synthetic prompts
   LengthDist prompt_tokens;
   LengthDist gen_tokens;
+  std::string sampling = "uniform";  // uniform | zipf | replay: which sample each query uses
+  double zipf_s = 1.0;
+  std::string replay;                // sampling = replay: file of sample indices
 
   // [load]
   Pattern pattern = Pattern::single_stream;

@@ -185,6 +185,34 @@ ALTER TABLE variants ADD COLUMN recipe_params TEXT;
 ALTER TABLE variants ADD COLUMN calibration TEXT;
 ALTER TABLE variants ADD COLUMN quantized_file TEXT;
 )SQL"},
+    {3, "variants: classifier serving (shape, batching, result cache, traffic duplicates) and task accuracy with bootstrap intervals", R"SQL(
+ALTER TABLE variants ADD COLUMN shape TEXT;
+ALTER TABLE variants ADD COLUMN pad_to INTEGER;
+ALTER TABLE variants ADD COLUMN max_batch INTEGER;
+ALTER TABLE variants ADD COLUMN max_wait_ms REAL;
+ALTER TABLE variants ADD COLUMN batches INTEGER;
+ALTER TABLE variants ADD COLUMN cache_enabled INTEGER;
+ALTER TABLE variants ADD COLUMN cache_limit_entries INTEGER;
+ALTER TABLE variants ADD COLUMN cache_limit_bytes INTEGER;
+ALTER TABLE variants ADD COLUMN cache_hits INTEGER;
+ALTER TABLE variants ADD COLUMN cache_misses INTEGER;
+ALTER TABLE variants ADD COLUMN cache_hit_rate REAL;
+ALTER TABLE variants ADD COLUMN cache_evictions INTEGER;
+ALTER TABLE variants ADD COLUMN cache_entries INTEGER;
+ALTER TABLE variants ADD COLUMN cache_bytes INTEGER;
+ALTER TABLE variants ADD COLUMN cache_peak_bytes INTEGER;
+ALTER TABLE variants ADD COLUMN traffic TEXT;
+ALTER TABLE variants ADD COLUMN duplicate_rate REAL;
+ALTER TABLE variants ADD COLUMN expected_duplicate_rate REAL;
+ALTER TABLE variants ADD COLUMN task_accuracy_lo REAL;
+ALTER TABLE variants ADD COLUMN task_accuracy_hi REAL;
+ALTER TABLE variants ADD COLUMN macro_f1 REAL;
+ALTER TABLE variants ADD COLUMN ref_task_accuracy REAL;
+ALTER TABLE variants ADD COLUMN accuracy_delta REAL;
+ALTER TABLE variants ADD COLUMN accuracy_delta_lo REAL;
+ALTER TABLE variants ADD COLUMN accuracy_delta_hi REAL;
+ALTER TABLE variants ADD COLUMN bootstrap_resamples INTEGER;
+)SQL"},
 };
 
 void check(int rc, sqlite3* db, const std::string& path, const std::string& what) {

@@ -50,7 +50,7 @@ struct QueryResult {
 std::string sql_to_string(const SqlValue& v);  // "" for NULL
 nlohmann::json sql_to_json(const SqlValue& v);
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 class Store {
  public:

@@ -13,6 +13,7 @@
 #include "harness/lib/accuracy.h"
 #include "harness/lib/build_info.h"
 #include "harness/lib/load.h"
+#include "harness/lib/sut_bert.h"
 #include "harness/lib/sut_llama.h"
 #include "harness/lib/sysinfo.h"
 
@@ -27,7 +28,20 @@ struct Prepared {
   int64_t n_samples = 1;
   std::unique_ptr<AccuracyReference> accuracy;  // built lazily at the first variant
   std::string accuracy_error;
+  std::unique_ptr<ClassifierBench> classifier;  // BERT/DistilBERT models
+  std::shared_ptr<const Traffic> traffic;       // workload.sampling (null: uniform by choose_query)
 };
+
+// workload.sampling over the prepared samples.
+std::shared_ptr<const Traffic> make_traffic(const Scenario& sc, int64_t n) {
+  try {
+    if (sc.sampling == "zipf") return std::make_shared<const Traffic>(Traffic::zipf(n, sc.zipf_s, sc.seed_samples));
+    if (sc.sampling == "replay") return std::make_shared<const Traffic>(Traffic::replay(sc.replay, n));
+  } catch (const Error& e) {
+    throw ScenarioError(sc.pos(sc.sampling == "replay" ? "workload.replay" : "workload.sampling").message(e.what()));
+  }
+  return nullptr;
+}
 
 // A quantised model file fixes the format, the recipe and the pruning of its weights.
 void prepare_recipes(const Scenario& sc, Prepared& p) {
@@ -72,7 +86,22 @@ void prepare_calibration(const Scenario& sc, Prepared& p) {
   }
 }
 
+Prepared prepare_model(const Scenario& sc);
+
 Prepared prepare(const Scenario& sc) {
+  Prepared p = prepare_model(sc);
+  p.traffic = make_traffic(sc, p.n_samples);
+  if (!p.classifier) {  // keys only a classifier SUT implements
+    for (const auto& shape : sc.shapes)
+      if (shape != "dynamic")
+        throw ScenarioError(sc.pos("matrix.shapes").message("padded shapes are implemented for BERT/DistilBERT classifiers"));
+    for (int64_t c : sc.caches)
+      if (c != 0) throw ScenarioError(sc.pos("matrix.cache").message("the result cache is implemented for BERT/DistilBERT classifiers"));
+  }
+  return p;
+}
+
+Prepared prepare_model(const Scenario& sc) {
   Prepared p;
   for (size_t i = 0; i < sc.kv_modes.size(); ++i) {
     try {
@@ -88,6 +117,11 @@ Prepared prepare(const Scenario& sc) {
       throw ScenarioError(sc.model_pos.message(e.what()));
     }
     p.n_samples = sc.synthetic_samples;
+    return p;
+  }
+  if (is_bert_spec(sc.model)) {
+    p.classifier = std::make_unique<ClassifierBench>(sc);
+    p.n_samples = p.classifier->inputs()->size();
     return p;
   }
   try {
@@ -243,7 +277,16 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
              {"clients", sc.pattern == Pattern::closed_loop ? SqlValue(int64_t{sc.clients})
                          : sc.pattern == Pattern::single_stream ? SqlValue(int64_t{1}) : sql_null()},
              {"counters_mode", sc.counters_enabled ? SqlValue(sc.counters_mode) : SqlValue(std::string("off"))}};
-  if (!test) {
+  cfg.emplace_back("max_batch", int64_t{v.max_batch});
+  cfg.emplace_back("max_wait_ms", v.max_batch > 1 ? SqlValue(sc.classifier.max_wait_ms) : sql_null());
+  if (p.classifier) {
+    cfg.emplace_back("shape", v.shape);
+    cfg.emplace_back("pad_to", v.shape == "padded" ? SqlValue(int64_t{sc.classifier.pad_to}) : sql_null());
+    cfg.emplace_back("cache_enabled", int64_t{v.cache});
+    cfg.emplace_back("cache_limit_entries", v.cache && v.cache_entries > 0 ? SqlValue(v.cache_entries) : sql_null());
+    cfg.emplace_back("cache_limit_bytes", v.cache && v.cache_bytes > 0 ? SqlValue(v.cache_bytes) : sql_null());
+  }
+  if (!test && !p.classifier) {
     const RecipeRecord rr = p.models->record(v.format, v.sparsity, v.recipe);
     auto text_or_null = [](const std::string& x) { return x.empty() ? sql_null() : SqlValue(x); };
     cfg.emplace_back("recipe", text_or_null(rr.recipe));
@@ -265,6 +308,9 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     SessionOptions so;
     if (test) {
       sut = make_test_sut(sc.model);
+    } else if (p.classifier) {
+      sut = std::make_unique<BertSut>(p.classifier->model(v.format, v.sparsity), p.classifier->inputs(),
+                                      p.classifier->sut_options(v));
     } else {
       model = p.models->get(v.format, v.sparsity, v.recipe);
       so.threads = v.threads;
@@ -295,6 +341,9 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     ls.prompt = sc.prompt_tokens;
     ls.gen = sc.gen_tokens;
     ls.progress = [&](double e, int64_t d, int64_t x) { prog.bar(e, d, x); };
+    ls.max_batch = v.max_batch;
+    ls.max_wait_ns = static_cast<int64_t>(sc.classifier.max_wait_ms * 1e6);
+    ls.traffic = p.traffic.get();
 
     std::unique_ptr<CounterPlan> plan;
     std::unique_ptr<CounterObserver> counters;
@@ -309,6 +358,8 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     if (!lr.error.empty()) throw Error(lr.error);
     const std::optional<int64_t> rss = peak_rss_bytes();
     const SutInfo info = sut->info();
+    std::optional<CacheStats> cache;  // of the timed run (before the profiling pass)
+    if (auto* bs = dynamic_cast<BertSut*>(sut.get())) cache = bs->cache_stats();
 
     // Profiling pass (counters perturb timing when read at phase boundaries): separate, after.
     int64_t counter_queries = lr.recorder->count();
@@ -321,6 +372,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
       pl.min_duration_ns = 0;
       pl.warmup_queries = 0;
       pl.exact_cap = 0;
+      pl.max_batch = 1;
       pl.observer = counters.get();
       pl.progress = nullptr;
       const LoadResult pr = run_load(*sut, pl);
@@ -330,10 +382,14 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
 
     // Accuracy (once per build: step 0).
     std::optional<AccuracyResult> acc;
+    const ClassifierAccuracy* cacc = nullptr;
     std::string acc_unavailable;
     if (!sc.accuracy.enabled) acc_unavailable = "accuracy not requested ([accuracy] absent or enabled = false)";
     else if (test) acc_unavailable = "test SUT: no model to score";
-    else if (step == 0) {
+    else if (p.classifier) {
+      if (step == 0) cacc = &p.classifier->accuracy(v.format, v.sparsity, v.threads);
+      else acc_unavailable = "stored with step 0 of this variant";
+    } else if (step == 0) {
       if (!p.accuracy && p.accuracy_error.empty()) {
         try {
           prog.line(str("  accuracy reference: ", sc.accuracy.reference_format, " build"));
@@ -393,7 +449,9 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
 
     const double dur = lr.duration_s;
     int64_t prompt_tokens = 0;
-    const auto records = rec.records();
+    auto records = rec.records();
+    if (p.classifier)  // the sentence's token count ([CLS] and [SEP] included)
+      for (auto& r : records) r.prompt_tokens = static_cast<int32_t>(p.classifier->inputs()->ids[static_cast<size_t>(r.sample_index)].size());
     for (const auto& r : records) prompt_tokens += r.prompt_tokens;
     Fields f{{"status", std::string("ok")},
              {"finished_utc", utc_now_iso()},
@@ -417,7 +475,49 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
              {"slo_report", slo_report},
              {"counters_queries", counters ? SqlValue(counter_queries) : sql_null()}};
     for (auto& x : distribution_fields(rec)) f.push_back(std::move(x));
-    if (acc) {
+    f.emplace_back("batches", lr.batches);
+    {
+      std::vector<int64_t> samples;
+      samples.reserve(records.size());
+      for (const auto& r : records) samples.push_back(r.sample_index);
+      f.emplace_back("duplicate_rate", rec.all_kept() && !samples.empty() ? SqlValue(duplicate_rate(samples)) : sql_null());
+      if (p.traffic) {
+        f.emplace_back("traffic", p.traffic->describe());
+        f.emplace_back("expected_duplicate_rate", p.traffic->expected_duplicate_rate(rec.count()));
+      } else if (!test || p.n_samples > 0) {
+        f.emplace_back("traffic", str("uniform (seed ", sc.seed_samples, ") over ", p.n_samples, " samples"));
+        f.emplace_back("expected_duplicate_rate", Traffic::uniform(p.n_samples, sc.seed_samples).expected_duplicate_rate(rec.count()));
+      }
+    }
+    if (cache) {
+      f.emplace_back("cache_hits", cache->hits);
+      f.emplace_back("cache_misses", cache->misses);
+      f.emplace_back("cache_hit_rate", cache->hits + cache->misses ? SqlValue(cache->hit_rate()) : sql_null());
+      f.emplace_back("cache_evictions", cache->evictions);
+      f.emplace_back("cache_entries", cache->entries);
+      f.emplace_back("cache_bytes", cache->bytes);
+      f.emplace_back("cache_peak_bytes", cache->peak_bytes);
+    }
+    if (cacc) {
+      f.emplace_back("acc_kind", cacc->kind);
+      f.emplace_back("acc_eval_set", cacc->eval_set);
+      f.emplace_back("acc_tokens", cacc->examples);
+      f.emplace_back("top1_agreement", cacc->agreement);
+      if (cacc->stats) {
+        const ClassifierStats& cs = *cacc->stats;
+        f.emplace_back("task_accuracy", cs.accuracy);
+        f.emplace_back("task_accuracy_lo", cs.accuracy_ci.lo);
+        f.emplace_back("task_accuracy_hi", cs.accuracy_ci.hi);
+        f.emplace_back("macro_f1", cs.macro_f1);
+        f.emplace_back("ref_task_accuracy", sql_opt(cs.reference_accuracy));
+        f.emplace_back("accuracy_delta", sql_opt(cs.accuracy_delta));
+        f.emplace_back("accuracy_delta_lo", cs.delta_ci ? SqlValue(cs.delta_ci->lo) : sql_null());
+        f.emplace_back("accuracy_delta_hi", cs.delta_ci ? SqlValue(cs.delta_ci->hi) : sql_null());
+        f.emplace_back("bootstrap_resamples", int64_t{cs.resamples});
+      }
+      f.emplace_back("quality_verdict", cacc->verdict);
+      f.emplace_back("quality_reasons", cacc->reasons);
+    } else if (acc) {
       f.emplace_back("acc_kind", acc->kind);
       f.emplace_back("acc_eval_set", acc->eval_set);
       f.emplace_back("acc_tokens", acc->tokens);
@@ -483,6 +583,17 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
                   rec.output_tokens() > 0 && dur > 0 ? str(static_cast<double>(rec.output_tokens()) / dur, " tok/s; ") : "",
                   why.empty() ? "valid" : "INVALID: " + reasons));
     prog.line("  SLO: " + slo_report);
+    if (cache)
+      prog.line(str("  cache: ", cache->hits, " hits, ", cache->misses, " misses (hit rate ", cache->hit_rate(), "), ",
+                    cache->entries, " entries, ", cache->bytes, " bytes"));
+    if (cacc)
+      prog.line(str("  accuracy (", cacc->kind, "): agreement ", cacc->agreement,
+                    cacc->stats ? str(", accuracy ", cacc->stats->accuracy, " [", cacc->stats->accuracy_ci.lo, ", ",
+                                      cacc->stats->accuracy_ci.hi, "], delta ", *cacc->stats->accuracy_delta, " [",
+                                      cacc->stats->delta_ci->lo, ", ", cacc->stats->delta_ci->hi, "], macro F1 ",
+                                      cacc->stats->macro_f1)
+                                : std::string(),
+                    " -> ", cacc->verdict));
     if (acc)
       prog.line(str("  accuracy (", acc->kind, "): KL mean ", *acc->kl_mean, ", top-1 ", *acc->top1_agreement,
                     acc->ppl_ratio ? str(", ppl ratio ", *acc->ppl_ratio) : "", " -> ", acc->verdict));
@@ -527,9 +638,12 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
              {"seed_samples", static_cast<int64_t>(sc.seed_samples)},
              {"seed_lengths", static_cast<int64_t>(sc.seed_lengths)},
              {"model_spec", sc.model},
-             {"model_hash", p.models ? SqlValue(p.models->source().content_hash) : sql_null()},
-             {"model_container", p.models ? SqlValue(p.models->source().container) : SqlValue(std::string("test-sut"))},
-             {"model_params", p.models ? SqlValue(p.models->source().config.parameter_count()) : sql_null()},
+             {"model_hash", p.models ? SqlValue(p.models->source().content_hash)
+                            : p.classifier ? SqlValue(p.classifier->source().content_hash) : sql_null()},
+             {"model_container", p.models ? SqlValue(p.models->source().container)
+                                 : p.classifier ? SqlValue(p.classifier->source().container) : SqlValue(std::string("test-sut"))},
+             {"model_params", p.models ? SqlValue(p.models->source().config.parameter_count())
+                              : p.classifier ? SqlValue(p.classifier->source().config.parameter_count()) : sql_null()},
              {"cibench_version", b.version},
              {"cibench_commit", b.commit},
              {"compiler", b.compiler},

@@ -59,6 +59,11 @@ class SystemUnderTest {
   // Serves `q` on worker `worker`; must call ctx.complete() or ctx.fail() before returning
   // (throwing is treated as fail(what())).
   virtual void issue(int worker, const Query& q, QueryContext& ctx) = 0;
+  // A harness-formed batch (LoadSettings::max_batch > 1): n queries taken together, each with its
+  // own context; every one must be completed or failed. The default serves them one by one.
+  virtual void issue_batch(int worker, const Query* qs, QueryContext* const* ctxs, int n) {
+    for (int i = 0; i < n; ++i) issue(worker, qs[i], *ctxs[i]);
+  }
 };
 
 // Test SUTs, chosen by a model spec:
