@@ -2,6 +2,9 @@
 // the FP32 build teacher-forced on the same held-out tokens; calibration and evaluation slices
 // must not share a document. Prints a Markdown table (KL mean/p99, top-1 agreement, perplexity
 // and its ratio, calibration output error vs RTN, quantisation time, teacher-forced tokens/s).
+// With --sparsities it runs the pruning sweep instead: every --prune-formats format at every
+// sparsity (magnitude pruning with the format's pattern, no calibration), accuracy against FP32
+// and decode speed against the dense unpruned f32 build, timed alternately in the same process.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -9,7 +12,9 @@
 
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
+#include "engines/core/format.h"
 #include "engines/models/llama.h"
+#include "engines/runtime/session.h"
 #include "engines/models/tokenizer.h"
 #include "engines/quant/calibration.h"
 #include "engines/quant/recipe.h"
@@ -27,7 +32,97 @@ struct RecipesArgs {
   int samples = 64, seq_len = 128, eval_tokens = 4096, window = 128, threads = 1;
   unsigned long long seed = 1234;
   double sparsity = 0;
+  std::string sparsities;  // pruning sweep: "0.5,0.7,0.8,0.9"
+  std::string prune_formats = "f32,f32_sparse,int8,int8_sparse";
+  int speed_tokens = 256, speed_reps = 5;
 };
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string v;
+  while (std::getline(ss, v, ','))
+    if (!v.empty()) out.push_back(v);
+  return out;
+}
+
+// Seconds for one greedy-free decode pass: `tokens` fed one per step (the decode path: one
+// matrix-vector product per projection per token).
+double decode_seconds(LlamaSession& s, const std::vector<int>& tokens) {
+  using clock = std::chrono::steady_clock;
+  s.reset();
+  const auto t0 = clock::now();
+  for (int t : tokens) s.step(t);
+  return std::chrono::duration<double>(clock::now() - t0).count();
+}
+
+// Decode tokens/s of `m` and of `base`, timed alternately (m, base, m, base, ...) so that load
+// on a shared machine hits both alike; each is the best (shortest) of `reps` passes.
+std::pair<double, double> decode_tok_s(const LlamaModel& m, const LlamaModel& base,
+                                       const std::vector<int>& tokens, int threads, int reps) {
+  SessionOptions so;
+  so.threads = threads;
+  LlamaSession a(m, so), b(base, so);
+  double ta = 1e30, tb = 1e30;
+  decode_seconds(a, tokens);  // warm-up (caches, scratch)
+  decode_seconds(b, tokens);
+  for (int r = 0; r < reps; ++r) {
+    ta = std::min(ta, decode_seconds(a, tokens));
+    tb = std::min(tb, decode_seconds(b, tokens));
+  }
+  const double n = static_cast<double>(tokens.size());
+  return {n / ta, n / tb};
+}
+
+int run_pruning(const RecipesArgs& a) {
+  std::vector<double> sps{0.0};
+  for (const std::string& v : split_list(a.sparsities)) {
+    double x = 0;
+    try {
+      x = std::stod(v);
+    } catch (const std::exception&) {
+      throw Error(str("--sparsities: '", v, "' is not a number"));
+    }
+    CIBENCH_CHECK(x > 0 && x < 1, "--sparsities: ", x, " is not in (0, 1)");
+    sps.push_back(x);
+  }
+  const std::vector<std::string> formats = split_list(a.prune_formats);
+  for (const std::string& f : formats) format_by_name(f);
+  LlamaSource src = open_llama_source(a.model);
+  auto tok = open_tokenizer(a.tokenizer, src.config.vocab_size);
+  const LoadedSlice es = load_slice(TextSlice::parse(a.eval));
+  const std::vector<int> eval = slice_tokens(es, *tok, a.eval_tokens);
+  const LlamaModel fp32 = build_llama(src);
+  const LmReference ref(fp32, eval, a.window, a.threads);
+  const int n_speed = std::min<int>({a.speed_tokens, static_cast<int>(eval.size()), src.config.seq_len});
+  const std::vector<int> speed(eval.begin(), eval.begin() + n_speed);
+
+  std::printf("model %s (%s), isa %s, %d thread%s\n", src.origin.c_str(), src.content_hash.c_str(),
+              isa_name(active_isa()), a.threads, a.threads == 1 ? "" : "s");
+  std::printf("evaluation %s docs=%zu text=%s tokens=%zu window=%d\n", es.slice.spec().c_str(),
+              es.docs.size(), es.hash.c_str(), eval.size(), a.window);
+  std::printf("magnitude pruning of every projection (pattern of the format), no calibration; the head "
+              "and embeddings stay f32\n");
+  std::printf("decode speed: %d tokens one per step, best of %d passes, each build timed alternately with "
+              "the dense unpruned f32 build\n\n", n_speed, a.speed_reps);
+  std::printf("| format | sparsity | KL mean | KL p99 | top-1 | ppl ratio | weight MB | tok/s | f32 dense tok/s | speed ratio |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const std::string& f : formats) {
+    for (double sp : sps) {
+      LlamaBuildOptions o;
+      o.format = f;
+      o.sparsity = sp;
+      const LlamaModel m = build_llama(src, o);
+      const LmQuality q = ref.compare(m);
+      const auto [ts, tb] = decode_tok_s(m, fp32, speed, a.threads, a.speed_reps);
+      std::printf("| %s | %.2f | %.5f | %.5f | %.4f | %.4f | %.3f | %.0f | %.0f | %.2f |\n", f.c_str(), sp,
+                  q.kl_mean, q.kl_p99, q.top1, q.ppl_ratio,
+                  static_cast<double>(m.streamed_bytes_per_token()) / 1e6, ts, tb, ts / tb);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
 
 // "recipe:format[:name=value...]"
 RecipeSpec parse_variant(const std::string& v, double sparsity) {
@@ -46,6 +141,7 @@ RecipeSpec parse_variant(const std::string& v, double sparsity) {
 }
 
 int run_recipes(const RecipesArgs& a) {
+  if (!a.sparsities.empty()) return run_pruning(a);
   using clock = std::chrono::steady_clock;
   std::vector<RecipeSpec> specs;
   {
@@ -56,6 +152,7 @@ int run_recipes(const RecipesArgs& a) {
   }
   LlamaSource src = open_llama_source(a.model);
   auto tok = open_tokenizer(a.tokenizer, src.config.vocab_size);
+  CIBENCH_CHECK(!a.calib.empty(), "cibench recipes: --calib FILE:A-B is required (except with --sparsities)");
   const LoadedSlice cs = load_slice(TextSlice::parse(a.calib));
   const LoadedSlice es = load_slice(TextSlice::parse(a.eval));
   check_disjoint(cs, es);
@@ -116,10 +213,16 @@ const RegisterCommand reg{
        auto a = std::make_shared<RecipesArgs>();
        sub.add_option("-m,--model", a->model, "FP32 model")->required();
        sub.add_option("-z,--tokenizer", a->tokenizer, "tokenizer of the model")->required();
-       sub.add_option("--calib", a->calib, "calibration slice FILE:A-B")->required();
+       sub.add_option("--calib", a->calib, "calibration slice FILE:A-B (required for recipes)");
        sub.add_option("--eval", a->eval, "evaluation slice FILE:A-B (disjoint from --calib)")->required();
        sub.add_option("--variants", a->variants, "comma-separated RECIPE:FORMAT[:NAME=VALUE...]")->capture_default_str();
        sub.add_option("--sparsity", a->sparsity, "prune this fraction before every recipe")->capture_default_str();
+       sub.add_option("--sparsities", a->sparsities,
+                      "pruning sweep instead of recipes: comma-separated fractions (e.g. 0.5,0.7,0.8,0.9); "
+                      "--calib is not used");
+       sub.add_option("--prune-formats", a->prune_formats, "formats of the pruning sweep")->capture_default_str();
+       sub.add_option("--speed-tokens", a->speed_tokens, "decode tokens per timed pass (pruning sweep)")->capture_default_str();
+       sub.add_option("--speed-reps", a->speed_reps, "timed passes per build, best kept (pruning sweep)")->capture_default_str();
        sub.add_option("--samples", a->samples, "calibration windows")->capture_default_str();
        sub.add_option("--seq-len", a->seq_len, "tokens per calibration window")->capture_default_str();
        sub.add_option("--seed", a->seed, "calibration sampling seed")->capture_default_str();

@@ -56,8 +56,13 @@ SourcePos Scenario::pos(const std::string& key) const {
   return SourcePos{path, 1, 1, key};
 }
 
-std::string recipe_skip_reason(const std::string& recipe, const std::string& format) {
-  if (recipe.empty()) return "";
+std::string recipe_skip_reason(const std::string& recipe, const std::string& format, bool quantized_source) {
+  if (recipe.empty()) {
+    if (!quantized_source && format_by_name(format).quantize_act_static)
+      return str(format, " needs activation scales calibrated by a recipe (rtn, smoothquant, awq, gptq) "
+                 "or a .cbq written by cibench quantize");
+    return "";
+  }
   const std::string name = recipe.substr(0, recipe.find(':'));
   if (!QuantGrid::supports(format))
     return str("recipes target int8, w8a8, w8a8_static, int8_sparse, int8_bs, int8_24 and "
@@ -72,8 +77,8 @@ std::vector<std::string> Scenario::skipped() const {
   std::vector<std::string> out;
   for (const auto& f : formats)
     for (const auto& rc : recipes) {
-      const std::string why = recipe_skip_reason(rc, f);
-      if (!why.empty()) out.push_back(str(rc, " x ", f, ": ", why));
+      const std::string why = recipe_skip_reason(rc, f, is_quantized_model_path(model));
+      if (!why.empty()) out.push_back(str(rc.empty() ? "none" : rc, " x ", f, ": ", why));
     }
   return out;
 }
@@ -97,7 +102,7 @@ std::vector<Variant> Scenario::variants() const {
                for (const auto& shape : shapes)
                 for (int mb : max_batches)
                  for (int64_t cache : caches) {
-                if (!recipe_skip_reason(rc, f).empty()) continue;
+                if (!recipe_skip_reason(rc, f, is_quantized_model_path(model)).empty()) continue;
                 Variant v;
                 v.index = static_cast<int>(out.size());
                 v.format = f;

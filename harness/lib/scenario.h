@@ -99,8 +99,10 @@ struct CalibrationSpec {
   uint64_t seed = 1234;
 };
 
-// Why a (recipe, format) pair of the matrix is not run ("" = it is valid).
-std::string recipe_skip_reason(const std::string& recipe, const std::string& format);
+// Why a (recipe, format) pair of the matrix is not run ("" = it is valid). Recipe "" is none;
+// `quantized_source`: the model is a .cbq (its weights, activation scales included, are made).
+std::string recipe_skip_reason(const std::string& recipe, const std::string& format,
+                               bool quantized_source = false);
 
 struct Scenario {
   std::string path;

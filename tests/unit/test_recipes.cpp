@@ -26,6 +26,7 @@
 #include "engines/quant/recipe_eval.h"
 #include "engines/quant/recipe_grid.h"
 #include "engines/quant/smoothquant.h"
+#include "harness/lib/scenario.h"
 #include "tests/unit/test_support.h"
 
 namespace cibench {
@@ -559,7 +560,9 @@ TEST(QuantizedFile, StaticW8A8ScalesAreCalibratedStoredAndRequired) {
     // The scale of each projection covers the calibration maximum of its (smoothed) input.
     const SiteStats& st = f.stats.site("layers.0.attn_in");
     const float xmax = *std::max_element(st.absmax.begin(), st.absmax.end());
-    if (std::string(recipe) == "rtn") EXPECT_FLOAT_EQ(a.layers[0].wq.act_scale, xmax / 127.f);
+    if (std::string(recipe) == "rtn") {
+      EXPECT_FLOAT_EQ(a.layers[0].wq.act_scale, xmax / 127.f);
+    }
     for (const LlamaLayer& L : a.layers)
       for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w1, &L.w2, &L.w3})
         EXPECT_GT(w->act_scale, 0.f) << recipe << " " << w->name;
@@ -599,6 +602,65 @@ TEST(QuantizedFile, SourceHashMismatchIsRefusedNamingBoth) {
   EXPECT_THROW(load_quantized(path, f.src.content_hash), FileError);
   std::filesystem::remove(path);
   EXPECT_THROW(load_quantized(path), FileError);
+}
+
+// ---- scenarios ----------------------------------------------------------------------------------
+
+std::string recipe_scenario(const std::string& matrix, const std::string& extra = "") {
+  return "[model]\nsource = \"synthetic:tiny\"\n[matrix]\n" + matrix + "\n" + extra;
+}
+
+TEST(RecipeScenario, MatrixCrossesRecipesAndSkipsInvalidPairsWithAReason) {
+  const std::string calib = test::shared_path(kText);
+  const Scenario sc = parse_scenario_text(
+      recipe_scenario("format = [\"w8a8_static\", \"int4_g32\", \"f32\"]\n"
+                      "recipe = [\"rtn\", \"smoothquant:alpha=0.7\", \"none\"]\nsparsity = [0.0, 0.5]",
+                      "[calibration]\nslice = \"" + calib + ":0-10\"\n"),
+      "r.toml");
+  // w8a8_static: rtn, smoothquant; int4_g32: rtn, none; f32: none -> 5 pairs x 2 sparsities.
+  const std::vector<Variant> v = sc.variants();
+  ASSERT_EQ(v.size(), 10u);
+  EXPECT_EQ(v[0].label(), "w8a8_static rtn t1 w1");
+  EXPECT_EQ(v[3].label(), "w8a8_static smoothquant:alpha=0.7 t1 w1 sparsity=0.5");
+  EXPECT_EQ(v[6].recipe, "");
+  EXPECT_EQ(v[6].format, "int4_g32");
+  const std::vector<std::string> skipped = sc.skipped();
+  ASSERT_EQ(skipped.size(), 4u);
+  EXPECT_NE(skipped[0].find("none x w8a8_static: w8a8_static needs activation scales"), std::string::npos) << skipped[0];
+  EXPECT_NE(skipped[1].find("smoothquant:alpha=0.7 x int4_g32: smoothquant"), std::string::npos) << skipped[1];
+  EXPECT_NE(skipped[2].find("rtn x f32: recipes target"), std::string::npos) << skipped[2];
+  EXPECT_EQ(sc.calibration.samples, 64);
+  EXPECT_EQ(sc.calibration.seed, 1234u);
+}
+
+TEST(RecipeScenario, BadRecipesAndMissingCalibrationAreRefusedByKey) {
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_scenario_text(text, "r.toml");
+    } catch (const ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  std::string e = error_of(recipe_scenario("format = [\"int8\"]\nrecipe = [\"gptq:alpha=1\"]"));
+  EXPECT_NE(e.find("key 'matrix.recipe'"), std::string::npos) << e;
+  EXPECT_NE(e.find("no parameter 'alpha'"), std::string::npos) << e;
+  e = error_of(recipe_scenario("format = [\"int8\"]\nrecipe = [\"sparsegpt\"]"));
+  EXPECT_NE(e.find("unknown quantisation recipe 'sparsegpt'"), std::string::npos) << e;
+  e = error_of(recipe_scenario("format = [\"int8\"]\nrecipe = [\"awq\"]"));
+  EXPECT_NE(e.find("key 'matrix.recipe'"), std::string::npos) << e;
+  EXPECT_NE(e.find("[calibration]"), std::string::npos) << e;
+  // rtn alone needs no calibration, except for the static-activation format.
+  EXPECT_EQ(error_of(recipe_scenario("format = [\"int8\"]\nrecipe = [\"rtn\"]")), "accepted");
+  e = error_of(recipe_scenario("format = [\"w8a8_static\"]\nrecipe = [\"rtn\"]"));
+  EXPECT_NE(e.find("w8a8_static"), std::string::npos) << e;
+  // A .cbq needs the FP32 model it was made from.
+  const std::string path = temp_file("cibench_recipes_scenario.cbq");
+  { std::ofstream(path) << "x"; }
+  e = error_of("[model]\nsource = \"" + path + "\"\n");
+  EXPECT_NE(e.find("key 'model.source'"), std::string::npos) << e;
+  EXPECT_NE(e.find("source_model"), std::string::npos) << e;
+  std::filesystem::remove(path);
 }
 
 }  // namespace
