@@ -119,8 +119,12 @@ double Traffic::expected_duplicate_rate(int64_t queries) const {
     for (int64_t i = 0; i < queries; ++i) seq[static_cast<size_t>(i)] = sample(i);
     return duplicate_rate(seq);
   }
-  double distinct = 0;
   const double m = static_cast<double>(queries);
+  if (kind_ == "uniform") {  // closed form: n (1 - (1 - 1/n)^m) distinct samples
+    const double n = static_cast<double>(n_);
+    return 1.0 - n * -std::expm1(m * std::log1p(-1.0 / n)) / m;
+  }
+  double distinct = 0;
   for (double pk : probabilities()) distinct += 1.0 - std::exp(m * std::log1p(-std::min(pk, 1.0 - 1e-16)));
   return 1.0 - distinct / m;
 }
