@@ -1,0 +1,1021 @@
+#include "reports/query.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <set>
+#include <sstream>
+#include <variant>
+
+namespace cibench::reports {
+namespace {
+
+using Value = std::variant<std::monostate, int64_t, double, std::string>;
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool contains_ci(const std::string& hay, const std::string& needle) {
+  return needle.empty() || lower(hay).find(lower(needle)) != std::string::npos;
+}
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+std::string as_text(const Value& v) {
+  if (std::holds_alternative<std::monostate>(v)) return "";
+  if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (auto* d = std::get_if<double>(&v)) return fmt_num(*d, 6);
+  return std::get<std::string>(v);
+}
+
+std::optional<double> as_num(const Value& v) {
+  if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (auto* d = std::get_if<double>(&v)) return *d;
+  return std::nullopt;
+}
+
+int64_t as_int(const Value& v, int64_t dflt = 0) {
+  if (auto* i = std::get_if<int64_t>(&v)) return *i;
+  if (auto* d = std::get_if<double>(&v)) return static_cast<int64_t>(*d);
+  return dflt;
+}
+
+std::string in_list(size_t n) {
+  std::string s = "(";
+  for (size_t i = 0; i < n; ++i) s += i ? ",?" : "?";
+  return s + ")";
+}
+
+// The columns read by this file, per table (a database lacking one is too old for it).
+const std::vector<std::pair<std::string, std::vector<std::string>>>& required_columns() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> r{
+      {"runs", {"run_id", "status", "started_utc", "finished_utc", "error", "scenario_name",
+                "scenario_toml", "question", "pattern", "model_spec", "hostname", "cpu_model",
+                "isa_active", "cibench_commit"}},
+      {"variants", {"variant_id", "run_id", "variant_index", "step_index", "label", "status", "error",
+                    "format", "sparsity", "threads", "workers", "offered_qps", "achieved_qps",
+                    "queries", "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "counters_mode",
+                    "counters_queries", "top1_agreement", "kl_mean", "ppl_ratio", "task_accuracy",
+                    "knee_qps", "slo_met"}},
+      {"counters", {"variant_id", "name", "phase", "scope", "value", "unit", "source",
+                    "unavailable_reason"}},
+      {"requests", {"variant_id", "ok", "latency_ms"}},
+      {"histograms", {"variant_id", "metric", "bucket_low_ns", "bucket_high_ns", "count"}},
+  };
+  return r;
+}
+
+// Variant columns that describe the configuration (shown in hover text and tables).
+const std::vector<std::string>& config_columns() {
+  static const std::vector<std::string> c{
+      "format", "sparsity", "threads", "workers", "kv_mode", "isa_requested", "isa_used", "pinning",
+      "pattern", "offered_qps", "clients", "counters_mode"};
+  return c;
+}
+
+// Accuracy columns: measured once per variant, possibly on one step only.
+bool is_accuracy_column(const std::string& c) {
+  static const std::set<std::string> a{"acc_kind", "acc_eval_set", "acc_tokens", "kl_mean", "kl_p99",
+                                       "top1_agreement", "ppl", "ppl_ref", "ppl_ratio", "task_accuracy",
+                                       "quality_verdict", "quality_reasons", "acc_unavailable_reason"};
+  return a.count(c) > 0 || c.rfind("acc_", 0) == 0 || c.rfind("task_", 0) == 0;
+}
+
+// splitmix64 of a value (the harness's mix64).
+uint64_t splitmix_hash(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// One step of the splitmix64 generator with state s (the harness's Rng::next).
+uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+// ---- formatting ------------------------------------------------------------------------------
+
+std::string fmt_num(double v, int significant) {
+  if (!std::isfinite(v)) return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
+  char buf[64];
+  const double a = std::fabs(v);
+  if (a != 0 && (a >= 1e7 || a < 1e-4)) std::snprintf(buf, sizeof buf, "%.*e", significant - 1, v);
+  else if (a >= std::pow(10.0, significant)) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else std::snprintf(buf, sizeof buf, "%.*g", significant, v);
+  return buf;
+}
+
+std::string compact_label(const std::string& label) {
+  std::string s = label;
+  for (const char* d : {" kv=preallocated", " isa=auto"}) {
+    const size_t at = s.find(d);
+    if (at != std::string::npos) s.erase(at, std::string(d).size());
+  }
+  return s;
+}
+
+std::string fmt_opt(const std::optional<double>& v, int significant) {
+  return v ? fmt_num(*v, significant) : "n/a";
+}
+
+// ---- variants -------------------------------------------------------------------------------
+
+std::optional<double> Variant::get(const std::string& column) const {
+  auto it = num.find(column);
+  if (it == num.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Variant::text_of(const std::string& column) const {
+  auto it = text.find(column);
+  if (it != text.end()) return it->second;
+  auto n = num.find(column);
+  if (n != num.end()) return fmt_num(n->second, 6);
+  return "";
+}
+
+std::string Variant::short_name(bool with_rate) const {
+  std::string s = format.empty() ? label : format;
+  const std::string recipe = text_of("recipe");  // schema 2; "" when none
+  if (!recipe.empty()) s += " " + recipe;
+  if (sparsity && *sparsity > 0) s += " sp" + fmt_num(*sparsity, 3);
+  if (threads) s += " t" + std::to_string(*threads);
+  if (workers) s += " w" + std::to_string(*workers);
+  const std::string kv = text_of("kv_mode");
+  if (!kv.empty() && kv != "preallocated") s += " kv=" + kv;
+  const std::string isa = text_of("isa_requested");
+  if (!isa.empty() && isa != "auto") s += " isa=" + isa;
+  if (with_rate && (step_index > 0 || text_of("pattern") == "stepped")) {
+    auto q = get("offered_qps");
+    s += q ? " @" + fmt_num(*q, 3) + "qps" : " step" + std::to_string(step_index);
+  }
+  return s;
+}
+
+std::string Variant::config() const {
+  std::ostringstream os;
+  os << "run " << run_id << ", variant " << variant_index;
+  if (step_index > 0) os << ", step " << step_index;
+  os << "\nlabel: " << label << "\nstatus: " << status;
+  if (!error.empty()) os << " (" << error << ")";
+  for (const auto& c : config_columns()) {
+    const std::string t = text_of(c);
+    if (!t.empty()) os << "\n" << c << ": " << t;
+  }
+  return os.str();
+}
+
+// ---- axes and frontier ---------------------------------------------------------------------
+
+std::string Axis::title() const { return unit.empty() ? label : label + " (" + unit + ")"; }
+
+const std::vector<Axis>& x_axes() {
+  static const double mib = 1.0 / (1024.0 * 1024.0);
+  static const std::vector<Axis> a{
+      {"latency_p50_ms", "latency p50", "ms", false, 1},
+      {"latency_p90_ms", "latency p90", "ms", false, 1},
+      {"latency_p95_ms", "latency p95", "ms", false, 1},
+      {"latency_p99_ms", "latency p99", "ms", false, 1},
+      {"latency_p999_ms", "latency p99.9", "ms", false, 1},
+      {"ttft_p95_ms", "time to first token p95", "ms", false, 1},
+      {"tpot_p95_ms", "time per output token p95", "ms", false, 1},
+      {"achieved_qps", "throughput", "queries/s", true, 1},
+      {"tokens_per_s", "throughput", "tokens/s", true, 1},
+      {"peak_rss_bytes", "peak memory (RSS)", "MiB", false, mib},
+      {"weight_bytes", "weight memory", "MiB", false, mib},
+  };
+  return a;
+}
+
+const std::vector<Axis>& y_axes() {
+  static const std::vector<Axis> a{
+      {"top1_agreement", "top-1 agreement with the reference", "", true, 1},
+      {"task_accuracy", "task accuracy", "", true, 1},
+      {"task_accuracy_delta", "task accuracy delta vs f32", "", true, 1},
+      {"kl_mean", "KL divergence, mean", "nats", false, 1},
+      {"kl_p99", "KL divergence, p99", "nats", false, 1},
+      {"ppl_ratio", "perplexity ratio to the reference", "", false, 1},
+      {"ppl", "perplexity", "", false, 1},
+  };
+  return a;
+}
+
+const Axis& find_axis(const std::string& key) {
+  for (const auto* list : {&x_axes(), &y_axes()})
+    for (const Axis& a : *list)
+      if (a.key == key) return a;
+  throw DbError(str("unknown axis '", key, "'"));
+}
+
+std::vector<size_t> pareto_frontier(const std::vector<Point>& pts, bool x_higher_better,
+                                    bool y_higher_better) {
+  // Work in "smaller is better" on both axes.
+  auto key = [&](size_t i) {
+    return std::pair<double, double>{x_higher_better ? -pts[i].x : pts[i].x,
+                                      y_higher_better ? -pts[i].y : pts[i].y};
+  };
+  std::vector<size_t> idx(pts.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  // Sweep by x (best first): a point is on the frontier when its y beats every y seen so far,
+  // or ties the last frontier point exactly (duplicates).
+  std::vector<size_t> out;
+  double best_y = INFINITY;
+  std::pair<double, double> last{NAN, NAN};
+  for (size_t i : idx) {
+    const auto k = key(i);
+    if (k.second < best_y) {
+      out.push_back(i);
+      best_y = k.second;
+      last = k;
+    } else if (!out.empty() && k == last) {
+      out.push_back(i);
+    }
+  }
+  std::sort(out.begin(), out.end(), [&](size_t a, size_t b) {
+    return pts[a].x != pts[b].x ? pts[a].x < pts[b].x : a < b;
+  });
+  return out;
+}
+
+bool meets_floor(const Axis& y, double value, double floor) {
+  return y.higher_is_better ? value >= floor : value <= floor;
+}
+
+// ---- counters --------------------------------------------------------------------------------
+
+const std::vector<std::string>& counter_names() {
+  static const std::vector<std::string> n{"ipc",         "l1d_mpki", "l2_mpki",
+                                          "l3_mpki",     "branch_mpki", "energy_j",
+                                          "energy_per_request_j"};
+  return n;
+}
+
+std::string counter_title(const std::string& name) {
+  if (name == "ipc") return "IPC";
+  if (name == "l1d_mpki") return "L1D misses / 1000 instr";
+  if (name == "l2_mpki") return "L2 misses / 1000 instr";
+  if (name == "l3_mpki") return "L3 misses / 1000 instr";
+  if (name == "branch_mpki") return "branch misses / 1000 instr";
+  if (name == "energy_j") return "energy (J)";
+  if (name == "energy_per_request_j") return "energy per request (J)";
+  return name;
+}
+
+// ---- bootstrap -----------------------------------------------------------------------------
+
+double sample_stat(std::vector<double> v, double p) {
+  CIBENCH_CHECK(!v.empty(), "sample_stat of an empty sample");
+  if (p <= 0) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  }
+  const double n = static_cast<double>(v.size());
+  int64_t r = static_cast<int64_t>(std::ceil(p / 100.0 * n - 1e-9));
+  r = std::clamp<int64_t>(r, 1, static_cast<int64_t>(v.size()));
+  std::nth_element(v.begin(), v.begin() + (r - 1), v.end());
+  return v[static_cast<size_t>(r - 1)];
+}
+
+std::pair<double, double> bootstrap_diff_ci(const std::vector<double>& a, const std::vector<double>& b,
+                                            double p, int resamples, double confidence,
+                                            uint64_t seed) {
+  CIBENCH_CHECK(!a.empty() && !b.empty(), "bootstrap needs two non-empty samples");
+  CIBENCH_CHECK(resamples >= 10, "bootstrap needs at least 10 resamples, got ", resamples);
+  uint64_t s = splitmix_hash(seed);  // as cibench compare: Rng(mix64(seed))
+  std::vector<double> diffs;
+  diffs.reserve(static_cast<size_t>(resamples));
+  std::vector<double> ra(a.size()), rb(b.size());
+  for (int r = 0; r < resamples; ++r) {
+    for (double& x : ra) x = a[splitmix(s) % a.size()];
+    for (double& x : rb) x = b[splitmix(s) % b.size()];
+    diffs.push_back(sample_stat(rb, p) - sample_stat(ra, p));
+  }
+  std::sort(diffs.begin(), diffs.end());
+  // Percentile interval: nearest-rank percentiles of the sorted differences (2.5 and 97.5 for
+  // 95 %), the tail rounded so that 0.95 gives exactly 2.5.
+  const double tail = std::round((1 - confidence) / 2 * 100 * 1e6) / 1e6;
+  return {sample_stat(diffs, std::max(tail, 1e-9)), sample_stat(diffs, 100 - tail)};
+}
+
+// ---- TOML scalars ----------------------------------------------------------------------------
+
+std::map<std::string, std::string> scan_toml_scalars(const std::string& toml) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(toml);
+  std::string line, section;
+  int depth = 0;  // open brackets of a multi-line array or inline table being skipped
+  while (std::getline(in, line)) {
+    std::string t = trim(line);
+    if (depth > 0) {
+      for (char c : t) depth += (c == '[' || c == '{') ? 1 : (c == ']' || c == '}') ? -1 : 0;
+      continue;
+    }
+    if (t.empty() || t[0] == '#') continue;
+    if (t[0] == '[') {
+      if (t.size() > 1 && t[1] == '[') { section = ""; continue; }  // arrays of tables: not read
+      const size_t e = t.find(']');
+      section = trim(t.substr(1, e == std::string::npos ? std::string::npos : e - 1));
+      continue;
+    }
+    const size_t eq = t.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = trim(t.substr(0, eq));
+    if (key.size() >= 2 && (key[0] == '"' || key[0] == '\'')) key = key.substr(1, key.size() - 2);
+    std::string val = trim(t.substr(eq + 1));
+    if (val.empty()) continue;
+    if (val[0] == '[' || val[0] == '{') {
+      for (char c : val) depth += (c == '[' || c == '{') ? 1 : (c == ']' || c == '}') ? -1 : 0;
+      continue;
+    }
+    if (val[0] == '"' || val[0] == '\'') {
+      const size_t close = val.find(val[0], 1);
+      val = val.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+    } else {
+      const size_t hash = val.find('#');
+      if (hash != std::string::npos) val = trim(val.substr(0, hash));
+    }
+    out[section.empty() ? key : section + "." + key] = val;
+  }
+  return out;
+}
+
+// ---- the database ----------------------------------------------------------------------------
+
+struct Db::Rows {
+  std::vector<std::string> cols;
+  std::vector<std::vector<Value>> rows;
+  int col(const std::string& name) const {
+    for (size_t i = 0; i < cols.size(); ++i)
+      if (cols[i] == name) return static_cast<int>(i);
+    return -1;
+  }
+};
+
+namespace {
+struct Stmt {
+  sqlite3_stmt* st = nullptr;
+  ~Stmt() { sqlite3_finalize(st); }
+};
+}  // namespace
+
+Db::Rows Db::select(const std::string& sql, const std::vector<std::string>& params) {
+  Stmt s;
+  int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &s.st, nullptr);
+  if (rc != SQLITE_OK) throw DbError(str(path_, ": ", sqlite3_errmsg(db_), " (in: ", sql.substr(0, 60), ")"));
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string& p = params[i];
+    // Integers are bound as integers so that comparisons with INTEGER columns are exact.
+    char* end = nullptr;
+    const long long v = std::strtoll(p.c_str(), &end, 10);
+    if (!p.empty() && *end == '\0' && p.find_first_not_of("-0123456789") == std::string::npos)
+      sqlite3_bind_int64(s.st, static_cast<int>(i + 1), v);
+    else
+      sqlite3_bind_text(s.st, static_cast<int>(i + 1), p.data(), static_cast<int>(p.size()), SQLITE_TRANSIENT);
+  }
+  Rows r;
+  const int nc = sqlite3_column_count(s.st);
+  for (int i = 0; i < nc; ++i) r.cols.emplace_back(sqlite3_column_name(s.st, i));
+  while ((rc = sqlite3_step(s.st)) == SQLITE_ROW) {
+    std::vector<Value> row;
+    row.reserve(static_cast<size_t>(nc));
+    for (int i = 0; i < nc; ++i) {
+      switch (sqlite3_column_type(s.st, i)) {
+        case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(s.st, i))); break;
+        case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(s.st, i)); break;
+        case SQLITE_NULL: row.emplace_back(std::monostate{}); break;
+        default: {
+          const unsigned char* t = sqlite3_column_text(s.st, i);
+          row.emplace_back(std::string(t ? reinterpret_cast<const char*>(t) : ""));
+        }
+      }
+    }
+    r.rows.push_back(std::move(row));
+  }
+  if (rc != SQLITE_DONE) throw DbError(str(path_, ": ", sqlite3_errmsg(db_)));
+  return r;
+}
+
+Db::Db(const std::string& path) : path_(path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw DbError(str(path, ": no such results database (`cibench run SCENARIO` creates it)"));
+  if (fs::is_directory(path, ec)) throw DbError(str(path, ": is a folder, not a results database"));
+  const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw DbError(str(path, ": cannot open: ", msg));
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  try {
+    std::set<std::string> tables;
+    try {
+      version_ = static_cast<int>(as_int(select("PRAGMA user_version").rows.at(0).at(0)));
+      for (const auto& row : select("SELECT name FROM sqlite_master WHERE type='table'").rows)
+        tables.insert(as_text(row[0]));
+    } catch (const DbError&) {
+      throw DbError(str(path, ": not a readable SQLite database (", sqlite3_errmsg(db_),
+                        "); is it a cibench results file?"));
+    }
+    if (tables.empty())
+      throw DbError(str(path, ": the database is empty (no cibench tables); `cibench run SCENARIO --db ",
+                        path, "` writes one"));
+    if (!tables.count("runs") || !tables.count("variants"))
+      throw DbError(str(path, ": not a cibench results database (no 'runs' and 'variants' tables)"));
+    if (version_ < kReadsSchemaVersion)
+      throw DbError(str(path, ": database schema version ", version_,
+                        " is older than this cibench reads (", kReadsSchemaVersion, ")"));
+    for (const auto& [table, cols] : required_columns()) {
+      if (!tables.count(table))
+        throw DbError(str(path, ": database schema version ", version_, " is older than this cibench reads (",
+                          kReadsSchemaVersion, "): no table '", table, "'"));
+      std::set<std::string> have;
+      for (const auto& row : select("PRAGMA table_info(" + table + ")").rows) have.insert(as_text(row[1]));
+      for (const auto& c : cols)
+        if (!have.count(c))
+          throw DbError(str(path, ": database schema version ", version_, " is older than this cibench reads (",
+                            kReadsSchemaVersion, "): table '", table, "' has no column '", c, "'"));
+    }
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+Db::~Db() { sqlite3_close(db_); }
+
+int64_t Db::data_version() { return as_int(select("PRAGMA data_version").rows.at(0).at(0)); }
+
+namespace {
+RunInfo run_from(const std::vector<std::string>& cols, const std::vector<Value>& row) {
+  RunInfo r;
+  auto get = [&](const char* name) -> const Value* {
+    for (size_t i = 0; i < cols.size(); ++i)
+      if (cols[i] == name) return &row[i];
+    return nullptr;
+  };
+  auto text = [&](const char* name) { const Value* v = get(name); return v ? as_text(*v) : std::string(); };
+  r.run_id = get("run_id") ? as_int(*get("run_id")) : 0;
+  r.status = text("status");
+  r.started_utc = text("started_utc");
+  r.finished_utc = text("finished_utc");
+  r.error = text("error");
+  r.scenario_name = text("scenario_name");
+  r.question = text("question");
+  r.pattern = text("pattern");
+  r.model_spec = text("model_spec");
+  r.hostname = text("hostname");
+  r.cpu_model = text("cpu_model");
+  r.isa_active = text("isa_active");
+  r.cibench_commit = text("cibench_commit");
+  r.variants = get("n_variants") ? as_int(*get("n_variants")) : 0;
+  return r;
+}
+const char* kRunColumns =
+    "r.run_id, r.status, r.started_utc, r.finished_utc, r.error, r.scenario_name, r.question, "
+    "r.pattern, r.model_spec, r.hostname, r.cpu_model, r.isa_active, r.cibench_commit, "
+    "(SELECT COUNT(*) FROM variants v WHERE v.run_id = r.run_id) AS n_variants";
+}  // namespace
+
+std::vector<RunInfo> Db::runs(const RunFilter& f) {
+  Rows rs = select(str("SELECT ", kRunColumns, " FROM runs r ORDER BY r.run_id DESC"));
+  std::vector<RunInfo> out;
+  for (const auto& row : rs.rows) {
+    RunInfo r = run_from(rs.cols, row);
+    const std::string day = r.started_utc.substr(0, 10);
+    if (!contains_ci(r.scenario_name, f.scenario)) continue;
+    if (!f.host.empty() && !contains_ci(r.hostname, f.host) && !contains_ci(r.cpu_model, f.host)) continue;
+    if (!contains_ci(r.model_spec, f.model)) continue;
+    if (!f.date_from.empty() && day < f.date_from.substr(0, 10)) continue;
+    if (!f.date_to.empty() && day > f.date_to.substr(0, 10)) continue;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+RunInfo Db::run(int64_t run_id) {
+  Rows rs = select(str("SELECT ", kRunColumns, " FROM runs r WHERE r.run_id = ?"), {std::to_string(run_id)});
+  if (rs.rows.empty()) throw DbError(str(path_, ": no run ", run_id));
+  return run_from(rs.cols, rs.rows[0]);
+}
+
+int64_t Db::resolve_run(const std::string& ref) {
+  if (ref == "last" || ref.rfind("last~", 0) == 0) {
+    int64_t back = 0;
+    if (ref.size() > 5) {
+      char* end = nullptr;
+      back = std::strtoll(ref.c_str() + 5, &end, 10);
+      if (*end || back < 0) throw DbError(str("run '", ref, "': expected 'last~N' with N >= 0"));
+    }
+    Rows rs = select("SELECT run_id FROM runs ORDER BY run_id DESC LIMIT 1 OFFSET ?", {std::to_string(back)});
+    if (rs.rows.empty()) throw DbError(str(path_, ": no run '", ref, "'"));
+    return as_int(rs.rows[0][0]);
+  }
+  char* end = nullptr;
+  const long long id = std::strtoll(ref.c_str(), &end, 10);
+  if (ref.empty() || *end) throw DbError(str("run '", ref, "': expected a run id, 'last' or 'last~N'"));
+  run(id);  // throws when absent
+  return id;
+}
+
+std::vector<std::pair<std::string, std::string>> Db::provenance(int64_t run_id) {
+  Rows rs = select("SELECT * FROM runs WHERE run_id = ?", {std::to_string(run_id)});
+  if (rs.rows.empty()) throw DbError(str(path_, ": no run ", run_id));
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < rs.cols.size(); ++i) {
+    if (rs.cols[i] == "scenario_toml") continue;  // long; shown separately
+    const std::string v = as_text(rs.rows[0][i]);
+    if (!v.empty()) out.emplace_back(rs.cols[i], v);
+  }
+  return out;
+}
+
+std::string Db::scenario_toml(int64_t run_id) {
+  Rows rs = select("SELECT scenario_toml FROM runs WHERE run_id = ?", {std::to_string(run_id)});
+  return rs.rows.empty() ? std::string() : as_text(rs.rows[0][0]);
+}
+
+std::vector<Slo> Db::slos(int64_t run_id) {
+  std::vector<Slo> out;
+  for (const auto& [k, v] : scan_toml_scalars(scenario_toml(run_id))) {
+    if (k.rfind("slo.", 0) != 0) continue;
+    Slo s;
+    s.key = k.substr(4);
+    // [metric_](pNN|max)_ms
+    std::string rest = s.key;
+    if (rest.size() < 4 || rest.substr(rest.size() - 3) != "_ms") continue;
+    rest = rest.substr(0, rest.size() - 3);
+    const size_t us = rest.rfind('_');
+    s.metric = us == std::string::npos ? "latency" : rest.substr(0, us);
+    const std::string pct = us == std::string::npos ? rest : rest.substr(us + 1);
+    if (pct != "max" && (pct.size() < 2 || pct[0] != 'p')) continue;
+    s.column = s.metric + "_" + pct + "_ms";
+    char* end = nullptr;
+    s.limit_ms = std::strtod(v.c_str(), &end);
+    if (end == v.c_str()) continue;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::optional<std::pair<std::string, double>> Db::scenario_floor(int64_t run_id, const std::string& y_key) {
+  static const std::map<std::string, std::vector<std::string>> keys{
+      {"top1_agreement", {"accuracy.min_top1_agreement"}},
+      {"kl_mean", {"accuracy.max_kl_mean"}},
+      {"kl_p99", {"accuracy.max_kl_p99"}},
+      {"ppl_ratio", {"accuracy.max_ppl_ratio"}},
+      {"task_accuracy", {"accuracy.min_task_accuracy", "accuracy.min_accuracy"}},
+      {"task_accuracy_delta", {"accuracy.min_accuracy_delta"}},
+  };
+  auto it = keys.find(y_key);
+  if (it == keys.end()) return std::nullopt;
+  const auto scalars = scan_toml_scalars(scenario_toml(run_id));
+  for (const auto& k : it->second) {
+    auto s = scalars.find(k);
+    if (s == scalars.end()) continue;
+    char* end = nullptr;
+    const double v = std::strtod(s->second.c_str(), &end);
+    if (end != s->second.c_str()) return std::pair<std::string, double>{k.substr(k.find('.') + 1), v};
+  }
+  return std::nullopt;
+}
+
+std::vector<Variant> Db::variants(const std::vector<int64_t>& run_ids) {
+  std::vector<Variant> out;
+  if (run_ids.empty()) return out;
+  std::vector<std::string> params;
+  for (int64_t id : run_ids) params.push_back(std::to_string(id));
+  Rows rs = select("SELECT * FROM variants WHERE run_id IN " + in_list(run_ids.size()) +
+                       " ORDER BY run_id, variant_index, step_index",
+                   params);
+  for (const auto& row : rs.rows) {
+    Variant v;
+    for (size_t i = 0; i < rs.cols.size(); ++i) {
+      const std::string& c = rs.cols[i];
+      const Value& val = row[i];
+      if (auto n = as_num(val)) v.num[c] = *n;
+      else if (auto* s = std::get_if<std::string>(&val)) v.text[c] = *s;
+    }
+    v.variant_id = static_cast<int64_t>(v.get("variant_id").value_or(0));
+    v.run_id = static_cast<int64_t>(v.get("run_id").value_or(0));
+    v.variant_index = static_cast<int64_t>(v.get("variant_index").value_or(0));
+    v.step_index = static_cast<int64_t>(v.get("step_index").value_or(0));
+    v.label = v.text_of("label");
+    v.status = v.text_of("status");
+    v.error = v.text_of("error");
+    v.format = v.text_of("format");
+    v.sparsity = v.get("sparsity");
+    if (auto t = v.get("threads")) v.threads = static_cast<int64_t>(*t);
+    if (auto w = v.get("workers")) v.workers = static_cast<int64_t>(*w);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+namespace {
+// One representative row per (run, variant_index): the first step, with accuracy columns filled
+// from any step of the same variant.
+std::vector<Variant> representatives(const std::vector<Variant>& all) {
+  std::vector<Variant> reps;
+  std::map<std::pair<int64_t, int64_t>, size_t> at;
+  for (const Variant& v : all) {
+    auto key = std::make_pair(v.run_id, v.variant_index);
+    auto it = at.find(key);
+    if (it == at.end()) {
+      at[key] = reps.size();
+      reps.push_back(v);
+      continue;
+    }
+    Variant& r = reps[it->second];
+    for (const auto& [c, x] : v.num)
+      if (is_accuracy_column(c) && !r.num.count(c)) r.num[c] = x;
+    for (const auto& [c, x] : v.text)
+      if (is_accuracy_column(c) && !r.text.count(c)) r.text[c] = x;
+  }
+  return reps;
+}
+
+std::optional<double> axis_value(const Axis& a, const Variant& v, const std::vector<Variant>& reps) {
+  if (a.key == "task_accuracy_delta") {
+    if (auto d = v.get("task_accuracy_delta")) return d;
+    auto acc = v.get("task_accuracy");
+    if (!acc) return std::nullopt;
+    for (const Variant& r : reps)  // the reference: the run's f32 dense variant with an accuracy
+      if (r.run_id == v.run_id && r.format == "f32" && r.sparsity.value_or(0) == 0 && r.get("task_accuracy"))
+        return *acc - *r.get("task_accuracy");
+    return std::nullopt;
+  }
+  auto x = v.get(a.key);
+  if (!x) return std::nullopt;
+  return *x * a.scale;
+}
+}  // namespace
+
+std::pair<std::string, std::string> Db::default_axes(const std::vector<int64_t>& run_ids) {
+  const auto reps = representatives(variants(run_ids));
+  auto any = [&](const Axis& a) {
+    for (const Variant& v : reps)
+      if (axis_value(a, v, reps)) return true;
+    return false;
+  };
+  std::string x = "latency_p95_ms";
+  if (!any(find_axis(x))) {
+    for (const Axis& a : x_axes())
+      if (any(a)) { x = a.key; break; }
+  }
+  std::string y = "top1_agreement";
+  for (const Axis& a : y_axes())
+    if (any(a)) { y = a.key; break; }
+  return {x, y};
+}
+
+Tradeoff Db::tradeoff(const std::vector<int64_t>& run_ids, const std::string& x_key,
+                      const std::string& y_key, std::optional<double> floor, bool use_scenario_floor) {
+  Tradeoff t;
+  t.x = find_axis(x_key);
+  t.y = find_axis(y_key);
+  if (floor) {
+    t.floor = floor;
+    t.floor_source = "set by the user";
+  } else if (use_scenario_floor) {
+    for (int64_t id : run_ids)
+      if (auto f = scenario_floor(id, y_key)) {
+        t.floor = f->second;
+        t.floor_source = "scenario: " + f->first;
+        break;
+      }
+  }
+  const auto reps = representatives(variants(run_ids));
+  std::vector<Point> pass_pts;
+  std::vector<size_t> pass_idx;
+  for (const Variant& v : reps) {
+    const auto x = axis_value(t.x, v, reps);
+    const auto y = axis_value(t.y, v, reps);
+    if (v.status != "ok") {
+      t.unplotted.emplace_back(v, v.status + (v.error.empty() ? "" : ": " + v.error));
+      continue;
+    }
+    if (!x || !y) {
+      std::string why = str("no ", !x ? t.x.label : t.y.label, " measured");
+      const std::string acc_why = v.text_of("acc_unavailable_reason");
+      if (x && !acc_why.empty()) why += " (" + acc_why + ")";
+      t.unplotted.emplace_back(v, why);
+      continue;
+    }
+    TradeoffPoint p;
+    p.v = v;
+    p.x = *x;
+    p.y = *y;
+    p.meets_floor = !t.floor || meets_floor(t.y, *y, *t.floor);
+    if (p.meets_floor) {
+      pass_pts.push_back({p.x, p.y});
+      pass_idx.push_back(t.points.size());
+    }
+    t.points.push_back(std::move(p));
+  }
+  for (size_t i : pareto_frontier(pass_pts, t.x.higher_is_better, t.y.higher_is_better)) {
+    t.frontier.push_back(pass_idx[i]);
+    t.points[pass_idx[i]].on_frontier = true;
+  }
+  return t;
+}
+
+std::vector<double> Db::request_latencies(int64_t variant_id, const std::string& metric) {
+  static const std::set<std::string> ok{"latency", "queue", "service", "ttft", "tpot"};
+  if (!ok.count(metric)) throw DbError(str("unknown latency metric '", metric, "'"));
+  const std::string c = metric + "_ms";
+  Rows rs = select(str("SELECT ", c, " FROM requests WHERE variant_id = ? AND ok = 1 AND ", c,
+                       " IS NOT NULL ORDER BY ", c),
+                   {std::to_string(variant_id)});
+  std::vector<double> v;
+  v.reserve(rs.rows.size());
+  for (const auto& row : rs.rows)
+    if (auto x = as_num(row[0])) v.push_back(*x);
+  return v;
+}
+
+CdfSeries Db::latency_cdf(int64_t variant_id, const std::string& metric) {
+  CdfSeries s;
+  s.variant_id = variant_id;
+  const std::vector<double> req = request_latencies(variant_id, metric);
+  Rows h = select("SELECT bucket_low_ns, bucket_high_ns, count FROM histograms WHERE variant_id = ? "
+                  "AND metric = ? AND count > 0 ORDER BY bucket_low_ns",
+                  {std::to_string(variant_id), metric});
+  int64_t hist_total = 0;
+  for (const auto& row : h.rows) hist_total += as_int(row[2]);
+  if (!req.empty() && static_cast<int64_t>(req.size()) >= hist_total) {
+    // Every request: one step per distinct value (at most ~1000 points drawn).
+    s.source = "requests";
+    s.count = static_cast<int64_t>(req.size());
+    const size_t n = req.size();
+    const size_t stride = std::max<size_t>(1, n / 1000);
+    for (size_t i = 0; i < n; ++i) {
+      const bool last_of_value = i + 1 == n || req[i + 1] != req[i];
+      if (last_of_value && ((i + 1) % stride == 0 || i + 1 == n))
+        s.points.push_back({req[i], static_cast<double>(i + 1) / static_cast<double>(n)});
+    }
+  } else if (hist_total > 0) {
+    s.source = "histogram";
+    s.count = hist_total;
+    int64_t cum = 0;
+    for (const auto& row : h.rows) {
+      cum += as_int(row[2]);
+      s.points.push_back({static_cast<double>(as_int(row[1])) / 1e6,
+                          static_cast<double>(cum) / static_cast<double>(hist_total)});
+    }
+  }
+  return s;
+}
+
+bool LoadSweep::has_steps() const {
+  for (const auto& c : curves)
+    if (c.steps.size() >= 2 || (pattern == "stepped" && !c.steps.empty())) return true;
+  return false;
+}
+
+LoadSweep Db::load_sweep(int64_t run_id, const std::string& metric) {
+  static const std::set<std::string> kMetrics{"latency", "ttft", "tpot", "queue", "service"};
+  if (!kMetrics.count(metric))
+    throw DbError(str("unknown metric '", metric, "' (expected latency, ttft, tpot, queue or service)"));
+  LoadSweep ls;
+  ls.metric = metric;
+  ls.pattern = run(run_id).pattern;
+  ls.slos = slos(run_id);
+  std::map<int64_t, size_t> at;
+  for (const Variant& v : variants({run_id})) {
+    auto offered = v.get("offered_qps");
+    if (!offered || *offered <= 0) continue;
+    auto it = at.find(v.variant_index);
+    if (it == at.end()) {
+      it = at.emplace(v.variant_index, ls.curves.size()).first;
+      LoadCurve c;
+      c.variant_index = v.variant_index;
+      c.name = v.short_name(false);
+      ls.curves.push_back(c);
+    }
+    LoadCurve& c = ls.curves[it->second];
+    if (v.status != "ok") continue;
+    LoadCurve::Step s;
+    s.offered_qps = *offered;
+    s.achieved_qps = v.get("achieved_qps");
+    s.p50_ms = v.get(metric + "_p50_ms");
+    s.p95_ms = v.get(metric + "_p95_ms");
+    s.p99_ms = v.get(metric + "_p99_ms");
+    if (auto m = v.get("slo_met")) s.slo_met = *m != 0;
+    c.steps.push_back(s);
+    if (auto k = v.get("knee_qps")) c.knee_qps = k;
+  }
+  for (auto& c : ls.curves)
+    std::sort(c.steps.begin(), c.steps.end(),
+              [](const LoadCurve::Step& a, const LoadCurve::Step& b) { return a.offered_qps < b.offered_qps; });
+  return ls;
+}
+
+std::vector<ScalingSeries> Db::scaling(const std::vector<int64_t>& run_ids) {
+  std::vector<ScalingSeries> out;
+  std::map<std::string, size_t> at;
+  for (const Variant& v : variants(run_ids)) {
+    if (v.step_index != 0 || v.status != "ok") continue;
+    std::string name = v.format.empty() ? "?" : v.format;
+    if (!v.text_of("recipe").empty()) name += " " + v.text_of("recipe");
+    if (v.sparsity && *v.sparsity > 0) name += " sp" + fmt_num(*v.sparsity, 3);
+    for (const char* c : {"kv_mode", "isa_requested", "pinning"}) {
+      const std::string t = v.text_of(c);
+      if (!t.empty() && t != "preallocated" && t != "auto" && t != "none" && t != "0") name += " " + t;
+    }
+    // One line per worker count: W workers of T threads each use T x W cores, so 2x1 and 1x2
+    // sit at the same x on two lines (the threads-or-workers question).
+    name += " w" + std::to_string(v.workers.value_or(1));
+    if (run_ids.size() > 1) name = "run " + std::to_string(v.run_id) + ": " + name;
+    auto it = at.find(name);
+    if (it == at.end()) {
+      it = at.emplace(name, out.size()).first;
+      out.push_back({name, {}});
+    }
+    ScalingPoint p;
+    p.variant_id = v.variant_id;
+    p.threads = v.threads.value_or(1);
+    p.workers = v.workers.value_or(1);
+    p.achieved_qps = v.get("achieved_qps");
+    p.tokens_per_s = v.get("tokens_per_s");
+    p.p50_ms = v.get("latency_p50_ms");
+    p.p95_ms = v.get("latency_p95_ms");
+    out[it->second].points.push_back(p);
+  }
+  for (auto& s : out)
+    std::sort(s.points.begin(), s.points.end(), [](const ScalingPoint& a, const ScalingPoint& b) {
+      const int64_t ca = a.threads * a.workers, cb = b.threads * b.workers;
+      return ca != cb ? ca < cb : a.workers < b.workers;
+    });
+  return out;
+}
+
+std::vector<CounterSummary> Db::counters(const std::vector<int64_t>& run_ids) {
+  std::vector<CounterSummary> out;
+  if (run_ids.empty()) return out;
+  std::vector<std::string> params;
+  for (int64_t id : run_ids) params.push_back(std::to_string(id));
+  Rows rs = select("SELECT c.variant_id, c.name, c.value, c.unit, c.source, c.unavailable_reason "
+                   "FROM counters c JOIN variants v ON v.variant_id = c.variant_id WHERE v.run_id IN " +
+                       in_list(run_ids.size()) +
+                       " AND c.phase = 'all' AND c.scope IN ('total', 'package')",
+                   params);
+  std::map<int64_t, std::map<std::string, CounterValue>> by_variant;
+  for (const auto& row : rs.rows) {
+    CounterValue cv;
+    cv.value = as_num(row[2]);
+    cv.unit = as_text(row[3]);
+    cv.source = as_text(row[4]);
+    cv.reason = as_text(row[5]);
+    if (!cv.value && cv.reason.empty()) cv.reason = "not measured";
+    by_variant[as_int(row[0])][as_text(row[1])] = cv;
+  }
+  for (const Variant& v : variants(run_ids)) {
+    auto it = by_variant.find(v.variant_id);
+    if (it == by_variant.end() && v.status != "ok") continue;
+    CounterSummary s;
+    s.v = v;
+    s.mode = v.text_of("counters_mode");
+    for (const std::string& name : counter_names()) {
+      if (name == "energy_per_request_j") continue;
+      CounterValue cv;
+      if (it != by_variant.end() && it->second.count(name)) cv = it->second.at(name);
+      else cv.reason = "not recorded for this variant (counters off or not run)";
+      s.values[name] = cv;
+    }
+    // Energy per request: the counted pass's energy over the queries it ran.
+    CounterValue per;
+    per.unit = "J";
+    per.source = "derived";
+    const CounterValue& e = s.values["energy_j"];
+    const auto n = s.mode == "separate" ? v.get("counters_queries") : v.get("queries");
+    if (!e.value) per.reason = "needs energy: " + e.reason;
+    else if (!n || *n <= 0) per.reason = "the number of counted queries was not recorded";
+    else per.value = *e.value / *n;
+    s.values["energy_per_request_j"] = per;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<double> Db::compare_samples(const Variant& v, const std::string& metric, bool* from_histogram) {
+  // As cibench compare: the requests when every request was kept, else the histogram expanded
+  // at bucket midpoints.
+  Rows n = select("SELECT COUNT(*) FROM requests WHERE variant_id = ?", {std::to_string(v.variant_id)});
+  const auto queries = v.get("queries");
+  const bool all = queries && static_cast<int64_t>(*queries) == as_int(n.rows.at(0).at(0));
+  *from_histogram = !all;
+  if (all) return request_latencies(v.variant_id, metric);
+  std::vector<double> out;
+  Rows h = select("SELECT bucket_low_ns, bucket_high_ns, count FROM histograms WHERE variant_id = ? AND metric = ?",
+                  {std::to_string(v.variant_id), metric});
+  for (const auto& row : h.rows) {
+    const double mid = (static_cast<double>(as_int(row[0])) + static_cast<double>(as_int(row[1]) - 1)) / 2 * 1e-6;
+    out.insert(out.end(), static_cast<size_t>(std::max<int64_t>(0, as_int(row[2]))), mid);
+  }
+  return out;
+}
+
+Comparison Db::compare(int64_t run_a, int64_t run_b, int resamples, uint64_t seed) {
+  Comparison c;
+  c.a = run(run_a);
+  c.b = run(run_b);
+  c.resamples = resamples;
+  c.seed = seed;
+  const auto va = variants({run_a});
+  const auto vb = variants({run_b});
+  auto key = [](const Variant& v) { return v.label + (v.step_index ? " step " + std::to_string(v.step_index) : ""); };
+  std::map<std::string, const Variant*> in_b;
+  for (const Variant& v : vb) in_b[key(v)] = &v;
+  std::set<std::string> matched;
+  for (const Variant& a : va) {
+    auto it = in_b.find(key(a));
+    if (it == in_b.end()) {
+      c.only_in_a.push_back(key(a));
+      continue;
+    }
+    const Variant& b = *it->second;
+    matched.insert(key(a));
+    if (a.status != "ok" || b.status != "ok") {
+      CompareRow r;
+      r.variant = key(a);
+      r.metric = "-";
+      r.note = "not compared: status A " + a.status + ", B " + b.status;
+      c.rows.push_back(r);
+      continue;
+    }
+    // The percentiles with bootstrap intervals: the same statistics as cibench compare.
+    for (const char* metric : {"latency", "ttft", "tpot"}) {
+      bool ha = false, hb = false;
+      const auto sa = compare_samples(a, metric, &ha);
+      const auto sb = compare_samples(b, metric, &hb);
+      if (sa.empty() || sb.empty()) {
+        if (std::string(metric) == "latency") {
+          CompareRow r;
+          r.variant = key(a);
+          r.metric = "latency p95 (ms)";
+          r.a = a.get("latency_p95_ms");
+          r.b = b.get("latency_p95_ms");
+          if (r.a && r.b) r.diff = *r.b - *r.a;
+          r.note = "per-request times and histogram not stored: no interval";
+          c.rows.push_back(r);
+        }
+        continue;
+      }
+      for (double p : {50.0, 95.0}) {
+        CompareRow r;
+        r.variant = key(a);
+        r.metric = str(metric, " p", static_cast<int>(p), " (ms)");
+        r.a = sample_stat(sa, p);
+        r.b = sample_stat(sb, p);
+        r.diff = *r.b - *r.a;
+        auto [lo, hi] = bootstrap_diff_ci(sa, sb, p, resamples, c.confidence, seed);
+        r.ci_low = lo;
+        r.ci_high = hi;
+        if (ha || hb) r.note = "from the histogram (bucket midpoints)";
+        c.rows.push_back(r);
+      }
+    }
+    // Single measurements per run: shown side by side, no interval.
+    for (const auto& [col, title] : std::vector<std::pair<const char*, const char*>>{
+             {"achieved_qps", "throughput (queries/s)"}, {"tokens_per_s", "throughput (tokens/s)"},
+             {"top1_agreement", "top-1 agreement"}, {"peak_rss_bytes", "peak RSS (bytes)"}}) {
+      CompareRow r;
+      r.variant = key(a);
+      r.metric = title;
+      r.a = a.get(col);
+      r.b = b.get(col);
+      if (!r.a && !r.b) continue;
+      if (r.a && r.b) r.diff = *r.b - *r.a;
+      r.note = "one measurement per run: no interval";
+      c.rows.push_back(r);
+    }
+  }
+  for (const Variant& b : vb)
+    if (!matched.count(key(b))) c.only_in_b.push_back(key(b));
+  return c;
+}
+
+}  // namespace cibench::reports
