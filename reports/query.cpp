@@ -80,7 +80,9 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& required_co
 const std::vector<std::string>& config_columns() {
   static const std::vector<std::string> c{
       "format", "sparsity", "threads", "workers", "kv_mode", "isa_requested", "isa_used", "pinning",
-      "pattern", "offered_qps", "clients", "counters_mode"};
+      "pattern", "offered_qps", "clients", "counters_mode", "shape", "pad_to", "max_batch", "max_wait_ms",
+      "cache_enabled", "cache_limit_entries", "cache_limit_bytes", "cache_hits", "cache_misses",
+      "cache_hit_rate", "cache_peak_bytes", "traffic", "duplicate_rate"};
   return c;
 }
 
@@ -88,7 +90,9 @@ const std::vector<std::string>& config_columns() {
 bool is_accuracy_column(const std::string& c) {
   static const std::set<std::string> a{"acc_kind", "acc_eval_set", "acc_tokens", "kl_mean", "kl_p99",
                                        "top1_agreement", "ppl", "ppl_ref", "ppl_ratio", "task_accuracy",
-                                       "quality_verdict", "quality_reasons", "acc_unavailable_reason"};
+                                       "quality_verdict", "quality_reasons", "acc_unavailable_reason",
+                                       "macro_f1", "ref_task_accuracy", "accuracy_delta", "accuracy_delta_lo",
+                                       "accuracy_delta_hi", "bootstrap_resamples"};
   return a.count(c) > 0 || c.rfind("acc_", 0) == 0 || c.rfind("task_", 0) == 0;
 }
 
@@ -162,6 +166,11 @@ std::string Variant::short_name(bool with_rate) const {
   if (!kv.empty() && kv != "preallocated") s += " kv=" + kv;
   const std::string isa = text_of("isa_requested");
   if (!isa.empty() && isa != "auto") s += " isa=" + isa;
+  // Classifier serving (schema 3): shape, batch and cache, so cache off/on are told apart.
+  const std::string shape = text_of("shape");
+  if (!shape.empty() && shape != "dynamic") s += " " + shape;
+  if (auto b = get("max_batch"); b && *b > 1) s += " b" + fmt_num(*b, 3);
+  if (auto c = get("cache_enabled"); c && *c > 0) s += " cache";
   if (with_rate && (step_index > 0 || text_of("pattern") == "stepped")) {
     auto q = get("offered_qps");
     s += q ? " @" + fmt_num(*q, 3) + "qps" : " step" + std::to_string(step_index);
