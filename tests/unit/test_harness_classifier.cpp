@@ -16,6 +16,7 @@
 #include "harness/lib/load.h"
 #include "harness/lib/result_cache.h"
 #include "harness/lib/scenario.h"
+#include "harness/lib/suite.h"
 #include "harness/lib/sut_bert.h"
 #include "harness/lib/traffic.h"
 
@@ -478,6 +479,17 @@ TEST(ClassifierScenario, RejectsWrongKeysWithFileLineColumn) {
   EXPECT_EQ(error_of(with("max_accuracy_drop = 0.01", "max_accuracy_drop = \"1%\"")),
             "cls.toml:25:21: key 'accuracy.max_accuracy_drop': expected a number, got string");
   EXPECT_EQ(error_of(kClassifier, {"load.pattern=closed_loop"}).substr(0, 37), "cls.toml:7:13: key 'matrix.max_batch'");
+}
+
+TEST(ClassifierScenario, ClassifierOnlyKeysAreRefusedForOtherModels) {
+  const std::string text = "[model]\nsource = \"sut:null\"\n[matrix]\ncache = [false, true]\n";
+  try {
+    prevalidate_scenario(parse_scenario_text(text, "other.toml"));
+    ADD_FAILURE() << "no error";
+  } catch (const ScenarioError& e) {
+    EXPECT_EQ(std::string(e.what()), "other.toml:4:9: key 'matrix.cache': the result cache is implemented for BERT/DistilBERT classifiers");
+  }
+  EXPECT_NO_THROW(prevalidate_scenario(parse_scenario_text("[model]\nsource = \"sut:null\"\n", "other.toml")));
 }
 
 }  // namespace
