@@ -267,6 +267,10 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
       throw ScenarioError(sc.pos("classifier.pad_to").message(str("the longest sample has ", in->longest(),
                                                                   " tokens > pad_to ", sc.classifier.pad_to, " (padding never truncates)")));
   }
+  for (const auto& rc : sc.recipes)
+    if (!rc.empty())
+      throw ScenarioError(sc.pos("matrix.recipe").message(
+          "quantisation recipes are not applied to classifier scenarios yet (cibench bert-recipes runs them on encoders); remove matrix.recipe"));
   for (const auto& f : sc.formats) {
     try {
       format_by_name(f);
