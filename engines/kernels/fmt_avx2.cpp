@@ -101,7 +101,13 @@ inline void w8a8_tile_rows(const uint8_t* const* rows, int64_t kp, const uint8_t
                            int64_t m, float* y, int64_t ldy) {
   int64_t i = 0;
   for (; i + 4 <= m; i += 4) w8a8_tile<4, NR>(rows, kp, x + i * xrb, xrb, y + i * ldy, ldy);
-  for (; i < m; ++i) w8a8_tile<1, NR>(rows, kp, x + i * xrb, xrb, y + i * ldy, ldy);
+  // The last 1-3 rows in one tile, so the weight loads are shared by all of them.
+  switch (m - i) {
+    case 3: w8a8_tile<3, NR>(rows, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
+    case 2: w8a8_tile<2, NR>(rows, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
+    case 1: w8a8_tile<1, NR>(rows, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
+    default: break;
+  }
 }
 
 void w8a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,

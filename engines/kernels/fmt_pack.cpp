@@ -23,6 +23,14 @@ float absmax(const float* x, int64_t k) {
   return a;
 }
 
+// nearbyint(v) clamped to [-127, 127], without a libm call (so quantisation loops vectorise):
+// clamping first changes nothing, and adding then subtracting 1.5 * 2^23 rounds a float of
+// magnitude <= 127 to an integer in the current rounding mode, exactly as nearbyint does.
+inline int8_t round_clamp127(float v) {
+  const float c = std::clamp(v, -127.f, 127.f);
+  return static_cast<int8_t>((c + 12582912.f) - 12582912.f);
+}
+
 // Symmetric per-row int8: scale = max|x| / 127, q = round(x / scale) in [-127, 127].
 struct Q8 {
   float scale, inv;
@@ -31,8 +39,7 @@ struct Q8 {
     inv = scale > 0.f ? 1.f / scale : 0.f;
   }
   int8_t q(float v) const {
-    const float r = std::nearbyint(v * inv);
-    return static_cast<int8_t>(std::clamp(r, -127.f, 127.f));
+    return round_clamp127(v * inv);
   }
 };
 
@@ -80,7 +87,7 @@ void act8_quantize_static(const float* x, int64_t k, float scale, void* dst_v) {
   const float inv = scale > 0.f ? 1.f / scale : 0.f;
   uint8_t* v = dst + kActHeader;
   for (int64_t i = 0; i < k; ++i)
-    v[i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(std::nearbyint(x[i] * inv), -127.f, 127.f)));
+    v[i] = static_cast<uint8_t>(round_clamp127(x[i] * inv));
   for (int64_t i = k; i < round_up(k, 32); ++i) v[i] = 0;
 }
 
