@@ -690,7 +690,11 @@ inline float erf_approx(float x) {
   return std::copysign(y, x);
 }
 
-// One feed-forward activation over n values, bias added first.
+// One feed-forward activation over n values, bias added first. Also built for AVX2 (8 lanes
+// instead of SSE's 4, picked at load time; no FMA contraction, so the values are the same).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void bias_activation(float* x, const float* bias, int64_t n, BertActivation act) {
   switch (act) {
     case BertActivation::gelu:
@@ -853,8 +857,14 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
   float* pooled = cls + B * h;          // (B, h): the head's hidden layer
   const int64_t per_thread = L * L + hd * L;
 
-  // Runs fn(row) for rows [0, n) split across the pool.
-  auto rows_parallel = [&](int64_t n, auto&& fn) {
+  // Runs fn(row) for rows [0, n) split across the pool, or on this thread alone when the pass
+  // is short (under about 64K values: tens of microseconds, the price of waking the pool).
+  constexpr int64_t kSerialValues = 1 << 16;
+  auto rows_parallel = [&](int64_t n, int64_t row_values, auto&& fn) {
+    if (pool.size() == 1 || n * row_values < kSerialValues) {
+      for (int64_t r = 0; r < n; ++r) fn(r);
+      return;
+    }
     pool.run([&](int i, int parts) {
       int64_t b, e;
       ThreadPool::split(n, i, parts, &b, &e);
@@ -863,7 +873,7 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
   };
 
   // ---- embeddings: word + position + token type, LayerNorm
-  rows_parallel(M, [&](int64_t r) {
+  rows_parallel(M, h, [&](int64_t r) {
     const int64_t t = r % L;
     float* xr = x + r * h;
     const float* we = model_.word_embeddings.data() + static_cast<int64_t>(ids[r]) * h;
@@ -895,7 +905,8 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const float* qkv_in = Ly.qkv_in_norm_w.empty() ? x : xin;
     if (obs) obs->observe(lp + "query", qkv_in, M, h);
     mm_->matmul(Ly.wqkv, qkv_in, h, M, qkv, h3);
-    pool.run([&](int ti, int parts) {
+    // Attention of short sequences (under ~1M multiply-adds) on this thread alone.
+    auto attention = [&](int ti, int parts) {
       float* s = buf<float>(scores_) + ti * per_thread;  // (n_q, L)
       float* vt = s + L * L;                              // (hd, L)
       int64_t b0, b1;
@@ -927,7 +938,11 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
         float* out = (last ? ctx + b * h : ctx + b * L * h) + head * hd;
         k.matmul_f32(vt, L, s, L, out, h, n_q, hd, L);
       }
-    });
+    };
+    if (pool.size() == 1 || 2 * B * n_q * L * h < (int64_t{1} << 20))
+      attention(0, 1);
+    else
+      pool.run(attention);
 
     float* xs = x;          // the rows that continue: all of them, or the [CLS] rows
     int64_t m = M;
@@ -940,7 +955,7 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     if (obs) obs->observe(lp + "attn_out", ctx, m, h);
     mm_->matmul(Ly.wo, ctx, h, m, proj, h);
     const bool ffn_fold = !Ly.ffn_in_norm_w.empty();
-    rows_parallel(m, [&](int64_t r) {
+    rows_parallel(m, h, [&](int64_t r) {
       if (ffn_fold)
         add_layer_norm(xs + r * h, proj + r * h, Ly.bo.data(), Ly.attn_norm_w.data(),
                        Ly.attn_norm_b.data(), h, eps, xin + r * h, Ly.ffn_in_norm_w.data(),
@@ -953,13 +968,13 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const float* ffn_in = ffn_fold ? xin : xs;
     if (obs) obs->observe(lp + "ffn_in", ffn_in, m, h);
     mm_->matmul(Ly.w_in, ffn_in, h, m, ffn, f);
-    rows_parallel(m, [&](int64_t r) { bias_activation(ffn + r * f, Ly.b_in.data(), f, c.activation); });
+    rows_parallel(m, f, [&](int64_t r) { bias_activation(ffn + r * f, Ly.b_in.data(), f, c.activation); });
     if (obs) obs->observe(lp + "ffn_out", ffn, m, f);
     mm_->matmul(Ly.w_out, ffn, f, m, proj, h);
     // The next layer's folded q/k/v input comes out of this LayerNorm as a second output.
     const BertLayer* next = last ? nullptr : &model_.layers[l + 1];
     const bool qkv_fold = next && !next->qkv_in_norm_w.empty();
-    rows_parallel(m, [&](int64_t r) {
+    rows_parallel(m, h, [&](int64_t r) {
       if (qkv_fold)
         add_layer_norm(xs + r * h, proj + r * h, Ly.b_out.data(), Ly.ffn_norm_w.data(),
                        Ly.ffn_norm_b.data(), h, eps, xin + r * h, next->qkv_in_norm_w.data(),
