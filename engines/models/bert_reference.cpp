@@ -56,6 +56,18 @@ float activation(float v, BertActivation act) {
 
 BertReference::BertReference(const BertSource& src) : c_(src.config) {
   c_.validate(src.origin);
+  // The folded second LayerNorm outputs (layers.{i}.qkv_in_norm / ffn_in_norm, written by the
+  // quantisation recipes with channel scales folded into the projections) are not part of this
+  // forward pass: computing without them would silently give other logits.
+  for (const auto& entry : src.tensors) {
+    const std::string& name = entry.first;
+    for (const char* folded : {".qkv_in_norm.", ".ffn_in_norm."})
+      if (name.find(folded) != std::string::npos)
+        throw FileError(src.origin,
+                        str("tensor '", name,
+                            "' is a folded LayerNorm output of a quantisation recipe; the "
+                            "reference forward pass runs unfolded Hugging Face weights only"));
+  }
   auto read = [&](const std::string& name) { return src.tensor(name).read_all(); };
   word = read("embeddings.word");
   position = read("embeddings.position");

@@ -268,6 +268,29 @@ TEST(Bert, SyntheticSessionMatchesReferenceBothArchitectures) {
 
 // Sessions share one read-only model: two workers running at once give the results of one
 // running alone; and every ISA level the CPU supports agrees with the others.
+// The reference computes unfolded weights only: a source carrying the folded LayerNorm outputs
+// of a recipe (layers.{i}.qkv_in_norm / ffn_in_norm) is refused, naming the tensor; the session
+// still builds from it.
+TEST(Bert, ReferenceRefusesFoldedLayerNormTensors) {
+  for (const char* part : {"qkv_in_norm", "ffn_in_norm"}) {
+    BertSource src = open_bert_source("synthetic:bert-tiny@5");
+    ASSERT_NO_THROW(BertReference{src});
+    const std::string name = std::string("layers.1.") + part;
+    src.tensors[name + ".weight"] = src.tensor("layers.1.attn_norm.weight");
+    src.tensors[name + ".bias"] = src.tensor("layers.1.attn_norm.bias");
+    try {
+      BertReference ref(src);
+      ADD_FAILURE() << part << ": the reference accepted a folded LayerNorm tensor";
+    } catch (const FileError& e) {
+      EXPECT_EQ(e.path(), src.origin) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+    const BertModel model = build_bert(src);
+    EXPECT_FALSE(std::string(part) == "qkv_in_norm" ? model.layers[1].qkv_in_norm_w.empty()
+                                                     : model.layers[1].ffn_in_norm_w.empty());
+  }
+}
+
 TEST(Bert, WorkersShareTheModelAndIsaLevelsAgree) {
   const BertModel model = build_bert(open_bert_source("synthetic:bert-tiny@4"));
   std::vector<std::vector<int>> seqs;
