@@ -108,7 +108,12 @@ void MatmulRunner::matvec(const WeightMatrix& w, const float* x, float* y) {
 
 void MatmulRunner::matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m, float* y,
                           int64_t ldy) {
-  if (m == 1) {
+  matmul(w, x, ldx, m, y, ldy, nullptr, nullptr);
+}
+
+void MatmulRunner::matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m, float* y,
+                          int64_t ldy, Epilogue epilogue, void* ctx) {
+  if (m == 1 && !epilogue) {
     matvec(w, x, y);
     return;
   }
@@ -118,7 +123,12 @@ void MatmulRunner::matmul(const WeightMatrix& w, const float* x, int64_t ldx, in
   pool_.run([&](int i, int n) {
     int64_t b, e;
     ThreadPool::split(w.rows, i, n, &b, &e, 16);
-    if (b < e) kern.matmul(w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);
+    if (b >= e) return;
+    if (m == 1)
+      kern.matvec(w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
+    else
+      kern.matmul(w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);
+    if (epilogue) epilogue(ctx, b, e);
   });
 }
 

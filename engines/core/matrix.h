@@ -64,6 +64,12 @@ class MatmulRunner {
   // Y[m, rows] = X[m, cols] W^T, X rows `ldx` floats apart, Y rows `ldy` floats apart.
   void matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m, float* y,
               int64_t ldy);
+  // The same, then epilogue(ctx, col_begin, col_end) on the thread that computed the columns
+  // Y[:, col_begin, col_end) (a bias and activation, say), before the pool's barrier: no pass of
+  // its own, and the columns are still in that thread's cache.
+  using Epilogue = void (*)(void* ctx, int64_t col_begin, int64_t col_end);
+  void matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m, float* y,
+              int64_t ldy, Epilogue epilogue, void* ctx);
 
   ThreadPool& pool() { return pool_; }
   Isa isa() const { return isa_; }

@@ -967,8 +967,15 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     // ---- feed-forward, residual, LayerNorm
     const float* ffn_in = ffn_fold ? xin : xs;
     if (obs) obs->observe(lp + "ffn_in", ffn_in, m, h);
-    mm_->matmul(Ly.w_in, ffn_in, h, m, ffn, f);
-    rows_parallel(m, f, [&](int64_t r) { bias_activation(ffn + r * f, Ly.b_in.data(), f, c.activation); });
+    // Bias and activation on each thread's columns as soon as it has computed them.
+    auto gelu_cols = [&](int64_t c0, int64_t c1) {
+      for (int64_t r = 0; r < m; ++r)
+        bias_activation(ffn + r * f + c0, Ly.b_in.data() + c0, c1 - c0, c.activation);
+    };
+    mm_->matmul(
+        Ly.w_in, ffn_in, h, m, ffn, f,
+        [](void* g, int64_t c0, int64_t c1) { (*static_cast<decltype(gelu_cols)*>(g))(c0, c1); },
+        &gelu_cols);
     if (obs) obs->observe(lp + "ffn_out", ffn, m, f);
     mm_->matmul(Ly.w_out, ffn, f, m, proj, h);
     // The next layer's folded q/k/v input comes out of this LayerNorm as a second output.
