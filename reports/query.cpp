@@ -1,5 +1,7 @@
 #include "reports/query.h"
 
+#include "reports/sqlite_row.h"
+
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -14,7 +16,7 @@
 namespace cibench::reports {
 namespace {
 
-using Value = std::variant<std::monostate, int64_t, double, std::string>;
+using Value = SqlCell;
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -403,22 +405,7 @@ Db::Rows Db::select(const std::string& sql, const std::vector<std::string>& para
   Rows r;
   const int nc = sqlite3_column_count(s.st);
   for (int i = 0; i < nc; ++i) r.cols.emplace_back(sqlite3_column_name(s.st, i));
-  while ((rc = sqlite3_step(s.st)) == SQLITE_ROW) {
-    std::vector<Value> row;
-    row.reserve(static_cast<size_t>(nc));
-    for (int i = 0; i < nc; ++i) {
-      switch (sqlite3_column_type(s.st, i)) {
-        case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(s.st, i))); break;
-        case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(s.st, i)); break;
-        case SQLITE_NULL: row.emplace_back(std::monostate{}); break;
-        default: {
-          const unsigned char* t = sqlite3_column_text(s.st, i);
-          row.emplace_back(std::string(t ? reinterpret_cast<const char*>(t) : ""));
-        }
-      }
-    }
-    r.rows.push_back(std::move(row));
-  }
+  while ((rc = sqlite3_step(s.st)) == SQLITE_ROW) r.rows.push_back(sqlite_row(s.st));
   if (rc != SQLITE_DONE) throw DbError(str(path_, ": ", sqlite3_errmsg(db_)));
   return r;
 }

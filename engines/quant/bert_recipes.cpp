@@ -28,17 +28,6 @@ uint64_t splitmix_next(uint64_t& s) {
   return z ^ (z >> 31);
 }
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> cols;
-  for (size_t pos = 0;;) {
-    const size_t tab = line.find('\t', pos);
-    cols.push_back(line.substr(pos, tab == std::string::npos ? std::string::npos : tab - pos));
-    if (tab == std::string::npos) break;
-    pos = tab + 1;
-  }
-  return cols;
-}
-
 bool parse_i64(const std::string& s, int64_t* out) {
   if (s.empty()) return false;
   char* end = nullptr;
@@ -53,39 +42,9 @@ bool parse_i64(const std::string& s, int64_t* out) {
 // ---- Labelled sentences -----------------------------------------------------------------------
 
 std::vector<LabelledSentence> read_sentence_tsv(const std::string& path) {
-  std::istringstream in(read_file(path));
-  std::string line;
-  std::vector<LabelledSentence> out;
-  int text_col = -1, label_col = -1;
-  int64_t line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const std::vector<std::string> cols = split_tabs(line);
-    if (line_no == 1) {
-      for (size_t i = 0; i < cols.size(); ++i) {
-        if (cols[i] == "sentence" || cols[i] == "text") text_col = static_cast<int>(i);
-        if (cols[i] == "label") label_col = static_cast<int>(i);
-      }
-      if (text_col < 0)
-        throw FileError(path, "line 1: the header names no 'sentence' (or 'text') column");
-      continue;
-    }
-    if (line.empty()) continue;
-    if (static_cast<int>(cols.size()) <= std::max(text_col, label_col))
-      throw FileError(path, str("line ", line_no, ": ", cols.size(), " columns, the header has ",
-                                std::max(text_col, label_col) + 1, " or more"));
-    LabelledSentence e;
-    e.text = cols[text_col];
-    if (label_col >= 0) {
-      int64_t v = 0;
-      if (!parse_i64(cols[label_col], &v) || v < 0 || v > (1 << 20))
-        throw FileError(path, str("line ", line_no, ": label '", cols[label_col],
-                                  "' is not a class index"));
-      e.label = static_cast<int>(v);
-    }
-    out.push_back(std::move(e));
-  }
+  bool tsv = false;
+  std::vector<LabelledSentence> out = read_labelled_sentences(path, &tsv);
+  if (!tsv) throw FileError(path, "line 1: the header names no 'sentence' (or 'text') column");
   if (out.empty()) throw FileError(path, "no sentences");
   return out;
 }

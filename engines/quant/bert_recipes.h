@@ -25,19 +25,17 @@
 
 #include "engines/models/bert.h"
 #include "engines/quant/calibration.h"
+#include "engines/models/sentences.h"
 #include "engines/quant/recipe.h"
 
 namespace cibench {
 
 // ---- Labelled sentences and disjoint slices ---------------------------------------------------
 
-struct LabelledSentence {
-  std::string text;
-  int label = -1;  // -1: the file has no label column
-};
+using LabelledSentence = LabelledText;
 
-// A TSV whose header names a `sentence` (or `text`) column and optionally `label` (GLUE SST-2).
-// Throws FileError naming the file and line on a malformed row.
+// read_labelled_sentences (engines/models/sentences.h) of a TSV with a header, refusing a file
+// without one or without sentences.
 std::vector<LabelledSentence> read_sentence_tsv(const std::string& path);
 
 // "FILE" (every data row), "FILE:A-B" (rows A .. B-1, 0-based, half-open, header excluded), or

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engines/core/error.h"
+#include "engines/quant/calibration.h"
 #include "harness/lib/metrics.h"
 #include "harness/lib/schedule.h"
 #include "harness/lib/sut_llama.h"
@@ -18,7 +19,7 @@ std::vector<int> AccuracyReference::eval_tokens(const std::string& path, const T
   std::stringstream ss;
   ss << in.rdbuf();
   std::vector<int> out;
-  for (const auto& d : split_documents(ss.str())) {
+  for (const auto& d : split_text_documents(ss.str())) {
     const auto ids = tok.encode(d, true, false);
     out.insert(out.end(), ids.begin(), ids.end());
     if (static_cast<int>(out.size()) >= max_tokens) break;

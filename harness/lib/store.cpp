@@ -9,6 +9,7 @@
 
 #include "engines/core/error.h"
 #include "harness/lib/sysinfo.h"
+#include "reports/sqlite_row.h"
 
 namespace cibench {
 namespace {
@@ -333,21 +334,7 @@ QueryResult Store::query(const std::string& sql, const std::vector<SqlValue>& pa
   const int nc = sqlite3_column_count(s.st);
   for (int i = 0; i < nc; ++i) r.columns.push_back(sqlite3_column_name(s.st, i));
   int rc;
-  while ((rc = sqlite3_step(s.st)) == SQLITE_ROW) {
-    std::vector<SqlValue> row;
-    for (int i = 0; i < nc; ++i) {
-      switch (sqlite3_column_type(s.st, i)) {
-        case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(s.st, i))); break;
-        case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(s.st, i)); break;
-        case SQLITE_NULL: row.emplace_back(std::monostate{}); break;
-        default: {
-          const unsigned char* t = sqlite3_column_text(s.st, i);
-          row.emplace_back(std::string(t ? reinterpret_cast<const char*>(t) : ""));
-        }
-      }
-    }
-    r.rows.push_back(std::move(row));
-  }
+  while ((rc = sqlite3_step(s.st)) == SQLITE_ROW) r.rows.push_back(sqlite_row(s.st));
   check(rc, db_, path_, "query");
   return r;
 }

@@ -22,20 +22,12 @@
 #include "engines/models/bert.h"
 #include "engines/models/wordpiece.h"
 #include "harness/lib/classifier_stats.h"
+#include "engines/models/sentences.h"
 #include "harness/lib/result_cache.h"
 #include "harness/lib/scenario.h"
 #include "harness/lib/sut.h"
 
 namespace cibench {
-
-struct LabelledText {
-  std::string text;
-  int label = -1;  // -1: none
-};
-
-// A TSV whose header names a `sentence` (or `text`) column and optionally `label`, or plain
-// text with one sentence per line. Throws FileError naming the file and line.
-std::vector<LabelledText> read_labelled_sentences(const std::string& path);
 
 // The samples a classifier serves: sentences (tokenized per request) or, for synthetic models
 // without a vocabulary, seeded random id sequences. Immutable once built; shared by workers.

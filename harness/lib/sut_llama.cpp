@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engines/core/error.h"
+#include "engines/quant/calibration.h"
 #include "engines/runtime/sampler.h"
 #include "harness/lib/schedule.h"
 
@@ -102,28 +103,6 @@ std::shared_ptr<const LlamaModel> LlamaModels::get(const std::string& format, do
   return m;
 }
 
-std::vector<std::string> split_documents(const std::string& text) {
-  std::vector<std::string> docs;
-  const bool marked = text.find("<|endoftext|>") != std::string::npos;
-  std::istringstream in(text);
-  std::string line, cur;
-  auto flush = [&] {
-    const auto b = cur.find_first_not_of(" \r\n\t");
-    if (b != std::string::npos) docs.push_back(cur.substr(b, cur.find_last_not_of(" \r\n\t") - b + 1));
-    cur.clear();
-  };
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (marked ? line == "<|endoftext|>" : line.find_first_not_of(" \t") == std::string::npos) {
-      flush();
-    } else {
-      cur += (cur.empty() ? "" : "\n") + line;
-    }
-  }
-  flush();
-  return docs;
-}
-
 PromptSource PromptSource::synthetic(int vocab_size, uint64_t seed, int64_t n_samples) {
   PromptSource p;
   p.n_ = n_samples;
@@ -138,7 +117,7 @@ PromptSource PromptSource::eval_text(const std::string& path, const Tokenizer& t
   std::stringstream ss;
   ss << in.rdbuf();
   PromptSource p;
-  for (const auto& d : split_documents(ss.str())) {
+  for (const auto& d : split_text_documents(ss.str())) {
     if (static_cast<int64_t>(p.docs_.size()) >= max_docs) break;
     auto ids = tok.encode(d, /*add_bos=*/true, /*add_eos=*/false);
     if (ids.size() >= 2) p.docs_.push_back(std::move(ids));

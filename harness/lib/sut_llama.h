@@ -77,9 +77,6 @@ class PromptSource {
   std::vector<std::vector<int>> docs_;  // empty for synthetic
 };
 
-// Splits text into documents (used by the prompts and by accuracy).
-std::vector<std::string> split_documents(const std::string& text);
-
 class LlamaSut : public SystemUnderTest {
  public:
   LlamaSut(std::shared_ptr<const LlamaModel> model, const SessionOptions& opts, int workers,
