@@ -269,14 +269,23 @@ BertRecipeOutput apply_bert_recipe(const BertSource& src, const RecipeSpec& spec
   std::map<std::string, std::vector<uint8_t>> keep;
   const std::string pattern = spec.prune_pattern.empty() ? prune_pattern_for_format(spec.format)
                                                          : spec.prune_pattern;
+  // The pruned copies first (one threshold over every projection for "global").
+  if (spec.sparsity > 0) {
+    std::vector<PruneTarget> targets;
+    for (const std::string& n : projections) {
+      const MemTensor& m = T(n);
+      pruned[n] = m.data;
+      targets.push_back({pruned[n].data(), m.rows, m.cols});
+    }
+    prune_targets(targets, spec.sparsity, pattern);
+  }
   for (const std::string& n : projections) {
     MemTensor& m = T(n);
     if (calib) orig[n] = m.data;
     row_scale[n].assign(static_cast<size_t>(m.rows), 1.f);
     col_scale[n].assign(static_cast<size_t>(m.cols), 1.f);
     if (spec.sparsity > 0) {
-      std::vector<float> p = m.data;
-      prune_magnitude(p.data(), m.rows, m.cols, spec.sparsity, pattern);
+      std::vector<float> p = std::move(pruned[n]);
       auto& k = keep[n];
       k.resize(p.size());
       for (size_t i = 0; i < k.size(); ++i) k[i] = p[i] != 0.f;

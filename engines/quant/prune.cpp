@@ -63,6 +63,51 @@ void prune_magnitude(float* w, int64_t rows, int64_t cols, double sparsity,
   }
 }
 
+void prune_magnitude_global(const std::vector<PruneTarget>& targets, double sparsity) {
+  CIBENCH_CHECK(sparsity >= 0.0 && sparsity < 1.0,
+                "prune_magnitude_global: sparsity must be in [0, 1), got ", sparsity);
+  int64_t total = 0;
+  for (const PruneTarget& t : targets) total += t.rows * t.cols;
+  const auto n_zero = static_cast<int64_t>(std::llround(sparsity * static_cast<double>(total)));
+  if (n_zero <= 0) return;
+  // The n_zero-th smallest |w| is the threshold: everything below it goes, and of the values
+  // equal to it only as many as make the count exact (earliest first).
+  std::vector<float> mags;
+  mags.reserve(static_cast<size_t>(total));
+  for (const PruneTarget& t : targets)
+    for (int64_t i = 0; i < t.rows * t.cols; ++i) mags.push_back(std::fabs(t.w[i]));
+  std::nth_element(mags.begin(), mags.begin() + (n_zero - 1), mags.end());
+  const float thr = mags[static_cast<size_t>(n_zero - 1)];
+  int64_t below = 0;
+  for (const PruneTarget& t : targets)
+    for (int64_t i = 0; i < t.rows * t.cols; ++i) below += std::fabs(t.w[i]) < thr;
+  int64_t equal_left = n_zero - below;
+  for (const PruneTarget& t : targets)
+    for (int64_t i = 0; i < t.rows * t.cols; ++i) {
+      const float a = std::fabs(t.w[i]);
+      if (a < thr) {
+        t.w[i] = 0.f;
+      } else if (a == thr && equal_left > 0) {
+        t.w[i] = 0.f;
+        --equal_left;
+      }
+    }
+}
+
+bool is_per_matrix_prune_pattern(const std::string& pattern) {
+  return pattern == "unstructured" || pattern == "block" || pattern == "2:4";
+}
+
+void prune_targets(const std::vector<PruneTarget>& targets, double sparsity, const std::string& pattern) {
+  if (pattern == "global") {
+    prune_magnitude_global(targets, sparsity);
+    return;
+  }
+  CIBENCH_CHECK(is_per_matrix_prune_pattern(pattern), "unknown pruning pattern '", pattern,
+                "' (expected unstructured, block, 2:4 or global)");
+  for (const PruneTarget& t : targets) prune_magnitude(t.w, t.rows, t.cols, sparsity, pattern);
+}
+
 const char* prune_pattern_for_format(const std::string& format_name) {
   auto ends_with = [&](const char* suffix) {
     const std::string s = suffix;

@@ -3,6 +3,7 @@
 // row-major f32 matrix, in place, before it is packed into a sparse format.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cibench {
 
@@ -20,6 +21,27 @@ constexpr int64_t kPruneBlockCols = 16;
 // Throws Error on an unknown pattern or a sparsity outside [0, 1). sparsity == 0 is a no-op.
 void prune_magnitude(float* w, int64_t rows, int64_t cols, double sparsity,
                      const std::string& pattern);
+
+// One matrix of a model for global pruning: `w` is (rows x cols), row-major.
+struct PruneTarget {
+  float* w;
+  int64_t rows;
+  int64_t cols;
+};
+
+// Global magnitude pruning: one threshold across every target, so round(sparsity * total
+// weights) of smallest |w| become zero and layers whose weights are small lose more (the
+// per-layer patterns above give every row the same count). Ties are broken towards the earlier
+// target, then the lower index. Throws Error on a sparsity outside [0, 1).
+void prune_magnitude_global(const std::vector<PruneTarget>& targets, double sparsity);
+
+// True for the patterns that prune one matrix at a time (unstructured, block, 2:4); "global"
+// prunes the model's projections together (prune_magnitude_global).
+bool is_per_matrix_prune_pattern(const std::string& pattern);
+
+// Prunes `targets` with `pattern` (unstructured, block, 2:4 per matrix, or global); throws Error
+// naming the pattern when it is none of these.
+void prune_targets(const std::vector<PruneTarget>& targets, double sparsity, const std::string& pattern);
 
 // The pattern a format wants: "*_24" -> "2:4", "*_bs" -> "block", anything else ->
 // "unstructured".

@@ -91,6 +91,13 @@ void RecipeSpec::set(const std::string& a) {
   const auto eq = a.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == a.size())
     throw Error(str("recipe parameter expects NAME=VALUE, got '", a, "'"));
+  if (a.compare(0, eq, "prune") == 0) {  // the pruning pattern, a word: prune=global
+    const std::string pattern = a.substr(eq + 1);
+    if (pattern != "global" && !is_per_matrix_prune_pattern(pattern))
+      throw Error(str("recipe parameter '", a, "': unknown pruning pattern (expected unstructured, block, 2:4 or global)"));
+    prune_pattern = pattern;
+    return;
+  }
   try {
     size_t used = 0;
     const double v = std::stod(a.substr(eq + 1), &used);
@@ -210,13 +217,18 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
   std::map<std::string, std::vector<uint8_t>> keep;
   const std::string pattern = spec.prune_pattern.empty() ? prune_pattern_for_format(spec.format)
                                                          : spec.prune_pattern;
+  std::vector<PruneTarget> targets;
   for (const std::string& n : projections) {
     MemTensor& m = T(n);
     if (calib) orig[n] = m.data;
     row_scale[n].assign(static_cast<size_t>(m.rows), 1.f);
     col_scale[n].assign(static_cast<size_t>(m.cols), 1.f);
-    if (spec.sparsity > 0) {
-      prune_magnitude(m.data.data(), m.rows, m.cols, spec.sparsity, pattern);
+    targets.push_back({m.data.data(), m.rows, m.cols});
+  }
+  if (spec.sparsity > 0) {
+    prune_targets(targets, spec.sparsity, pattern);  // per matrix, or one threshold ("global")
+    for (const std::string& n : projections) {
+      const MemTensor& m = T(n);
       auto& k = keep[n];
       k.resize(m.data.size());
       for (size_t i = 0; i < k.size(); ++i) k[i] = m.data[i] != 0.f;

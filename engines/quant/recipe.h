@@ -53,7 +53,8 @@ struct RecipeSpec {
   std::string format = "int4_g32";
   std::map<std::string, double> params;  // overrides of the row's defaults
   double sparsity = 0.0;                 // magnitude pruning before quantisation
-  std::string prune_pattern;             // "" = the format's (see prune_pattern_for_format)
+  std::string prune_pattern;             // "" = the format's (see prune_pattern_for_format), or
+                                         // unstructured, block, 2:4, global (one threshold)
   bool scale_only = false;  // tests: apply and fold the channel scales but do not quantise
 
   // The value of a parameter (override or default); throws on a name the recipe does not have.
@@ -62,7 +63,8 @@ struct RecipeSpec {
   void validate() const;
   // "awq format=int4_g32 grid=20" (every parameter, defaults included; sparsity when > 0).
   std::string describe() const;
-  // Parses "name=value" (e.g. "alpha=0.8", "act_order=1") into params.
+  // Parses "name=value" (e.g. "alpha=0.8", "act_order=1") into params; "prune=PATTERN" sets
+  // prune_pattern (e.g. "gptq:int8_sparse:prune=global").
   void set(const std::string& assignment);
   // "NAME[:PARAM=VALUE...]" (e.g. "gptq", "smoothquant:alpha=0.8") with `format` and `sparsity`;
   // validated (throws Error naming the unknown recipe or parameter).

@@ -17,6 +17,7 @@
 #include "engines/runtime/session.h"
 #include "engines/models/tokenizer.h"
 #include "engines/quant/calibration.h"
+#include "engines/quant/prune.h"
 #include "engines/quant/recipe.h"
 #include "engines/quant/recipe_eval.h"
 #include "harness/cli/command.h"
@@ -197,7 +198,9 @@ int run_recipes(const RecipesArgs& a) {
     const double n = static_cast<double>(std::max<size_t>(1, out.matrices.size()));
     std::string params;
     for (const RecipeParam& p : recipe_by_name(s.recipe).params) params += str(p.name, "=", s.param(p.name), " ");
-    if (s.sparsity > 0) params += str("sparsity=", s.sparsity);
+    if (s.sparsity > 0)
+      params += str("sparsity=", s.sparsity, " prune=",
+                    s.prune_pattern.empty() ? prune_pattern_for_format(s.format) : s.prune_pattern);
     std::printf("| %s | %s | %s | %.5f | %.5f | %.4f | %.4f | %.4f | %.5f | %.5f | %.2f | %.0f |%s\n",
                 s.recipe.c_str(), s.format.c_str(), params.c_str(), q.kl_mean, q.kl_p99, q.top1,
                 q.ppl, q.ppl_ratio, rel / n, rtn / n, q_s, static_cast<double>(q.positions) / e_s,

@@ -22,6 +22,7 @@
 #include "engines/quant/awq.h"
 #include "engines/quant/calibration.h"
 #include "engines/quant/gptq.h"
+#include "engines/quant/prune.h"
 #include "engines/quant/recipe.h"
 #include "engines/quant/recipe_eval.h"
 #include "engines/quant/recipe_grid.h"
@@ -486,6 +487,82 @@ TEST(Calibration, WindowsAreSeededAndHashed) {
   EXPECT_EQ(s.sample_count(), 256);
   // X^T X diagonal = sum of squares; compare with the sample-free statistics' consistency.
   for (int64_t j = 0; j < s.cols; ++j) EXPECT_GE(s.xtx[j * s.cols + j], 0.0);
+}
+
+// ---- global magnitude pruning -------------------------------------------------------------------
+
+TEST(PruneGlobal, OneThresholdAcrossMatricesExactCount) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  // A small-valued matrix and a large-valued one: one global threshold prunes the small one more.
+  std::vector<float> a(40 * 30), b(20 * 50);
+  for (float& x : a) x = 0.05f * nd(rng);
+  for (float& x : b) x = nd(rng);
+  const std::vector<float> a0 = a, b0 = b;
+  prune_magnitude_global({{a.data(), 40, 30}, {b.data(), 20, 50}}, 0.5);
+  const auto zeros = [](const std::vector<float>& v) {
+    return static_cast<int64_t>(std::count(v.begin(), v.end(), 0.f));
+  };
+  EXPECT_EQ(zeros(a) + zeros(b), std::llround(0.5 * (1200 + 1000)));
+  EXPECT_GT(zeros(a), 960);  // most of the small matrix (80 %+), little of the large one
+  EXPECT_LT(zeros(b), 100);
+  // Every kept magnitude is at least every pruned one.
+  float max_pruned = 0, min_kept = INFINITY;
+  for (size_t i = 0; i < a.size(); ++i)
+    (a[i] == 0.f ? max_pruned : min_kept) =
+        a[i] == 0.f ? std::max(max_pruned, std::fabs(a0[i])) : std::min(min_kept, std::fabs(a0[i]));
+  for (size_t i = 0; i < b.size(); ++i)
+    (b[i] == 0.f ? max_pruned : min_kept) =
+        b[i] == 0.f ? std::max(max_pruned, std::fabs(b0[i])) : std::min(min_kept, std::fabs(b0[i]));
+  EXPECT_LE(max_pruned, min_kept);
+  // Kept weights are unchanged.
+  for (size_t i = 0; i < b.size(); ++i)
+    if (b[i] != 0.f) ASSERT_EQ(b[i], b0[i]);
+}
+
+TEST(PruneGlobal, TiesGiveTheExactCountEarliestFirst) {
+  std::vector<float> a(10, 1.f), b(10, 1.f);
+  prune_magnitude_global({{a.data(), 2, 5}, {b.data(), 1, 10}}, 0.75);
+  EXPECT_EQ(std::count(a.begin(), a.end(), 0.f), 10);
+  EXPECT_EQ(std::count(b.begin(), b.end(), 0.f), 5);
+  EXPECT_EQ(b[4], 0.f);
+  EXPECT_EQ(b[5], 1.f);
+  EXPECT_THROW(prune_magnitude_global({{a.data(), 2, 5}}, 1.0), Error);
+  EXPECT_THROW(prune_targets({{a.data(), 2, 5}}, 0.5, "diagonal"), Error);
+}
+
+TEST(PruneGlobal, RecipeParameterSelectsThePattern) {
+  RecipeSpec s = RecipeSpec::parse("rtn:prune=global", "int8_sparse", 0.5);
+  EXPECT_EQ(s.prune_pattern, "global");
+  EXPECT_NE(s.describe().find("prune=global"), std::string::npos);
+  EXPECT_THROW(RecipeSpec::parse("rtn:prune=sideways", "int8_sparse", 0.5), Error);
+}
+
+TEST(PruneGlobal, StoriesProjectionsPrunedTogether) {
+  CIBENCH_REQUIRE_SHARED(kStories);
+  Fixture& f = stories();
+  const RecipeSpec spec = RecipeSpec::parse("rtn:prune=global", "int8_sparse", 0.5);
+  const RecipeOutput out = apply_recipe(f.src, spec, &f.stats);
+  int64_t total = 0, zero = 0;
+  double min_layer = 1, max_layer = 0;
+  for (const auto& [name, t] : out.source.tensors) {
+    if (name.rfind("layers.", 0) != 0 || name.find("norm") != std::string::npos) continue;
+    std::vector<float> v(static_cast<size_t>(t.rows * t.cols));
+    t.read(0, t.rows, v.data());
+    const auto z = static_cast<int64_t>(std::count(v.begin(), v.end(), 0.f));
+    total += static_cast<int64_t>(v.size());
+    zero += z;
+    const double frac = static_cast<double>(z) / static_cast<double>(v.size());
+    min_layer = std::min(min_layer, frac), max_layer = std::max(max_layer, frac);
+  }
+  ASSERT_GT(total, 0);
+  // Half pruned (plus the few kept weights that int8 rounding sends to zero).
+  const double frac = static_cast<double>(zero) / static_cast<double>(total);
+  EXPECT_GE(frac, 0.5 - 1e-4);
+  EXPECT_LT(frac, 0.53);
+  EXPECT_GT(max_layer - min_layer, 0.05);  // matrices keep different fractions (per matrix: all 0.5)
+  const LlamaModel m = build_llama(out.source, out.build);
+  EXPECT_EQ(m.build.format_for("ffn"), "int8_sparse");
 }
 
 }  // namespace
