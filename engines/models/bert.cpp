@@ -692,7 +692,9 @@ inline float erf_approx(float x) {
 
 // One feed-forward activation over n values, bias added first. Also built for AVX2 (8 lanes
 // instead of SSE's 4, picked at load time; no FMA contraction, so the values are the same).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: its runtime is not up when the dynamic loader runs the clone's
+// resolver, which then crashes at start-up.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void bias_activation(float* x, const float* bias, int64_t n, BertActivation act) {
