@@ -401,25 +401,8 @@ BertRecipeOutput apply_bert_recipe(const BertSource& src, const RecipeSpec& spec
         const SiteStats& st = calib->site(site.name);
         for (const std::string& n : site.mats) {
           const MemTensor& m = T(n);
-          std::vector<float> eff(m.data.size());
-          const auto& rs = row_scale[n];
-          const auto& cs = col_scale[n];
-          for (int64_t r = 0; r < m.rows; ++r)
-            for (int64_t j = 0; j < m.cols; ++j)
-              eff[r * m.cols + j] = m.data[r * m.cols + j] / (rs[r] * cs[j]);
-          std::vector<float> rtn = pruned[n];  // unscaled
-          if (grid) grid->round_matrix(rtn.data(), m.rows, m.cols);
-          const auto& o = orig[n];
-          const double e0 = output_energy(o.data(), m.rows, m.cols, st.sample.data(),
-                                          st.sample_count(), runner);
-          RecipeMatrixReport rep;
-          rep.name = n;
-          if (e0 > 0) {
-            rep.rel_err = output_sq_error(o.data(), eff.data(), m.rows, m.cols, st.sample.data(),
-                                          st.sample_count(), runner) / e0;
-            rep.rtn_rel_err = output_sq_error(o.data(), rtn.data(), m.rows, m.cols,
-                                              st.sample.data(), st.sample_count(), runner) / e0;
-          }
+          RecipeMatrixReport rep = matrix_error_report(n, m.data.data(), m.rows, m.cols, orig[n], row_scale[n],
+                                                       col_scale[n], pruned[n], grid ? &*grid : nullptr, st, runner);
           if (exponent.count(n)) rep.awq_exponent = exponent[n];
           out.matrices.push_back(rep);
         }

@@ -123,6 +123,27 @@ RecipeSpec RecipeSpec::parse(const std::string& recipe, const std::string& forma
   return spec;
 }
 
+RecipeMatrixReport matrix_error_report(const std::string& name, const float* w, int64_t rows,
+                                       int64_t cols, const std::vector<float>& orig,
+                                       const std::vector<float>& row_scale,
+                                       const std::vector<float>& col_scale,
+                                       std::vector<float> rtn_base, const QuantGrid* grid,
+                                       const SiteStats& st, MatmulRunner& runner) {
+  std::vector<float> eff(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) eff[r * cols + j] = w[r * cols + j] / (row_scale[r] * col_scale[j]);
+  if (grid) grid->round_matrix(rtn_base.data(), rows, cols);
+  RecipeMatrixReport rep;
+  rep.name = name;
+  const double e0 = output_energy(orig.data(), rows, cols, st.sample.data(), st.sample_count(), runner);
+  if (e0 > 0) {
+    rep.rel_err = output_sq_error(orig.data(), eff.data(), rows, cols, st.sample.data(), st.sample_count(), runner) / e0;
+    rep.rtn_rel_err =
+        output_sq_error(orig.data(), rtn_base.data(), rows, cols, st.sample.data(), st.sample_count(), runner) / e0;
+  }
+  return rep;
+}
+
 LlamaSource memory_llama_source(const LlamaConfig& config, std::string origin,
                                 std::string container, std::map<std::string, MemTensor> tensors) {
   auto store = std::make_shared<std::map<std::string, MemTensor>>(std::move(tensors));
@@ -339,22 +360,8 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
         const SiteStats& st = calib->site(site.name);
         for (const std::string& n : site.mats) {
           const MemTensor& m = T(n);
-          std::vector<float> eff(m.data.size());
-          const auto& rs = row_scale[n];
-          const auto& cs = col_scale[n];
-          for (int64_t r = 0; r < m.rows; ++r)
-            for (int64_t j = 0; j < m.cols; ++j)
-              eff[r * m.cols + j] = m.data[r * m.cols + j] / (rs[r] * cs[j]);
-          std::vector<float> rtn = pruned[n];
-          grid.round_matrix(rtn.data(), m.rows, m.cols);
-          const auto& o = orig[n];
-          const double e0 = output_energy(o.data(), m.rows, m.cols, st.sample.data(), st.sample_count(), runner);
-          RecipeMatrixReport rep;
-          rep.name = n;
-          if (e0 > 0) {
-            rep.rel_err = output_sq_error(o.data(), eff.data(), m.rows, m.cols, st.sample.data(), st.sample_count(), runner) / e0;
-            rep.rtn_rel_err = output_sq_error(o.data(), rtn.data(), m.rows, m.cols, st.sample.data(), st.sample_count(), runner) / e0;
-          }
+          RecipeMatrixReport rep = matrix_error_report(n, m.data.data(), m.rows, m.cols, orig[n], row_scale[n],
+                                                       col_scale[n], pruned[n], &grid, st, runner);
           if (exponent.count(n)) rep.awq_exponent = exponent[n];
           out.matrices.push_back(rep);
         }

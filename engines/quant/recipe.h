@@ -78,6 +78,19 @@ struct RecipeMatrixReport {
   double awq_exponent = -1; // awq: the exponent a that won for this matrix's site
 };
 
+class QuantGrid;
+class MatmulRunner;
+
+// One projection's report on the calibration sample rows of `st`: the recipe's weights `w`
+// (rows x cols, still multiplied by row_scale[r] * col_scale[j], which are divided out here)
+// against the original `orig`, and RTN (on `grid`, none: no rounding) of `rtn_base` against it.
+RecipeMatrixReport matrix_error_report(const std::string& name, const float* w, int64_t rows,
+                                       int64_t cols, const std::vector<float>& orig,
+                                       const std::vector<float>& row_scale,
+                                       const std::vector<float>& col_scale,
+                                       std::vector<float> rtn_base, const QuantGrid* grid,
+                                       const SiteStats& st, MatmulRunner& runner);
+
 struct RecipeOutput {
   LlamaSource source;        // on-grid projections, adjusted norms (content_hash of the result)
   LlamaBuildOptions build;   // attention/ffn = the format, output = f32
