@@ -18,6 +18,8 @@
 #include "engines/quant/prune.h"
 #include "engines/runtime/session.h"
 
+#include "engines/core/splitmix.h"
+
 namespace cibench {
 
 namespace fs = std::filesystem;
@@ -363,24 +365,11 @@ BertSource open_hf_bert(const std::string& spec) {
 
 // ---- Synthetic presets ----------------------------------------------------------------------------
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t hash_name(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
-  return h;
-}
-
 // offset + uniform values in [-scale, scale]: a pure function of (seed, name, row, column), so
 // any row block can be generated on its own (packing never materialises the f32 model).
 TensorSource random_tensor(uint64_t seed, const std::string& name, int64_t rows, int64_t cols,
                            float scale, float offset = 0.0f) {
-  const uint64_t base = splitmix64(seed ^ hash_name(name));
+  const uint64_t base = splitmix64(seed ^ fnv1a64_name(name));
   TensorSource t;
   t.rows = rows;
   t.cols = cols;

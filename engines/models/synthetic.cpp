@@ -8,27 +8,16 @@
 #include "engines/models/llama_config.h"
 #include "engines/models/synthetic.h"
 
+#include "engines/core/splitmix.h"
+
 namespace cibench {
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t hash_name(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : s) h = (h ^ ch) * 0x100000001b3ull;
-  return h;
-}
 
 // Uniform values in [-scale, scale] for rows [r0, r0+n) of a tensor; a pure function of
 // (seed, tensor name, row, column).
 TensorSource random_tensor(uint64_t seed, const std::string& name, int64_t rows, int64_t cols,
                            float scale) {
-  const uint64_t base = splitmix64(seed ^ hash_name(name));
+  const uint64_t base = splitmix64(seed ^ fnv1a64_name(name));
   TensorSource t;
   t.rows = rows;
   t.cols = cols;

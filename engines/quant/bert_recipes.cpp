@@ -17,16 +17,11 @@
 #include "engines/quant/recipe_grid.h"
 #include "engines/quant/smoothquant.h"
 
+#include "engines/core/splitmix.h"
+
 namespace cibench {
 
 namespace {
-
-uint64_t splitmix_next(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 bool parse_i64(const std::string& s, int64_t* out) {
   if (s.empty()) return false;
@@ -108,7 +103,7 @@ LoadedSentences load_sentences(const SentenceSlice& s) {
   if (s.permuted) {  // Fisher-Yates with splitmix64
     uint64_t st = s.seed;
     for (int64_t i = n - 1; i > 0; --i) {
-      const int64_t j = static_cast<int64_t>(splitmix_next(st) % static_cast<uint64_t>(i + 1));
+      const int64_t j = static_cast<int64_t>(splitmix64_next(st) % static_cast<uint64_t>(i + 1));
       std::swap(order[i], order[j]);
     }
   }

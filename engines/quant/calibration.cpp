@@ -11,15 +11,10 @@
 #include "engines/core/thread_pool.h"
 #include "engines/models/llama.h"
 
+#include "engines/core/splitmix.h"
+
 namespace cibench {
 namespace {
-
-uint64_t splitmix(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 constexpr int64_t kHessianBatch = 256;
 
@@ -163,7 +158,7 @@ CalibrationSet make_calibration(const LoadedSlice& slice, const Tokenizer& tok, 
   const uint64_t span = stream.size() - static_cast<size_t>(seq_len) + 1;
   uint64_t h = 0xcbf29ce484222325ull;
   for (int i = 0; i < samples; ++i) {
-    const size_t off = static_cast<size_t>(splitmix(rng) % span);
+    const size_t off = static_cast<size_t>(splitmix64_next(rng) % span);
     c.windows.emplace_back(stream.begin() + static_cast<std::ptrdiff_t>(off),
                            stream.begin() + static_cast<std::ptrdiff_t>(off + seq_len));
     h = fnv1a64(c.windows.back().data(), c.windows.back().size() * sizeof(int), h);
@@ -230,7 +225,7 @@ void CalibrationStats::observe(const std::string& matrix_name, const float* x, i
     if (s.sample_count() < opts_.sample_rows) {
       s.sample.insert(s.sample.end(), r, r + cols);
     } else {
-      const int64_t k = static_cast<int64_t>(splitmix(rng_) % static_cast<uint64_t>(seen));
+      const int64_t k = static_cast<int64_t>(splitmix64_next(rng_) % static_cast<uint64_t>(seen));
       if (k < opts_.sample_rows) std::copy(r, r + cols, s.sample.begin() + k * cols);
     }
     s.rows_seen = seen;
