@@ -27,6 +27,9 @@ struct FormatKernels {
                  int64_t row_begin, int64_t row_end) = nullptr;
   void (*matmul)(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                  int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) = nullptr;
+  // This level's activation quantiser, bit-identical to FormatRow::quantize_act (nullptr = use
+  // that reference; see FormatRow::quantizer_at).
+  void (*quantize)(const float* x, int64_t k, void* dst) = nullptr;
 };
 
 struct FormatRow {
@@ -59,6 +62,9 @@ struct FormatRow {
   const FormatKernels& kernels_at(Isa isa) const;
   // The level whose kernels actually run at `isa` (for provenance).
   Isa kernel_isa_at(Isa isa) const;
+  // The activation quantiser to use at `isa`: the highest level at or below it that has one of
+  // its own, else quantize_act (nullptr for f32-activation rows).
+  void (*quantizer_at(Isa isa) const)(const float* x, int64_t k, void* dst);
 };
 
 const std::vector<FormatRow>& format_table();

@@ -89,7 +89,8 @@ const void* MatmulRunner::convert(const WeightMatrix& w, const float* x, int64_t
     for (int64_t i = 0; i < m; ++i)
       f.quantize_act_static(x + i * ldx, w.cols, w.act_scale, act_.data() + i * rb);
   } else {
-    for (int64_t i = 0; i < m; ++i) f.quantize_act(x + i * ldx, w.cols, act_.data() + i * rb);
+    const auto quantize = f.quantizer_at(isa_);
+    for (int64_t i = 0; i < m; ++i) quantize(x + i * ldx, w.cols, act_.data() + i * rb);
   }
   *act_row_bytes = rb;
   return act_.data();

@@ -2,11 +2,15 @@
 //   dense f32-activation formats (bf16, int8, int4): fmt_dense.inc over VecAvx2, except the int4
 //   matvec (zero-extending nibble loads, zero point applied per group with the sum of x)
 //   w8a8: sign trick + _mm256_maddubs_epi16 + _mm256_madd_epi16, exact int32 accumulation
+//   w8a7: 7-bit unsigned activations straight into _mm256_maddubs_epi16 (no sign trick), exact
+//   activation quantisers of w8a8 / w8a7, bit-identical to the reference ones
 //   int4_gG_a8: unsigned codes x int8 activations with maddubs/madd, int32 per group, bit-exact
 //   sparse (f32_sparse, int8_sparse): u16 column lists, x gathered 8 at a time (scalar loads)
 //   int8_bs: 1x16 blocks, contiguous x loads;  int8_24: in-register permutes of x
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engines/kernels/fmt_common.h"
@@ -69,14 +73,18 @@ void w8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, f
 }
 
 // MR activation rows x NR weight rows in registers (8 int32 accumulators at 4 x 2).
+// `next` is the first of the NR rows after these (adjacent): one line of each is prefetched every
+// other step, so the next pair of rows is in L1 when the first tile of the next column starts.
 template <int MR, int NR>
-inline void w8a8_tile(const uint8_t* const* rows, int64_t kp, const uint8_t* x, size_t xrb,
-                      float* y, int64_t ldy) {
+inline void w8a8_tile(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes, int64_t kp,
+                      const uint8_t* x, size_t xrb, float* y, int64_t ldy) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int t = 0; t < NR; ++t) acc[i][t] = _mm256_setzero_si256();
   for (int64_t c = 0; c < kp; c += 32) {
+    if ((c & 63) == 0)
+      for (int t = 0; t < NR; ++t) __builtin_prefetch(next + t * row_bytes + c, 0, 3);
     __m256i wv[NR], wa[NR];
     for (int t = 0; t < NR; ++t) {
       wv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[t] + 4 + c));
@@ -96,33 +104,216 @@ inline void w8a8_tile(const uint8_t* const* rows, int64_t kp, const uint8_t* x, 
   }
 }
 
-template <int NR>
-inline void w8a8_tile_rows(const uint8_t* const* rows, int64_t kp, const uint8_t* x, size_t xrb,
-                           int64_t m, float* y, int64_t ldy) {
+// Walks the m activation rows against NR weight rows with Tile<MR, NR> (w8a8_tile, w8a7_tile).
+template <template <int, int> class Tile, int NR>
+inline void int8_tile_rows(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes,
+                           int64_t kp, const uint8_t* x, size_t xrb, int64_t m, float* y,
+                           int64_t ldy) {
   int64_t i = 0;
-  for (; i + 4 <= m; i += 4) w8a8_tile<4, NR>(rows, kp, x + i * xrb, xrb, y + i * ldy, ldy);
+  for (; i + 4 <= m; i += 4)
+    Tile<4, NR>::run(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy);
   // The last 1-3 rows in one tile, so the weight loads are shared by all of them.
   switch (m - i) {
-    case 3: w8a8_tile<3, NR>(rows, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
-    case 2: w8a8_tile<2, NR>(rows, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
-    case 1: w8a8_tile<1, NR>(rows, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
+    case 3: Tile<3, NR>::run(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
+    case 2: Tile<2, NR>::run(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
+    case 1: Tile<1, NR>::run(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
     default: break;
   }
 }
 
-void w8a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+// Pairs of weight rows (then a last single one), each against every activation row.
+template <template <int, int> class Tile>
+void int8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                  int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   const int64_t kp = round_up(k, 32);
   const uint8_t* xa = static_cast<const uint8_t*>(x);
   int64_t r = row_begin;
   for (; r + 2 <= row_end; r += 2) {
     const uint8_t* rows[2] = {w + r * row_bytes, w + (r + 1) * row_bytes};
-    w8a8_tile_rows<2>(rows, kp, xa, x_row_bytes, m, y + r, ldy);
+    int8_tile_rows<Tile, 2>(rows, rows[0] + 2 * row_bytes, row_bytes, kp, xa, x_row_bytes, m,
+                            y + r, ldy);
   }
   if (r < row_end) {
     const uint8_t* rows[1] = {w + r * row_bytes};
-    w8a8_tile_rows<1>(rows, kp, xa, x_row_bytes, m, y + r, ldy);
+    int8_tile_rows<Tile, 1>(rows, rows[0] + row_bytes, row_bytes, kp, xa, x_row_bytes, m, y + r,
+                            ldy);
   }
+}
+
+template <int MR, int NR>
+struct W8a8Tile {
+  static void run(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes, int64_t kp,
+                  const uint8_t* x, size_t xrb, float* y, int64_t ldy) {
+    w8a8_tile<MR, NR>(rows, next, row_bytes, kp, x, xrb, y, ldy);
+  }
+};
+
+// ---- w8a7 ------------------------------------------------------------------------------------
+// Unsigned 7-bit activations x signed int8 weights straight into _mm256_maddubs_epi16 (pairs of
+// products stay inside int16: 2 x 127 x 127), so one instruction fewer per 32 products than
+// w8a8's sign trick; the zero point comes off once per output: sum(q w) - z sum(w).
+static_assert(2 * 127 * 127 <= 32767, "a maddubs pair of 7-bit x int8 products fits int16");
+inline __m256i dot32_u7(__m256i a, __m256i w, __m256i ones) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones);
+}
+
+template <int NR>
+inline void w8a7_rows(const uint8_t* const* rows, const uint8_t* next, int64_t kp,
+                      const uint8_t* act, float* y) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc[NR];
+  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_si256();
+  const uint8_t* a8 = act + kActHeader;
+  for (int64_t c = 0; c < kp; c += 32) {
+    prefetch_span(next + NR * c, NR * 32);
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a8 + c));
+    for (int r = 0; r < NR; ++r) {
+      const __m256i w =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + kW8a7Header + c));
+      acc[r] = _mm256_add_epi32(acc[r], dot32_u7(a, w, ones));
+    }
+  }
+  const float sx = load_f32(act);
+  const int32_t z = load_i32(act + 4);
+  for (int r = 0; r < NR; ++r)
+    y[r] = static_cast<float>(hsum_i32(acc[r]) - z * load_i32(rows[r] + 4)) *
+           (load_f32(rows[r]) * sx);
+}
+
+void w8a7_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
+                 int64_t row_begin, int64_t row_end) {
+  const int64_t kp = round_up(k, 32);
+  const uint8_t* act = static_cast<const uint8_t*>(x);
+  int64_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) {
+    const uint8_t* rows[4] = {w + r * row_bytes, w + (r + 1) * row_bytes, w + (r + 2) * row_bytes,
+                              w + (r + 3) * row_bytes};
+    w8a7_rows<4>(rows, rows[0] + 4 * row_bytes, kp, act, y + (r - row_begin));
+  }
+  for (; r < row_end; ++r) {
+    const uint8_t* rows[1] = {w + r * row_bytes};
+    w8a7_rows<1>(rows, rows[0] + row_bytes, kp, act, y + (r - row_begin));
+  }
+}
+
+template <int MR, int NR>
+struct W8a7Tile {
+  static void run(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes, int64_t kp,
+                  const uint8_t* x, size_t xrb, float* y, int64_t ldy) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i acc[MR][NR];
+    for (int i = 0; i < MR; ++i)
+      for (int t = 0; t < NR; ++t) acc[i][t] = _mm256_setzero_si256();
+    for (int64_t c = 0; c < kp; c += 32) {
+      if ((c & 63) == 0)
+        for (int t = 0; t < NR; ++t) __builtin_prefetch(next + t * row_bytes + c, 0, 3);
+      __m256i wv[NR];
+      for (int t = 0; t < NR; ++t)
+        wv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[t] + kW8a7Header + c));
+      for (int i = 0; i < MR; ++i) {
+        const __m256i a =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i * xrb + kActHeader + c));
+        for (int t = 0; t < NR; ++t) acc[i][t] = _mm256_add_epi32(acc[i][t], dot32_u7(a, wv[t], ones));
+      }
+    }
+    for (int i = 0; i < MR; ++i) {
+      const float sx = load_f32(x + i * xrb);
+      const int32_t z = load_i32(x + i * xrb + 4);
+      for (int t = 0; t < NR; ++t)
+        y[i * ldy + t] = static_cast<float>(hsum_i32(acc[i][t]) - z * load_i32(rows[t] + 4)) *
+                         (load_f32(rows[t]) * sx);
+    }
+  }
+};
+
+// ---- activation quantisers (bit-identical to fmt_pack.cpp's act8_quantize / act7_quantize) -----
+// 32 int32 lanes (4 vectors, values 0..255 or -127..127) to 32 bytes in order.
+inline __m256i pack32(__m256i a, __m256i b, __m256i c, __m256i d, bool is_unsigned) {
+  const __m256i ab = _mm256_packs_epi32(a, b), cd = _mm256_packs_epi32(c, d);
+  const __m256i v = is_unsigned ? _mm256_packus_epi16(ab, cd) : _mm256_packs_epi16(ab, cd);
+  return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+inline float hmax8(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+inline float hmin8(__m256 v) {
+  __m128 m = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_min_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
+void act8_quantize_avx2(const float* x, int64_t k, void* dst_v) {
+  uint8_t* dst = static_cast<uint8_t*>(dst_v);
+  std::memset(dst, 0, static_cast<size_t>(kActHeader));
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  __m256 va = _mm256_setzero_ps();
+  int64_t i = 0;
+  // max(v, acc) keeps acc where v is NaN, as std::max(acc, v) does in the reference.
+  for (; i + 8 <= k; i += 8) va = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), absmask), va);
+  float amax = hmax8(va);
+  for (; i < k; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float scale = amax / 127.f;
+  const float inv = scale > 0.f ? 1.f / scale : 0.f;
+  std::memcpy(dst, &scale, 4);
+  int8_t* v = reinterpret_cast<int8_t*>(dst + kActHeader);
+  const __m256 vinv = _mm256_set1_ps(inv), lo = _mm256_set1_ps(-127.f), hi = _mm256_set1_ps(127.f),
+               magic = _mm256_set1_ps(12582912.f);
+  auto q8 = [&](const float* p) {
+    __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(p), vinv), lo), hi);
+    t = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);
+    return _mm256_cvtps_epi32(t);
+  };
+  i = 0;
+  for (; i + 32 <= k; i += 32)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + i),
+                        pack32(q8(x + i), q8(x + i + 8), q8(x + i + 16), q8(x + i + 24), false));
+  for (; i < k; ++i) {
+    const float c = std::min(std::max(x[i] * inv, -127.f), 127.f);
+    v[i] = static_cast<int8_t>((c + 12582912.f) - 12582912.f);
+  }
+  for (; i < round_up(k, 32); ++i) v[i] = 0;
+}
+
+void act7_quantize_avx2(const float* x, int64_t k, void* dst_v) {
+  uint8_t* dst = static_cast<uint8_t*>(dst_v);
+  std::memset(dst, 0, static_cast<size_t>(kActHeader));
+  __m256 vmn = _mm256_setzero_ps(), vmx = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + i);
+    vmn = _mm256_min_ps(xv, vmn);
+    vmx = _mm256_max_ps(xv, vmx);
+  }
+  float mn = hmin8(vmn), mx = hmax8(vmx);
+  for (; i < k; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+  }
+  const Act7Params p = act7_params(mn, mx);
+  std::memcpy(dst, &p.scale, 4);
+  const int32_t z = static_cast<int32_t>(p.zf);
+  std::memcpy(dst + 4, &z, 4);
+  uint8_t* v = dst + kActHeader;
+  const __m256 vinv = _mm256_set1_ps(p.inv), zf = _mm256_set1_ps(p.zf),
+               tlo = _mm256_set1_ps(-128.f), thi = _mm256_set1_ps(128.f),
+               qhi = _mm256_set1_ps(127.f), zero = _mm256_setzero_ps(),
+               magic = _mm256_set1_ps(12582912.f);
+  auto q7 = [&](const float* ptr) {
+    __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(ptr), vinv), tlo), thi);
+    t = _mm256_add_ps(_mm256_sub_ps(_mm256_add_ps(t, magic), magic), zf);
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(t, zero), qhi));
+  };
+  i = 0;
+  for (; i + 32 <= k; i += 32)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + i),
+                        pack32(q7(x + i), q7(x + i + 8), q7(x + i + 16), q7(x + i + 24), true));
+  for (; i < k; ++i) v[i] = act7_q(x[i], p);
+  for (; i < round_up(k, 32); ++i) v[i] = 0;
 }
 
 // ---- int4 (f32 activations) matvec ------------------------------------------------------------
@@ -597,7 +788,8 @@ struct Int8SparseT : Int8Sparse {
 
 FormatKernels kernels_avx2(const Spec& s) {
   switch (s.kind) {
-    case Kind::w8a8: return FormatKernels{w8a8_matvec, w8a8_matmul};
+    case Kind::w8a8: return FormatKernels{w8a8_matvec, int8_matmul<W8a8Tile>, act8_quantize_avx2};
+    case Kind::w8a7: return FormatKernels{w8a7_matvec, int8_matmul<W8a7Tile>, act7_quantize_avx2};
     case Kind::int4:
       if (s.asym) {
         if (s.group == 32) return int4_avx2_kernels<32, true>();

@@ -10,6 +10,7 @@
 //   bf16         uint16 x K (upper half of the IEEE float, round-to-nearest-even)
 //   int8         [f32 scale][int8 x K]                         w = scale * q, q in [-127, 127]
 //   w8a8         [f32 scale][int8 x round_up(K, 32)]           zero padded so kernels need no tails
+//   w8a7         [f32 scale][i32 sum of the int8 values][int8 x round_up(K, 32)]   (w8a8's values)
 //   int4 gG      groups of G along K (the last one ragged when G does not divide K), each
 //                [f16 d]([f16 m] asym)[nibbles: 16 bytes per 32-element sub-block]; in a sub-block
 //                byte j holds element j (low nibble) and element 16 + j (high nibble); a ragged
@@ -27,6 +28,14 @@
 //
 // Activations for int8 dot products (w8a8): [f32 scale][28 bytes pad][int8 x round_up(K, 32)],
 // quantised per row (token) symmetric to [-127, 127], zero padded.
+//
+// Activations of w8a7: [f32 scale][i32 zero point z][24 bytes pad][uint8 x round_up(K, 32)],
+// quantised per row (token) asymmetric to 7 bits: scale = (max(x, 0) - min(x, 0)) / 127,
+// q = clamp(round(x / scale) + z, 0, 127), z = clamp(round(-min / scale), 0, 127); padding 0.
+// Seven bits keep every pair of unsigned x signed products of _mm256_maddubs_epi16 inside int16
+// (2 x 127 x 127 < 32767), so AVX2 needs no sign trick (what fbgemm's reduce_range does for
+// PyTorch's dynamic quantisation). dot = scale_w * scale_x * (sum(q w) - z * sum(w)), exact in
+// int32 up to the float product.
 //
 // int4_gG_a8 weights: the int4 gG symmetric layout above, unchanged. Their activations are
 // quantised per block of G values (the blocks line up with the weight groups, the last one ragged):
@@ -48,7 +57,7 @@
 namespace cibench {
 namespace fmt {
 
-enum class Kind : uint8_t { bf16, int8, w8a8, int4, f32_sparse, int8_sparse, int8_bs, int8_24, int4_a8 };
+enum class Kind : uint8_t { bf16, int8, w8a8, w8a7, int4, f32_sparse, int8_sparse, int8_bs, int8_24, int4_a8 };
 
 // What a kernel getter needs to know about a row.
 struct Spec {
@@ -162,6 +171,38 @@ inline size_t int4_row_bytes(int64_t k, int64_t group, bool asym) {
 
 // ---- int8 activation rows (w8a8) -----------------------------------------------------------
 inline size_t act8_row_bytes(int64_t k) { return static_cast<size_t>(kActHeader + round_up(k, 32)); }
+constexpr int64_t kW8a7Header = 8;  // w8a7 weight row: f32 scale + i32 sum of the values
+
+// Round to nearest even for |v| < 2^22 without libm (the same bits in every twin). Callers clamp
+// a product before rounding it, so no FMA contraction can fuse the multiply into the add.
+inline float round_even_small(float v) { return (v + 12582912.f) - 12582912.f; }
+inline int32_t load_i32(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// w8a7 activation parameters from the row's min and max (both already folded with 0): every
+// twin computes them with this one function, so the scale, its inverse and z agree bit for bit.
+struct Act7Params {
+  float scale, inv, zf;
+};
+inline Act7Params act7_params(float mn, float mx) {
+  Act7Params p;
+  p.scale = (mx - mn) / 127.f;
+  p.inv = p.scale > 0.f ? 1.f / p.scale : 0.f;
+  const float z = -mn * p.inv;
+  p.zf = round_even_small(z < 0.f ? 0.f : (z > 127.f ? 127.f : z));
+  return p;
+}
+// One value: clamp(round(clamp(x * inv, -128, 128)) + z, 0, 127).
+inline uint8_t act7_q(float x, const Act7Params& p) {
+  float t = x * p.inv;
+  t = t < -128.f ? -128.f : (t > 128.f ? 128.f : t);
+  float q = round_even_small(t) + p.zf;
+  q = q < 0.f ? 0.f : (q > 127.f ? 127.f : q);
+  return static_cast<uint8_t>(q);
+}
 
 // ---- int8 activation rows quantised per block of g (int4_gG_a8) ---------------------------
 inline int64_t actb_blocks(int64_t k, int64_t g) { return (k + g - 1) / g; }

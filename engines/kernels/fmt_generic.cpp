@@ -35,6 +35,17 @@ float dot_w8a8(const uint8_t* row, int64_t k, const void* xv) {
   return static_cast<float>(s) * (load_f32(row) * load_f32(xa));
 }
 
+// Exact int32: sum(q a) - z sum(q), then the same float expression as the SIMD twins.
+float dot_w8a7(const uint8_t* row, int64_t k, const void* xv) {
+  const uint8_t* xa = static_cast<const uint8_t*>(xv);
+  const int8_t* q = reinterpret_cast<const int8_t*>(row + kW8a7Header);
+  const uint8_t* a = xa + kActHeader;
+  int32_t s = 0;
+  for (int64_t i = 0; i < k; ++i) s += static_cast<int32_t>(q[i]) * a[i];
+  s -= load_i32(xa + 4) * load_i32(row + 4);
+  return static_cast<float>(s) * (load_f32(row) * load_f32(xa));
+}
+
 template <int G, bool Asym>
 float dot_int4(const uint8_t* row, int64_t k, const void* xv) {
   const float* x = static_cast<const float*>(xv);
@@ -168,6 +179,7 @@ FormatKernels kernels_generic(const Spec& s) {
     case Kind::bf16: return make<dot_bf16>();
     case Kind::int8: return make<dot_int8>();
     case Kind::w8a8: return make<dot_w8a8>();
+    case Kind::w8a7: return make<dot_w8a7>();
     case Kind::int4: return s.asym ? int4_kernels<true>(s.group) : int4_kernels<false>(s.group);
     case Kind::f32_sparse: return make<dot_f32_sparse>();
     case Kind::int8_sparse: return make<dot_int8_sparse>();

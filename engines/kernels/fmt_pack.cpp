@@ -91,6 +91,42 @@ void act8_quantize_static(const float* x, int64_t k, float scale, void* dst_v) {
   for (int64_t i = k; i < round_up(k, 32); ++i) v[i] = 0;
 }
 
+// ---- w8a7: w8a8's int8 values behind [scale][sum]; 7-bit asymmetric activations -------------
+size_t w8a7_row_bytes(int64_t k) { return kW8a7Header + static_cast<size_t>(round_up(k, 32)); }
+void w8a7_pack(const float* src, int64_t k, uint8_t* dst) {
+  Q8 q(src, k);
+  store_f32(dst, q.scale);
+  int32_t sum = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    const int8_t v = q.q(src[i]);
+    dst[kW8a7Header + i] = static_cast<uint8_t>(v);
+    sum += v;
+  }
+  for (int64_t i = k; i < round_up(k, 32); ++i) dst[kW8a7Header + i] = 0;
+  std::memcpy(dst + 4, &sum, 4);
+}
+void w8a7_unpack(const uint8_t* src, int64_t k, float* dst) {
+  const float s = load_f32(src);
+  for (int64_t i = 0; i < k; ++i)
+    dst[i] = s * static_cast<float>(static_cast<int8_t>(src[kW8a7Header + i]));
+}
+void act7_quantize(const float* x, int64_t k, void* dst_v) {
+  uint8_t* dst = static_cast<uint8_t*>(dst_v);
+  std::memset(dst, 0, static_cast<size_t>(kActHeader));
+  float mn = 0.f, mx = 0.f;
+  for (int64_t i = 0; i < k; ++i) {
+    mn = std::min(mn, x[i]);
+    mx = std::max(mx, x[i]);
+  }
+  const Act7Params p = act7_params(mn, mx);
+  store_f32(dst, p.scale);
+  const int32_t z = static_cast<int32_t>(p.zf);
+  std::memcpy(dst + 4, &z, 4);
+  uint8_t* v = dst + kActHeader;
+  for (int64_t i = 0; i < k; ++i) v[i] = act7_q(x[i], p);
+  for (int64_t i = k; i < round_up(k, 32); ++i) v[i] = 0;
+}
+
 // ---- int4 group-wise -------------------------------------------------------------------------
 template <int G, bool Asym>
 size_t int4_bytes(int64_t k) {
@@ -456,6 +492,23 @@ void append_packed_rows(std::vector<FormatRow>& t) {
         "static int8: w8a8 weights and kernels, activations quantised with a per-tensor scale "
         "calibrated offline (WeightMatrix::act_scale, clamped); per token when uncalibrated";
     r.quantize_act_static = act8_quantize_static;
+    t.push_back(r);
+  }
+  {
+    FormatRow r = base_row("w8a7",
+                           "dynamic int8 weights (w8a8's values) x 7-bit asymmetric activations "
+                           "per token (fbgemm's reduce_range): unsigned x signed int8 products "
+                           "without the sign trick on AVX2; int32 accumulation",
+                           Spec{Kind::w8a7});
+    r.block_size = 1;
+    r.bytes_per_block = 1;
+    r.bits_per_weight = 8;
+    r.act = ActType::int8_per_row;
+    r.row_bytes = w8a7_row_bytes;
+    r.pack_row = w8a7_pack;
+    r.unpack_row = w8a7_unpack;
+    r.act_row_bytes = act8_bytes;
+    r.quantize_act = act7_quantize;
     t.push_back(r);
   }
   t.push_back(int4_row<32, false>("int4_g32", "int4 symmetric, group 32 along K, f16 scale per group; f32 activations"));

@@ -72,6 +72,12 @@ Isa FormatRow::kernel_isa_at(Isa isa) const {
   return Isa::generic;
 }
 
+void (*FormatRow::quantizer_at(Isa isa) const)(const float*, int64_t, void*) {
+  for (int i = static_cast<int>(isa); i > 0; --i)
+    if (kernels[i].quantize) return kernels[i].quantize;
+  return quantize_act;
+}
+
 const std::vector<FormatRow>& format_table() {
   static const std::vector<FormatRow> t = build_table();
   return t;

@@ -63,11 +63,11 @@ double error_bound(const FormatRow& f) {
   if (n.rfind("int4_g32", 0) == 0) return 0.09;
   if (n.rfind("int4_g64", 0) == 0) return 0.10;
   if (n.rfind("int4_g128", 0) == 0) return 0.11;
-  return 0.01;  // int8, w8a8, int8_sparse, int8_bs, int8_24 (relative to the pruned weights)
+  return 0.01;  // int8, w8a8, w8a7, int8_sparse, int8_bs, int8_24 (relative to the pruned weights)
 }
 
 TEST(Formats, TableHasEveryRowWithConsistentGeometry) {
-  for (const char* name : {"f32", "bf16", "int8", "w8a8", "int4_g32", "int4_g64", "int4_g128",
+  for (const char* name : {"f32", "bf16", "int8", "w8a8", "w8a7", "int4_g32", "int4_g64", "int4_g128",
                            "int4_g32_asym", "int4_g64_asym", "int4_g128_asym", "int4_g32_a8",
                            "int4_g64_a8", "int4_g128_a8", "f32_sparse",
                            "int8_sparse", "int8_bs", "int8_24"})
@@ -78,10 +78,11 @@ TEST(Formats, TableHasEveryRowWithConsistentGeometry) {
     EXPECT_EQ(f.act == ActType::f32, f.quantize_act == nullptr);
     EXPECT_GT(f.bits_per_weight, 0);
     if (!f.packed_row_bytes) {
-      // A whole number of blocks costs bytes_per_block each, plus at most a 4-byte row header.
+      // A whole number of blocks costs bytes_per_block each, plus at most an 8-byte row header
+      // (w8a7: scale and the sum of the values).
       const int64_t k = f.block_size * 64;
       EXPECT_GE(f.row_bytes(k), 64 * f.bytes_per_block);
-      EXPECT_LE(f.row_bytes(k), 64 * f.bytes_per_block + 4);
+      EXPECT_LE(f.row_bytes(k), 64 * f.bytes_per_block + 8);
     }
   }
 }
@@ -197,7 +198,20 @@ Acts make_acts(const FormatRow& f, const std::vector<float>& x, int64_t m, int64
       continue;
     }
     float s;
-    std::memcpy(&s, dst, 4);  // int8 activation rows: [f32 scale][pad to 32][int8 values]
+    std::memcpy(&s, dst, 4);
+    if (std::string(f.name) == "w8a7") {
+      // [f32 scale][i32 zero point][pad to 32][uint8 values in 0..127]
+      int32_t z;
+      std::memcpy(&z, dst + 4, 4);
+      EXPECT_GE(z, 0);
+      EXPECT_LE(z, 127);
+      for (int64_t c = 0; c < k; ++c) {
+        EXPECT_LE(dst[32 + c], 127) << "7 bits";
+        a.dequantised[i * k + c] = s * static_cast<float>(static_cast<int32_t>(dst[32 + c]) - z);
+      }
+      continue;
+    }
+    // int8 activation rows: [f32 scale][pad to 32][int8 values]
     for (int64_t c = 0; c < k; ++c)
       a.dequantised[i * k + c] = s * static_cast<float>(static_cast<int8_t>(dst[32 + c]));
   }
@@ -511,6 +525,61 @@ TEST(Sparse, CompressedRowsShrinkWithSparsity) {
   std::vector<float> back(rows * cols);
   unpack_matrix(s, back.data());
   for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(back[i] == 0.f, w[i] == 0.f);
+}
+
+// ---- activation quantisers per ISA -------------------------------------------------------------
+
+// Every level's own activation quantiser writes the reference's bytes: random rows at ragged and
+// aligned widths, one-sided rows (a zero point at 0 or 127 for w8a7), all zeros, tiny and huge
+// ranges. The kernels are tested against their generic twins on reference activations, so this
+// is what makes a whole MatmulRunner product equal across ISAs.
+TEST(Formats, ActivationQuantisersMatchTheReferenceAtEveryIsa) {
+  std::mt19937 rng(77);
+  int checked = 0;
+  for (const FormatRow& f : format_table()) {
+    if (!f.quantize_act) continue;
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(std::string(f.name) + " at " + isa_name(isa));
+      const auto q = f.quantizer_at(isa);
+      ASSERT_NE(q, nullptr);
+      for (int64_t k : {1, 7, 8, 31, 32, 33, 100, 172, 768, 3072}) {
+        for (int shape = 0; shape < 6; ++shape) {
+          std::vector<float> x = gauss(k, rng);
+          for (float& v : x) {
+            if (shape == 1) v = std::fabs(v);              // all >= 0: z = 0
+            if (shape == 2) v = -std::fabs(v);             // all <= 0: z = 127
+            if (shape == 3) v = 0.f;                       // scale 0
+            if (shape == 4) v *= 1e-20f;                   // tiny range
+            if (shape == 5) v *= 3e4f;                     // huge range
+          }
+          const size_t n = f.act_row_bytes(k);
+          std::vector<uint8_t> want(n, 0xAB), got(n, 0xCD);
+          f.quantize_act(x.data(), k, want.data());
+          q(x.data(), k, got.data());
+          ASSERT_EQ(want, got) << "k=" << k << " shape=" << shape;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+// w8a7 activations: each value within half a step of the input (asymmetric, 7 bits), zero exact.
+TEST(Formats, W8a7ActivationsWithinHalfAStepAndZeroExact) {
+  const FormatRow& f = format_by_name("w8a7");
+  std::mt19937 rng(78);
+  for (int64_t k : {5, 64, 172}) {
+    std::vector<float> x = gauss(k, rng);
+    for (int64_t i = 0; i < k; i += 3) x[i] = std::fabs(x[i]) * 4.f;  // skewed to the right
+    x[0] = 0.f;
+    Acts a = make_acts(f, x, 1, k);
+    float s;
+    std::memcpy(&s, a.bytes.data(), 4);
+    ASSERT_GT(s, 0.f);
+    EXPECT_EQ(a.dequantised[0], 0.f) << "zero must be exact (padding and ReLU zeros)";
+    for (int64_t i = 0; i < k; ++i) EXPECT_LE(std::fabs(a.dequantised[i] - x[i]), s * 0.5f * 1.0001f) << i;
+  }
 }
 
 // ---- MatmulRunner with every format ------------------------------------------------------------
