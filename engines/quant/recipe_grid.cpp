@@ -31,14 +31,14 @@ float int8_fixed_scale(float s0) {
 }  // namespace
 
 bool QuantGrid::supports(const std::string& n) {
-  return n == "int8" || n == "w8a8" || n == "w8a8_static" || n == "int8_sparse" || n == "int8_bs" || n == "int8_24" ||
+  return n == "int8" || n == "w8a8" || n == "w8a7" || n == "w8a8_static" || n == "int8_sparse" || n == "int8_bs" || n == "int8_24" ||
          n == "int4_g32" || n == "int4_g64" || n == "int4_g128" || n == "int4_g32_asym" ||
          n == "int4_g64_asym" || n == "int4_g128_asym";
 }
 
 QuantGrid QuantGrid::for_format(const std::string& n) {
   if (!supports(n))
-    throw Error(str("quantisation recipes target int8, w8a8, w8a8_static, int8_sparse, int8_bs, int8_24 and "
+    throw Error(str("quantisation recipes target int8, w8a8, w8a7, w8a8_static, int8_sparse, int8_bs, int8_24 and "
                     "int4_g{32,64,128}[_asym]; '", n, "' is not one of them"));
   QuantGrid g;
   g.format_ = &format_by_name(n);

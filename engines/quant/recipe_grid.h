@@ -34,7 +34,7 @@ class QuantGrid {
     int anchor_lo_code = 0;  // int8: +127 or -127
   };
 
-  // The grid of a format row: int8, w8a8, w8a8_static, int8_sparse, int8_bs, int8_24 (per-row int8 scale),
+  // The grid of a format row: int8, w8a8, w8a7, w8a8_static, int8_sparse, int8_bs, int8_24 (per-row int8 scale),
   // int4_g{32,64,128}[_asym]. Throws Error naming the supported formats otherwise.
   static QuantGrid for_format(const std::string& format_name);
   static bool supports(const std::string& format_name);

@@ -33,7 +33,7 @@
 namespace cibench {
 namespace {
 
-const char* kGridFormats[] = {"int8",          "w8a8",          "w8a8_static",   "int4_g32",      "int4_g64",
+const char* kGridFormats[] = {"int8",          "w8a8",          "w8a7",          "w8a8_static",   "int4_g32",      "int4_g64",
                               "int4_g128",     "int4_g32_asym", "int4_g64_asym", "int4_g128_asym"};
 
 std::vector<float> random_matrix(int64_t rows, int64_t cols, uint32_t seed, float scale = 0.05f) {
