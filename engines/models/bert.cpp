@@ -679,14 +679,13 @@ inline float erf_approx(float x) {
   return std::copysign(y, x);
 }
 
-// One feed-forward activation over n values, bias added first. Also built for AVX2 (8 lanes
-// instead of SSE's 4, picked at load time; no FMA contraction, so the values are the same).
-// Not under ThreadSanitizer: its runtime is not up when the dynamic loader runs the clone's
-// resolver, which then crashes at start-up.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void bias_activation(float* x, const float* bias, int64_t n, BertActivation act) {
+// One feed-forward activation over n values, bias added first. The loop is written once and
+// compiled twice: for the baseline and with AVX2 enabled (8 lanes instead of SSE's 4; FMA stays
+// off, so no contraction and the same values), the session picking one by its ISA, so forcing
+// CIBENCH_ISA=generic runs the baseline copy (plain target attributes: no ifunc resolver, which
+// ThreadSanitizer's runtime could not survive at start-up).
+__attribute__((always_inline)) inline void bias_activation_body(float* x, const float* bias,
+                                                                int64_t n, BertActivation act) {
   switch (act) {
     case BertActivation::gelu:
       for (int64_t i = 0; i < n; ++i) {
@@ -706,6 +705,27 @@ void bias_activation(float* x, const float* bias, int64_t n, BertActivation act)
       for (int64_t i = 0; i < n; ++i) x[i] = std::max(0.0f, x[i] + bias[i]);
       break;
   }
+}
+
+using BiasActivationFn = void (*)(float*, const float*, int64_t, BertActivation);
+
+void bias_activation_generic(float* x, const float* bias, int64_t n, BertActivation act) {
+  bias_activation_body(x, bias, n, act);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void bias_activation_avx2(float* x, const float* bias, int64_t n,
+                                                          BertActivation act) {
+  bias_activation_body(x, bias, n, act);
+}
+#endif
+
+BiasActivationFn bias_activation_for(Isa isa) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (isa >= Isa::avx2) return bias_activation_avx2;
+#endif
+  (void)isa;
+  return bias_activation_generic;
 }
 
 // x = LayerNorm(x + a + bias) over n values (a and bias may be null). With out2, also
@@ -959,6 +979,7 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const float* ffn_in = ffn_fold ? xin : xs;
     if (obs) obs->observe(lp + "ffn_in", ffn_in, m, h);
     // Bias and activation on each thread's columns as soon as it has computed them.
+    const BiasActivationFn bias_activation = bias_activation_for(isa_);
     auto gelu_cols = [&](int64_t c0, int64_t c1) {
       for (int64_t r = 0; r < m; ++r)
         bias_activation(ffn + r * f + c0, Ly.b_in.data() + c0, c1 - c0, c.activation);
