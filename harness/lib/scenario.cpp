@@ -192,6 +192,13 @@ class Reader {
     p.line = static_cast<int>(src.begin.line);
     p.column = static_cast<int>(src.begin.column);
     p.key = full(key);
+    if (p.line == 0) {
+      // A value merged in by --set has no place in the file: point at it in "key = value", the
+      // text apply_override parsed.
+      p.file = "--set";
+      p.line = 1;
+      p.column = static_cast<int>(p.key.size()) + 4;
+    }
     return p;
   }
   SourcePos table_pos(const std::string& key) const {
