@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "harness/lib/scenario.h"
+#include "tests/unit/test_support.h"
 
 namespace cibench {
 namespace {
@@ -126,6 +127,29 @@ TEST(HarnessScenario, ShippedScenariosParse) {
     ++n;
   }
   EXPECT_GE(n, 4);
+}
+
+}  // namespace
+}  // namespace cibench
+
+namespace cibench {
+namespace {
+
+// Every scenario shipped in scenarios/ parses (model, eval sets and tokenizers resolved against
+// the shared folder) and expands to at least one runnable variant with a question to answer.
+TEST(HarnessScenario, EveryShippedScenarioParsesAndExpands) {
+  CIBENCH_REQUIRE_SHARED("models/bert-mini-sst2");
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(CIBENCH_SOURCE_DIR) + "/scenarios")) {
+    if (e.path().extension() != ".toml") continue;
+    SCOPED_TRACE(e.path().string());
+    ++files;
+    const Scenario s = parse_scenario_file(e.path().string());
+    EXPECT_FALSE(s.name.empty());
+    EXPECT_FALSE(s.question.empty());
+    EXPECT_GE(s.variants().size(), 1u);
+  }
+  EXPECT_GE(files, 8);
 }
 
 }  // namespace
