@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "reports/svg.h"
 
@@ -140,6 +141,59 @@ Table slo_table(const ReportData& d) {
   }
   return tb;
 }
+
+// Result cache: every variant run with the cache on, beside its twin with the cache off (same
+// run, format, recipe, layout, shape, batch and offered rate), with the traffic's duplicate rate
+// (measured and expected) next to the hit rate, so a cache that only helps because the traffic
+// repeats itself is seen as such. Empty when no run had a cache variant.
+Table cache_table(const ReportData& d) {
+  std::vector<Variant> all = d.variants;
+  // Names carry the offered rate whenever a run has several (stepped load) so the rows stay apart.
+  std::set<std::pair<int64_t, double>> rates;
+  for (const Variant& v : all)
+    if (auto q = v.get("offered_qps")) rates.insert({v.run_id, *q});
+  auto name_of = [&](const Variant& v) {
+    std::string n = v.short_name(false);
+    const auto q = v.get("offered_qps");
+    size_t per_run = 0;
+    for (const auto& r : rates) per_run += r.first == v.run_id;
+    if (q && per_run > 1) n += " @" + fmt_num(*q, 3) + "qps";
+    const size_t at = n.find(" cache");
+    if (at != std::string::npos) n.erase(at, 6);
+    return n;
+  };
+  auto key = [&](const Variant& v) { return std::to_string(v.run_id) + "|" + name_of(v); };
+  auto cached = [](const Variant& v) {
+    const auto c = v.get("cache_enabled");
+    return c && *c > 0;
+  };
+  std::sort(all.begin(), all.end(), [](const Variant& a, const Variant& b) {
+    return std::tie(a.run_id, a.variant_index, a.step_index) < std::tie(b.run_id, b.variant_index, b.step_index);
+  });
+  Table tb;
+  tb.head = {"variant", "traffic", "duplicate rate (measured / expected)", "cache hit rate", "cache KiB",
+             "p50 ms: off / on", "p99 ms: off / on", "queries/s: off / on"};
+  for (const Variant& on : all) {
+    if (on.status != "ok" || !cached(on)) continue;
+    const Variant* off = nullptr;
+    for (const Variant& o : all)
+      if (o.status == "ok" && !cached(o) && key(o) == key(on)) off = &o;
+    auto pair = [&](const char* col) {
+      return (off ? fmt_opt(off->get(col)) : std::string("no twin")) + " / " + fmt_opt(on.get(col));
+    };
+    const auto bytes = on.get("cache_peak_bytes");
+    tb.rows.push_back({run_prefix(d, on) + name_of(on), on.text_of("traffic").empty() ? "n/a" : on.text_of("traffic"),
+                       fmt_opt(on.get("duplicate_rate")) + " / " + fmt_opt(on.get("expected_duplicate_rate")),
+                       fmt_opt(on.get("cache_hit_rate")), bytes ? fmt_num(*bytes / 1024.0) : "n/a",
+                       pair("latency_p50_ms"), pair("latency_p99_ms"), pair("achieved_qps")});
+  }
+  return tb;
+}
+
+const char* kCacheNote =
+    "Each variant with the result cache on beside the same variant with it off. A hit rate close to "
+    "the traffic's duplicate rate means the gain comes from repeated inputs: with fewer repeats in "
+    "real traffic, expect the cache-off figures.";
 
 Table counters_table(const ReportData& d) {
   Table tb;
@@ -349,7 +403,8 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
   }
   auto [dx, dy] = db.default_axes(runs);
   d.tradeoff = db.tradeoff(runs, opt.x_axis.empty() ? dx : opt.x_axis, opt.y_axis.empty() ? dy : opt.y_axis, opt.floor);
-  for (const Variant& v : db.variants(runs)) {
+  d.variants = db.variants(runs);
+  for (const Variant& v : d.variants) {
     if (v.status != "ok") continue;
     CdfSeries s = db.latency_cdf(v.variant_id);
     if (s.points.empty()) continue;
@@ -453,6 +508,8 @@ std::string render_html(const ReportData& d) {
     os << "<h2>Scaling</h2>\n";
     for (const auto& c : sc) os << svg::render(c) << "\n";
   }
+  if (const Table ct = cache_table(d); !ct.rows.empty())
+    os << "<h2>Result cache</h2>\n<p class=\"note\">" << kCacheNote << "</p>\n" << html_table(ct, "cache");
   os << "<h2>Counters</h2>\n<p class=\"note\">Counters a machine cannot count are stored as unavailable with "
         "the reason, never as zero.</p>\n"
      << html_table(counters_table(d));
@@ -497,6 +554,8 @@ std::string render_markdown(const ReportData& d) {
   os << md_table(slo_table(d)) << "\n## Pareto frontier\n\n";
   os << (t.frontier.empty() ? "No variant meets the floor with both values measured.\n" : md_table(frontier_table(d)));
   os << "\n## Variants ranked\n\n" << md_table(ranked_table(d));
+  if (const Table ct = cache_table(d); !ct.rows.empty())
+    os << "\n## Result cache\n\n" << kCacheNote << "\n\n" << md_table(ct);
   os << "\n## Counters\n\n" << md_table(counters_table(d));
   if (d.comparison)
     os << "\n## Compare: run " << d.comparison->a.run_id << " (A) and run " << d.comparison->b.run_id << " (B)\n\n"

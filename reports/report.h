@@ -28,6 +28,7 @@ struct ReportData {
   std::vector<ScalingSeries> scaling;
   std::vector<CounterSummary> counters;
   std::optional<Comparison> comparison;
+  std::vector<Variant> variants;       // every variant row of the runs, every step
 };
 
 // One line of the ranked table.

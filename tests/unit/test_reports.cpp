@@ -574,6 +574,51 @@ TEST(Reports, MissingEmptyOldAndCorruptDatabasesGiveClearMessages) {
 
 // ---- the command ----
 
+// A classifier run with the result cache off and on at two offered rates: the report pairs each
+// cache-on variant with its cache-off twin and shows the duplicate rate beside the hit rate.
+TEST(Reports, ResultCacheTablePairsCacheOnWithItsTwin) {
+  const std::string path = temp_path("cache.sqlite");
+  int64_t run = 0;
+  {
+    Store s(path);
+    run = s.insert("runs", test::fixture_run("fixture-cache", "[load]\npattern = \"stepped\"\n\n[slo]\np50_ms = 20\n",
+                                             "hostA", "2024-06-04T09:00:00Z", "stepped"));
+    int index = 0;
+    for (int cache = 0; cache < 2; ++cache) {
+      for (int step = 0; step < 2; ++step) {
+        const double rate = step ? 100 : 50, p95 = (cache ? 6.0 : 10.0) * (step ? 2 : 1);
+        const int64_t v =
+            test::fixture_variant(s, run, index, step, {"w8a7", 0, 1, 2, p95, 0.99}, 0, rate);
+        Fields f{{"cache_enabled", int64_t{cache}}, {"shape", std::string("dynamic")},
+                 {"traffic", std::string("zipf s=1.1 over 872")}, {"duplicate_rate", 0.66},
+                 {"expected_duplicate_rate", 0.68}};
+        if (cache)
+          f.insert(f.end(), {{"cache_hits", int64_t{130}}, {"cache_misses", int64_t{70}},
+                             {"cache_hit_rate", 0.65}, {"cache_peak_bytes", int64_t{40960}}});
+        s.update("variants", "variant_id", v, f);
+      }
+      ++index;
+    }
+  }
+  Db db(path);
+  const ReportData d = collect_report(db, {run});
+  const std::string md = render_markdown(d);
+  const size_t at = md.find("## Result cache");
+  ASSERT_NE(at, std::string::npos) << md;
+  const std::string section = md.substr(at, md.find("## Counters") - at);
+  // One row per cache-on variant (2 rates), named without "cache", with its twin's figures first.
+  EXPECT_NE(section.find("| w8a7 t1 w2 @50qps | zipf s=1.1 over 872 | 0.66 / 0.68 | 0.65 | 40 | 7 / 4.2 | 12 / 7.2 |"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("| w8a7 t1 w2 @100qps |"), std::string::npos) << section;
+  EXPECT_EQ(section.find("cache @"), std::string::npos) << section;
+  EXPECT_NE(render_html(d).find("<h2>Result cache</h2>"), std::string::npos);
+  // Runs without cache variants have no such section.
+  const auto& fx = fixture();
+  Db fdb(fixture_path());
+  EXPECT_EQ(render_markdown(collect_report(fdb, {fx.run_formats})).find("## Result cache"), std::string::npos);
+}
+
 TEST(Reports, ReportCommandWritesBothFiles) {
   const std::string exe = std::string(CIBENCH_BINARY_DIR) + "/bin/cibench";
   if (!fs::exists(exe)) GTEST_SKIP() << exe << " not built";
