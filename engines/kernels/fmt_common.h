@@ -17,8 +17,12 @@
 //                group is padded to whole sub-blocks with code 8 (sym) / 0 (asym).
 //                sym: w = d * (q - 8);  asym: w = d * q + m
 //   f32_sparse   [u32 n][f32 value x n][u16 column x n]        n = nonzeros rounded up to 8
-//   int8_sparse  [u32 n][f32 scale][u16 column x n][int8 x n]
-//                (columns ascending; padding entries repeat the last column with value 0)
+//   int8_sparse  [u32 n][f32 scale][u16 base x n/8][u8 offset x n][int8 x n]   n = 8 x groups
+//                entry j sits at column base[j / 8] + offset[j]. A group of 8 entries starts at a
+//                non-zero (base = its column) and takes the next non-zeros while they are fewer
+//                than 256 columns past the base; a short group is padded with entries repeating
+//                its last offset with value 0 (columns stay ascending). 2.25 bytes per entry; any
+//                gap is allowed, a row without non-zeros has n = 0.
 //   int8_bs      [u32 nb][f32 scale][u16 block x nb][int8 x 16 x nb]   1x16 blocks along K
 //   int8_24      [f32 scale] then per 16 columns (4 groups of 4): [int8 x 8 values][u32 index
 //                nibbles]: value j (0..7) sits at column 8 * (j / 4) + nibble j of its 16 columns
@@ -69,6 +73,8 @@ struct Spec {
 constexpr int64_t kSparseBlock = 16;      // int8_bs block width along K
 constexpr int64_t kActHeader = 32;        // bytes before the int8 values of an activation row
 constexpr int64_t kMaxSparseCols = 65536; // u16 column indices
+constexpr int64_t kSparseGroup = 8;       // int8_sparse entries per group (one u16 base)
+constexpr int64_t kSparseGroupBytes = 2 + 2 * kSparseGroup;  // base + u8 offsets + int8 values
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 

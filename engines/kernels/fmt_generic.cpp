@@ -105,10 +105,12 @@ float dot_f32_sparse(const uint8_t* row, int64_t, const void* xv) {
 float dot_int8_sparse(const uint8_t* row, int64_t, const void* xv) {
   const float* x = static_cast<const float*>(xv);
   const int64_t n = load_u32(row);
-  const uint8_t* idx = row + 8;
-  const int8_t* vals = reinterpret_cast<const int8_t*>(idx + 2 * n);
+  const uint8_t* base = row + 8;
+  const uint8_t* off = base + 2 * (n / kSparseGroup);
+  const int8_t* vals = reinterpret_cast<const int8_t*>(off + n);
   float s = 0.f;
-  for (int64_t j = 0; j < n; ++j) s += static_cast<float>(vals[j]) * x[load_u16(idx + 2 * j)];
+  for (int64_t j = 0; j < n; ++j)
+    s += static_cast<float>(vals[j]) * x[load_u16(base + 2 * (j / kSparseGroup)) + off[j]];
   return s * load_f32(row + 4);
 }
 

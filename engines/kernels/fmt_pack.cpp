@@ -263,36 +263,70 @@ void f32s_unpack(const uint8_t* src, int64_t k, float* dst) {
   for (int64_t j = 0; j < n; ++j) dst[load_u16(idx + 2 * j)] += load_f32(vals + 4 * j);
 }
 
-int64_t count_q8_nonzero(const float* x, int64_t k, const Q8& q) {
-  int64_t n = 0;
-  for (int64_t i = 0; i < k; ++i) n += q.q(x[i]) != 0;
-  return n;
+// int8_sparse: the non-zeros in groups of 8 entries, each group [u16 base] + 8 u8 offsets (column
+// = base + offset) + 8 int8 values. A group starts at a non-zero (base = its column) and takes the
+// following non-zeros while they are fewer than 256 columns past the base; a short group is padded
+// with entries that repeat its last offset with value 0. So a row of any length up to 65536 and
+// any gaps packs, a row without non-zeros has no group, and the columns stay ascending.
+
+// Columns of the non-zero int8 values of a row, and the group each starts (-1 = continues).
+int64_t i8s_groups(const float* x, int64_t k, const Q8& q, std::vector<int64_t>* cols,
+                   std::vector<int64_t>* starts) {
+  int64_t groups = 0, base = 0, in_group = kSparseGroup;
+  for (int64_t i = 0; i < k; ++i) {
+    if (q.q(x[i]) == 0) continue;
+    const bool start = in_group == kSparseGroup || i - base > 255;
+    if (start) {
+      base = i;
+      in_group = 0;
+      ++groups;
+    }
+    ++in_group;
+    if (cols) {
+      cols->push_back(i);
+      starts->push_back(start ? 1 : 0);
+    }
+  }
+  return groups;
 }
-size_t i8s_max_bytes(int64_t k) { return 8 + static_cast<size_t>(round_up(k, 8)) * 3; }
+size_t i8s_bytes_for(int64_t groups) { return 8 + static_cast<size_t>(groups * kSparseGroupBytes); }
+// Groups closed before 8 entries span at least 256 columns each (at most (k - 1) / 256 of them);
+// the others hold 8 non-zeros.
+size_t i8s_max_bytes(int64_t k) {
+  return i8s_bytes_for((k + kSparseGroup - 1) / kSparseGroup + (k - 1) / 256 + 1);
+}
 size_t i8s_bytes(const float* x, int64_t k) {
   Q8 q(x, k);
-  return 8 + static_cast<size_t>(round_up(count_q8_nonzero(x, k, q), 8)) * 3;
+  return i8s_bytes_for(i8s_groups(x, k, q, nullptr, nullptr));
 }
 void i8s_pack(const float* src, int64_t k, uint8_t* dst) {
   check_sparse_k(k);
   Q8 q(src, k);
-  const int64_t n = round_up(count_q8_nonzero(src, k, q), 8);
+  std::vector<int64_t> cols, starts;
+  const int64_t groups = i8s_groups(src, k, q, &cols, &starts);
+  const int64_t n = groups * kSparseGroup;
   store_u32(dst, static_cast<uint32_t>(n));
   store_f32(dst + 4, q.scale);
-  uint8_t* idx = dst + 8;
-  uint8_t* vals = idx + 2 * n;
-  int64_t j = 0;
-  for (int64_t i = 0; i < k; ++i) {
-    const int8_t v = q.q(src[i]);
-    if (v != 0) {
-      store_u16(idx + 2 * j, static_cast<uint16_t>(i));
-      vals[j] = static_cast<uint8_t>(v);
+  uint8_t* base = dst + 8;
+  uint8_t* off = base + 2 * groups;
+  uint8_t* vals = off + n;
+  int64_t j = -1, b = 0;  // j: last entry written
+  for (size_t t = 0; t < cols.size(); ++t) {
+    if (starts[t]) {
+      for (++j; j % kSparseGroup; ++j) {  // pad the previous group
+        off[j] = off[j - 1];
+        vals[j] = 0;
+      }
+      b = cols[t];
+      store_u16(base + 2 * (j / kSparseGroup), static_cast<uint16_t>(b));
+    } else {
       ++j;
     }
+    off[j] = static_cast<uint8_t>(cols[t] - b);
+    vals[j] = static_cast<uint8_t>(q.q(src[cols[t]]));
   }
-  const uint16_t last = j ? load_u16(idx + 2 * (j - 1)) : 0;  // padding keeps the list sorted
-  for (; j < n; ++j) {
-    store_u16(idx + 2 * j, last);
+  for (++j; j < n; ++j) {
+    off[j] = off[j - 1];
     vals[j] = 0;
   }
 }
@@ -300,10 +334,12 @@ void i8s_unpack(const uint8_t* src, int64_t k, float* dst) {
   std::fill(dst, dst + k, 0.f);
   const int64_t n = load_u32(src);
   const float s = load_f32(src + 4);
-  const uint8_t* idx = src + 8;
-  const uint8_t* vals = idx + 2 * n;
+  const uint8_t* base = src + 8;
+  const uint8_t* off = base + n / kSparseGroup * 2;
+  const uint8_t* vals = off + n;
   for (int64_t j = 0; j < n; ++j)
-    dst[load_u16(idx + 2 * j)] += s * static_cast<float>(static_cast<int8_t>(vals[j]));
+    dst[load_u16(base + 2 * (j / kSparseGroup)) + off[j]] +=
+        s * static_cast<float>(static_cast<int8_t>(vals[j]));
 }
 
 int64_t count_q8_blocks(const float* x, int64_t k, const Q8& q) {
@@ -536,12 +572,13 @@ void append_packed_rows(std::vector<FormatRow>& t) {
   }
   {
     FormatRow r = base_row("int8_sparse",
-                           "unstructured sparse int8 (f32 scale per row): per row u16 column list + "
-                           "int8 values of the non-zeros; rows vary in size (row-offset table)",
+                           "unstructured sparse int8 (f32 scale per row): the non-zeros in groups "
+                           "of 8 (u16 base column, 8 u8 offsets, 8 int8 values); rows vary in size "
+                           "(row-offset table)",
                            Spec{Kind::int8_sparse});
-    r.block_size = 1;
-    r.bytes_per_block = 3;
-    r.bits_per_weight = 24;  // per stored non-zero
+    r.block_size = kSparseGroup;  // stored entries per group
+    r.bytes_per_block = kSparseGroupBytes;
+    r.bits_per_weight = 18;  // per stored entry (non-zeros plus group padding)
     r.row_bytes = i8s_max_bytes;
     r.pack_row = i8s_pack;
     r.unpack_row = i8s_unpack;

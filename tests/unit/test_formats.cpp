@@ -519,12 +519,101 @@ TEST(Sparse, CompressedRowsShrinkWithSparsity) {
   const size_t dense = pack_matrix("d", w.data(), rows, cols, format_by_name("int8")).bytes();
   prune_magnitude(w.data(), rows, cols, 0.9, "unstructured");
   WeightMatrix s = pack_matrix("s", w.data(), rows, cols, format_by_name("int8_sparse"));
-  // 10 % of 512 = 52 non-zeros per row (56 padded): 8 + 56 * 3 bytes, 16-aligned, + the table.
-  EXPECT_LT(s.bytes(), dense * 4 / 10);
-  EXPECT_GT(s.bytes(), static_cast<size_t>(rows) * (8 + 52 * 3));
+  // 10 % of 512 = 52 non-zeros per row: at least 7 groups of 8 entries (u16 base + 8 u8 offsets +
+  // 8 int8 values = 18 bytes) + the 8-byte header, 16-aligned, + the table.
+  EXPECT_LT(s.bytes(), dense * 3 / 10 + static_cast<size_t>(rows + 1) * 8);
+  EXPECT_GT(s.bytes(), static_cast<size_t>(rows) * (8 + 7 * 18));
   std::vector<float> back(rows * cols);
   unpack_matrix(s, back.data());
   for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(back[i] == 0.f, w[i] == 0.f);
+}
+
+// int8_sparse groups 8 entries under one u16 base column with u8 offsets: a group ends after 8
+// non-zeros or before a non-zero 256 or more columns past its base. Rows with every gap class
+// (255, 256, runs of thousands of zeros, a full row, no non-zero at all) at K = 65536, the u16
+// limit: the packed size counts the groups, unpack restores the weights' zero pattern, and every
+// ISA's matvec and matmul (the AVX2 matmul walks 2048-column chunks) equals the generic twin and
+// the dense int8 kernel on the same weights.
+TEST(Sparse, Int8SparseGroupsAnyGapAtTheLargestK) {
+  const FormatRow& fs = format_by_name("int8_sparse");
+  const FormatRow& fd = format_by_name("int8");
+  const int64_t cols = 65536, rows = 7;
+  std::mt19937 rng(53);
+  std::uniform_real_distribution<float> mag(0.5f, 1.f);  // all quantise to non-zero int8
+  std::vector<float> w(rows * cols, 0.f);
+  auto set = [&](int64_t r, int64_t c) { w[r * cols + c] = (rng() & 1 ? 1.f : -1.f) * mag(rng); };
+  std::vector<int64_t> groups(rows);
+  // row 0: no non-zero
+  groups[0] = 0;
+  // row 1: 255 columns past the base (same group) and 256 (a new group), and the last column
+  for (int64_t c : {0, 255, 256, 511, 767, 1022, 1023, 65535}) set(1, c);
+  groups[1] = 5;  // {0, 255} {256, 511} {767, 1022} {1023} {65535}
+  // row 2: one non-zero every 1000 columns (each its own group) from column 999
+  for (int64_t c = 999; c < cols; c += 1000) set(2, c);
+  groups[2] = 65;  // 999, 1999, ..., 64999
+  // row 3: 20 adjacent non-zeros, a 300-column gap, 9 adjacent ones, then a gap to the end
+  for (int64_t c = 100; c < 120; ++c) set(3, c);
+  for (int64_t c = 420; c < 429; ++c) set(3, c);
+  groups[3] = 3 + 2;  // 8 + 8 + 4, then 8 + 1
+  // row 4: every column
+  for (int64_t c = 0; c < cols; ++c) set(4, c);
+  groups[4] = cols / 8;
+  // rows 5, 6: random at 90 % and 99 % sparsity
+  for (int64_t r = 5; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      if (rng() % 1000 < (r == 5 ? 100u : 10u)) set(r, c);
+  groups[5] = groups[6] = -1;
+  for (int64_t r = 0; r < rows; ++r) {
+    SCOPED_TRACE("row " + std::to_string(r));
+    const float* src = &w[r * cols];
+    const size_t nb = fs.packed_row_bytes(src, cols);
+    ASSERT_LE(nb, fs.row_bytes(cols));
+    if (groups[r] >= 0) {
+      EXPECT_EQ(nb, static_cast<size_t>(8 + 18 * groups[r]));
+    }
+    std::vector<uint8_t> packed(nb);
+    fs.pack_row(src, cols, packed.data());
+    std::vector<float> back(cols);
+    fs.unpack_row(packed.data(), cols, back.data());
+    for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(back[c] == 0.f, src[c] == 0.f) << "c=" << c;
+  }
+  const int64_t m = 9;
+  auto x = gauss(m * cols, rng);
+  WeightMatrix ws = pack_matrix("s", w.data(), rows, cols, fs);
+  WeightMatrix wd = pack_matrix("d", w.data(), rows, cols, fd);
+  std::vector<float> unpacked(rows * cols);
+  unpack_matrix(ws, unpacked.data());
+  // the generic twin over the same packed rows
+  std::vector<float> yg(m * rows);
+  {
+    ThreadPool pool(1);
+    MatmulRunner run(pool, Isa::generic);
+    run.matmul(ws, x.data(), cols, m, yg.data(), rows);
+  }
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    ThreadPool pool(1);
+    MatmulRunner run(pool, isa);
+    for (int64_t mm : {int64_t{1}, int64_t{3}, m}) {  // matvec, the per-row matmul, the chunked one
+      std::vector<float> ys(mm * rows), yd(mm * rows);
+      if (mm == 1) {
+        run.matvec(ws, x.data(), ys.data());
+        run.matvec(wd, x.data(), yd.data());
+      } else {
+        run.matmul(ws, x.data(), cols, mm, ys.data(), rows);
+        run.matmul(wd, x.data(), cols, mm, yd.data(), rows);
+      }
+      for (int64_t i = 0; i < mm; ++i)
+        for (int64_t r = 0; r < rows; ++r) {
+          const float t = tol(&unpacked[r * cols], &x[i * cols], cols);
+          ASSERT_NEAR(ys[i * rows + r], yg[i * rows + r], t) << "m=" << mm << " i=" << i << " r=" << r;
+          ASSERT_NEAR(ys[i * rows + r], yd[i * rows + r], t) << "m=" << mm << " i=" << i << " r=" << r;
+          if (r == 0) {
+            ASSERT_EQ(ys[i * rows + r], 0.f) << "a row without non-zeros";
+          }
+        }
+    }
+  }
 }
 
 // ---- activation quantisers per ISA -------------------------------------------------------------
