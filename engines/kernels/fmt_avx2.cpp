@@ -643,14 +643,15 @@ inline __m256 gather8_u8(const float* xb, uint64_t q) {
       "vinsertps $0x30, (%[xb],%[t1],4), %[hi], %[hi]\n\t"
       "vinsertf128 $1, %[hi], %[v], %[v]"
       : [v] "=&x"(v), [hi] "=&x"(hi), [t0] "=&r"(t0), [t1] "=&Q"(t1), [q] "+Q"(q)
-      : [xb] "r"(xb)
-      : "memory");
+      : [xb] "r"(xb), "m"(*reinterpret_cast<const float(*)[256]>(xb)));  // reads xb[0..256)
   return v;
 }
 
 // int8_sparse row: [u32 n][f32 scale][u16 base x n/8][u8 offset x n][int8 x n] (fmt_common.h).
-// `next` (may be null) is prefetched at the same relative position, one line per 16 entries.
-template <int MR>
+// `next` (decode only) is prefetched at the same relative position, one line per 16 entries.
+// Separate counters for the bases (2 bytes per 8 entries) and the prefetch (18 bytes per 8) keep
+// the loop free of shifts.
+template <int MR, bool Prefetch>
 inline void int8_sparse_dot(const uint8_t* row, const uint8_t* next, const float* const* xs,
                             float* y, int64_t ldy) {
   const int64_t n = load_u32(row);
@@ -659,24 +660,29 @@ inline void int8_sparse_dot(const uint8_t* row, const uint8_t* next, const float
   const uint8_t* vals = off + n;
   __m256 acc[MR][2];
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  int64_t j = 0;
-  for (; j + 2 * kSparseGroup <= n; j += 2 * kSparseGroup) {
-    if (next) __builtin_prefetch(next + j * kSparseGroupBytes / kSparseGroup, 0, 3);
-    const __m256 v0 = cvt8_i8(vals + j), v1 = cvt8_i8(vals + j + 8);
-    const uint32_t b = load_u32(base + j / 4);  // the bases of both groups
+  // p walks the offsets; the values are n bytes further (one pointer for both)
+  const uint8_t* p = off;
+  const uint8_t* const end = off + (n & ~int64_t{2 * kSparseGroup - 1});
+  for (; p != end; p += 2 * kSparseGroup, base += 4) {
+    if (Prefetch) {
+      __builtin_prefetch(next, 0, 3);
+      next += 2 * kSparseGroupBytes;
+    }
+    const __m256 v0 = cvt8_i8(p + n), v1 = cvt8_i8(p + n + 8);
+    const uint32_t b = load_u32(base);  // the bases of both groups
     uint64_t q0, q1;
-    std::memcpy(&q0, off + j, 8);
-    std::memcpy(&q1, off + j + 8, 8);
+    std::memcpy(&q0, p, 8);
+    std::memcpy(&q1, p + 8, 8);
     for (int i = 0; i < MR; ++i) {
       acc[i][0] = _mm256_fmadd_ps(v0, gather8_u8(xs[i] + (b & 0xffff), q0), acc[i][0]);
       acc[i][1] = _mm256_fmadd_ps(v1, gather8_u8(xs[i] + (b >> 16), q1), acc[i][1]);
     }
   }
-  if (j < n) {
-    const __m256 v0 = cvt8_i8(vals + j);
-    const int64_t b0 = load_u16(base + j / 4);
+  if (p != vals) {
+    const __m256 v0 = cvt8_i8(p + n);
+    const int64_t b0 = load_u16(base);
     uint64_t q0;
-    std::memcpy(&q0, off + j, 8);
+    std::memcpy(&q0, p, 8);
     for (int i = 0; i < MR; ++i) acc[i][0] = _mm256_fmadd_ps(v0, gather8_u8(xs[i] + b0, q0), acc[i][0]);
   }
   const float s = load_f32(row + 4);
@@ -686,7 +692,7 @@ inline void int8_sparse_dot(const uint8_t* row, const uint8_t* next, const float
 struct Int8Sparse {
   template <int MR>
   static void dot(const uint8_t* row, int64_t, const float* const* xs, float* y, int64_t ldy) {
-    int8_sparse_dot<MR>(row, nullptr, xs, y, ldy);
+    int8_sparse_dot<MR, false>(row, nullptr, xs, y, ldy);
   }
 };
 
@@ -696,8 +702,9 @@ void int8_sparse_matvec(const uint8_t* w, size_t row_bytes, int64_t, const void*
                         int64_t row_begin, int64_t row_end) {
   const float* xs[1] = {static_cast<const float*>(x)};
   for (int64_t r = row_begin; r < row_end; ++r) {
-    const uint8_t* next = r + 2 < row_end ? row_ptr(w, row_bytes, r + 2) : nullptr;
-    int8_sparse_dot<1>(row_ptr(w, row_bytes, r), next, xs, y + (r - row_begin), 1);
+    const uint8_t* row = row_ptr(w, row_bytes, r);
+    const uint8_t* next = r + 2 < row_end ? row_ptr(w, row_bytes, r + 2) : row;
+    int8_sparse_dot<1, true>(row, next, xs, y + (r - row_begin), 1);
   }
 }
 
