@@ -819,19 +819,12 @@ void sparse_matmul_t(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
         const int64_t n = S::count(row);
         const int64_t j0 = whole || c0 == 0 ? 0 : lower_col<S>(row, n, c0);
         const int64_t j1 = whole || c0 + kc >= k ? n : lower_col<S>(row, n, c0 + kc);
-        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-        int64_t j = j0;
-        for (; j + 2 <= j1; j += 2) {
-          a0 = _mm256_fmadd_ps(_mm256_set1_ps(S::value(row, n, j)),
-                               _mm256_load_ps(xt + (S::column(row, n, j) - c0) * kTokBlock), a0);
-          a1 = _mm256_fmadd_ps(_mm256_set1_ps(S::value(row, n, j + 1)),
-                               _mm256_load_ps(xt + (S::column(row, n, j + 1) - c0) * kTokBlock), a1);
-        }
-        if (j < j1)
-          a0 = _mm256_fmadd_ps(_mm256_set1_ps(S::value(row, n, j)),
-                               _mm256_load_ps(xt + (S::column(row, n, j) - c0) * kTokBlock), a0);
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                         _mm256_setzero_ps()};
+        S::accumulate(row, n, j0, j1, xt, c0, acc);
+        const __m256 sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
         alignas(32) float out[kTokBlock];
-        _mm256_store_ps(out, _mm256_mul_ps(_mm256_add_ps(a0, a1), _mm256_set1_ps(S::scale(row))));
+        _mm256_store_ps(out, _mm256_mul_ps(sum, _mm256_set1_ps(S::scale(row))));
         for (int64_t t = 0; t < tb; ++t) {
           float& o = y[(i0 + t) * ldy + r];
           o = c0 == 0 ? out[t] : o + out[t];
@@ -841,23 +834,61 @@ void sparse_matmul_t(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
   }
 }
 
+// accumulate(row, n, j0, j1, xt, c0, acc): acc += value_j * xt[(column_j - c0) * 8 ..] over the
+// stored entries [j0, j1) (their columns lie in the chunk that starts at c0), spread over acc[4].
 struct F32SparseT : F32Sparse {
   static int64_t count(const uint8_t* row) { return load_u32(row); }
   static int64_t column(const uint8_t* row, int64_t n, int64_t j) {
     return load_u16(row + 4 + 4 * n + 2 * j);
   }
-  static float value(const uint8_t* row, int64_t, int64_t j) { return load_f32(row + 4 + 4 * j); }
   static float scale(const uint8_t*) { return 1.f; }
+  static void accumulate(const uint8_t* row, int64_t n, int64_t j0, int64_t j1, const float* xt,
+                         int64_t c0, __m256* acc) {
+    const uint8_t* vals = row + 4;
+    int64_t j = j0;
+    for (; j + 2 <= j1; j += 2) {
+      acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(load_f32(vals + 4 * j)),
+                               _mm256_load_ps(xt + (column(row, n, j) - c0) * kTokBlock), acc[0]);
+      acc[1] = _mm256_fmadd_ps(_mm256_set1_ps(load_f32(vals + 4 * j + 4)),
+                               _mm256_load_ps(xt + (column(row, n, j + 1) - c0) * kTokBlock), acc[1]);
+    }
+    if (j < j1)
+      acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(load_f32(vals + 4 * j)),
+                               _mm256_load_ps(xt + (column(row, n, j) - c0) * kTokBlock), acc[0]);
+  }
 };
+// Group by group: the 8 values converted at once to a stack line (broadcast from there), the
+// base column read once per group, then per entry one byte offset, one broadcast, one FMA.
 struct Int8SparseT : Int8Sparse {
   static int64_t count(const uint8_t* row) { return load_u32(row); }
   static int64_t column(const uint8_t* row, int64_t n, int64_t j) {
     return load_u16(row + 8 + 2 * (j / kSparseGroup)) + row[8 + 2 * (n / kSparseGroup) + j];
   }
-  static float value(const uint8_t* row, int64_t n, int64_t j) {
-    return static_cast<float>(static_cast<int8_t>(row[8 + 2 * (n / kSparseGroup) + n + j]));
-  }
   static float scale(const uint8_t* row) { return load_f32(row + 4); }
+  static void accumulate(const uint8_t* row, int64_t n, int64_t j0, int64_t j1, const float* xt,
+                         int64_t c0, __m256* acc) {
+    const uint8_t* base = row + 8;
+    const uint8_t* off = base + 2 * (n / kSparseGroup);
+    const uint8_t* vals = off + n;
+    alignas(32) float v[kSparseGroup];
+    for (int64_t j = j0; j < j1;) {
+      const int64_t g = j / kSparseGroup, g0 = g * kSparseGroup;
+      const int64_t e = j1 < g0 + kSparseGroup ? j1 : g0 + kSparseGroup;
+      const int64_t xg = (load_u16(base + 2 * g) - c0) * kTokBlock;  // may be < 0 when j0 > g0
+      _mm256_store_ps(v, cvt8_i8(vals + g0));
+      const uint8_t* o = off + g0;
+      if (j == g0 && e == g0 + kSparseGroup) {
+        for (int t = 0; t < kSparseGroup; ++t)
+          acc[t % 4] = _mm256_fmadd_ps(_mm256_broadcast_ss(v + t),
+                                       _mm256_load_ps(xt + xg + o[t] * kTokBlock), acc[t % 4]);
+        j = e;
+      } else {
+        for (; j < e; ++j)
+          acc[0] = _mm256_fmadd_ps(_mm256_broadcast_ss(v + (j - g0)),
+                                   _mm256_load_ps(xt + xg + o[j - g0] * kTokBlock), acc[0]);
+      }
+    }
+  }
 };
 
 }  // namespace
