@@ -817,8 +817,8 @@ void sparse_matmul_t(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
       for (int64_t r = row_begin; r < row_end; ++r) {
         const uint8_t* row = row_ptr(w, row_bytes, r);
         const int64_t n = S::count(row);
-        const int64_t j0 = whole || c0 == 0 ? 0 : lower_col<S>(row, n, c0);
-        const int64_t j1 = whole || c0 + kc >= k ? n : lower_col<S>(row, n, c0 + kc);
+        const int64_t j0 = whole || c0 == 0 ? 0 : S::lower(row, n, c0);
+        const int64_t j1 = whole || c0 + kc >= k ? n : S::lower(row, n, c0 + kc);
         __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                          _mm256_setzero_ps()};
         S::accumulate(row, n, j0, j1, xt, c0, acc);
@@ -842,6 +842,9 @@ struct F32SparseT : F32Sparse {
     return load_u16(row + 4 + 4 * n + 2 * j);
   }
   static float scale(const uint8_t*) { return 1.f; }
+  static int64_t lower(const uint8_t* row, int64_t n, int64_t col) {
+    return lower_col<F32SparseT>(row, n, col);
+  }
   static void accumulate(const uint8_t* row, int64_t n, int64_t j0, int64_t j1, const float* xt,
                          int64_t c0, __m256* acc) {
     const uint8_t* vals = row + 4;
@@ -857,35 +860,50 @@ struct F32SparseT : F32Sparse {
                                _mm256_load_ps(xt + (column(row, n, j) - c0) * kTokBlock), acc[0]);
   }
 };
-// Group by group: the 8 values converted at once to a stack line (broadcast from there), the
-// base column read once per group, then per entry one byte offset, one broadcast, one FMA.
+// Group by group: the base column read once per group, then per entry one byte offset, one
+// int8 value converted and broadcast, one FMA. (Converting the group's 8 values with one vector
+// op and broadcasting them from a stack line was slower at 90 % sparsity: the loads wait on the
+// 32-byte store.)
 struct Int8SparseT : Int8Sparse {
   static int64_t count(const uint8_t* row) { return load_u32(row); }
   static int64_t column(const uint8_t* row, int64_t n, int64_t j) {
     return load_u16(row + 8 + 2 * (j / kSparseGroup)) + row[8 + 2 * (n / kSparseGroup) + j];
   }
   static float scale(const uint8_t* row) { return load_f32(row + 4); }
+  // The first entry at column >= col: a binary search over the group bases (one load a step),
+  // then a scan of the group before.
+  static int64_t lower(const uint8_t* row, int64_t n, int64_t col) {
+    const uint8_t* base = row + 8;
+    const uint8_t* off = base + 2 * (n / kSparseGroup);
+    int64_t lo = 0, hi = n / kSparseGroup;  // first group with base >= col
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (load_u16(base + 2 * mid) < col) lo = mid + 1; else hi = mid;
+    }
+    if (lo == 0) return 0;
+    const int64_t g0 = (lo - 1) * kSparseGroup, b = load_u16(base + 2 * (lo - 1));
+    int64_t j = g0;
+    while (j < g0 + kSparseGroup && b + off[j] < col) ++j;
+    return j;
+  }
   static void accumulate(const uint8_t* row, int64_t n, int64_t j0, int64_t j1, const float* xt,
                          int64_t c0, __m256* acc) {
     const uint8_t* base = row + 8;
     const uint8_t* off = base + 2 * (n / kSparseGroup);
-    const uint8_t* vals = off + n;
-    alignas(32) float v[kSparseGroup];
+    const int8_t* vals = reinterpret_cast<const int8_t*>(off + n);
     for (int64_t j = j0; j < j1;) {
       const int64_t g = j / kSparseGroup, g0 = g * kSparseGroup;
       const int64_t e = j1 < g0 + kSparseGroup ? j1 : g0 + kSparseGroup;
       const int64_t xg = (load_u16(base + 2 * g) - c0) * kTokBlock;  // may be < 0 when j0 > g0
-      _mm256_store_ps(v, cvt8_i8(vals + g0));
-      const uint8_t* o = off + g0;
       if (j == g0 && e == g0 + kSparseGroup) {
         for (int t = 0; t < kSparseGroup; ++t)
-          acc[t % 4] = _mm256_fmadd_ps(_mm256_broadcast_ss(v + t),
-                                       _mm256_load_ps(xt + xg + o[t] * kTokBlock), acc[t % 4]);
+          acc[t % 4] = _mm256_fmadd_ps(_mm256_set1_ps(static_cast<float>(vals[g0 + t])),
+                                       _mm256_load_ps(xt + xg + off[g0 + t] * kTokBlock), acc[t % 4]);
         j = e;
       } else {
         for (; j < e; ++j)
-          acc[0] = _mm256_fmadd_ps(_mm256_broadcast_ss(v + (j - g0)),
-                                   _mm256_load_ps(xt + xg + o[j - g0] * kTokBlock), acc[0]);
+          acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(static_cast<float>(vals[j])),
+                                   _mm256_load_ps(xt + xg + off[j] * kTokBlock), acc[0]);
       }
     }
   }
