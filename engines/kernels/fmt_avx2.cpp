@@ -30,34 +30,64 @@ inline int32_t hsum_i32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
-// ---- w8a8 ------------------------------------------------------------------------------------
-// a . w over 32 int8 lanes, as 8 int32 partial sums: |w| (u8) x (a * sign w) (s8) pairs fit in
-// int16 because both sides are in [-127, 127]; exact.
-inline __m256i dot32_i8(__m256i a, __m256i w, __m256i aw, __m256i ones) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(aw, _mm256_sign_epi8(a, w)), ones);
-}
+// ---- w8a8 and w8a7: int8 weights x int8 activation rows -------------------------------------
+// Both are written once over a dot step D:
+//   D::kHeader              bytes before a weight row's int8 values
+//   D::prep(w)              per weight vector, shared by every activation row (w8a8: |w|)
+//   D::dot(a, w, p, ones)   8 int32 partial sums of a . w over 32 int8 lanes, exact
+//   D::finish(sum, row, x)  the output from the exact int32 sum
+// w8a8: |w| (u8) x (a * sign w) (s8) pairs fit in int16 because both sides are in [-127, 127].
+// w8a7: the unsigned 7-bit activations go straight into _mm256_maddubs_epi16 (pairs of products
+// stay inside int16: 2 x 127 x 127), one instruction fewer per 32 products and no |w|; the zero
+// point comes off once per output: sum(q w) - z sum(w).
+static_assert(2 * 127 * 127 <= 32767, "a maddubs pair of 7-bit x int8 products fits int16");
 
-template <int NR>
-inline void w8a8_rows(const uint8_t* const* rows, const uint8_t* next, int64_t kp,
-                      const uint8_t* act, float* y) {
+struct W8a8Dot {
+  static constexpr int64_t kHeader = 4;
+  static __m256i prep(__m256i w) { return _mm256_abs_epi8(w); }
+  static __m256i dot(__m256i a, __m256i w, __m256i wabs, __m256i ones) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, _mm256_sign_epi8(a, w)), ones);
+  }
+  static float finish(int32_t s, const uint8_t* row, const uint8_t* x) {
+    return static_cast<float>(s) * (load_f32(row) * load_f32(x));
+  }
+};
+
+struct W8a7Dot {
+  static constexpr int64_t kHeader = kW8a7Header;
+  static __m256i prep(__m256i w) { return w; }
+  static __m256i dot(__m256i a, __m256i w, __m256i, __m256i ones) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones);
+  }
+  static float finish(int32_t s, const uint8_t* row, const uint8_t* x) {
+    return static_cast<float>(s - load_i32(x + 4) * load_i32(row + 4)) * (load_f32(row) * load_f32(x));
+  }
+};
+
+inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// NR weight rows against one activation row (decode), prefetching the NR rows at `next`.
+template <typename D, int NR>
+inline void int8_rows(const uint8_t* const* rows, const uint8_t* next, int64_t kp, const uint8_t* act,
+                      float* y) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc[NR];
   for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_si256();
   const uint8_t* a8 = act + kActHeader;
   for (int64_t c = 0; c < kp; c += 32) {
     prefetch_span(next + NR * c, NR * 32);
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a8 + c));
+    const __m256i a = load32(a8 + c);
     for (int r = 0; r < NR; ++r) {
-      const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + 4 + c));
-      acc[r] = _mm256_add_epi32(acc[r], dot32_i8(a, w, _mm256_abs_epi8(w), ones));
+      const __m256i w = load32(rows[r] + D::kHeader + c);
+      acc[r] = _mm256_add_epi32(acc[r], D::dot(a, w, D::prep(w), ones));
     }
   }
-  const float sx = load_f32(act);
-  for (int r = 0; r < NR; ++r)
-    y[r] = static_cast<float>(hsum_i32(acc[r])) * (load_f32(rows[r]) * sx);
+  for (int r = 0; r < NR; ++r) y[r] = D::finish(hsum_i32(acc[r]), rows[r], act);
 }
 
-void w8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
+// Row tiles of 4 (then 1) rows against one activation row.
+template <typename D>
+void int8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
                  int64_t row_begin, int64_t row_end) {
   const int64_t kp = round_up(k, 32);
   const uint8_t* act = static_cast<const uint8_t*>(x);
@@ -65,19 +95,19 @@ void w8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, f
   for (; r + 4 <= row_end; r += 4) {
     const uint8_t* rows[4] = {w + r * row_bytes, w + (r + 1) * row_bytes, w + (r + 2) * row_bytes,
                               w + (r + 3) * row_bytes};
-    w8a8_rows<4>(rows, rows[0] + 4 * row_bytes, kp, act, y + (r - row_begin));
+    int8_rows<D, 4>(rows, rows[0] + 4 * row_bytes, kp, act, y + (r - row_begin));
   }
   for (; r < row_end; ++r) {
     const uint8_t* rows[1] = {w + r * row_bytes};
-    w8a8_rows<1>(rows, rows[0] + row_bytes, kp, act, y + (r - row_begin));
+    int8_rows<D, 1>(rows, rows[0] + row_bytes, kp, act, y + (r - row_begin));
   }
 }
 
-// MR activation rows x NR weight rows in registers (8 int32 accumulators at 4 x 2).
-// `next` is the first of the NR rows after these (adjacent): one line of each is prefetched every
-// other step, so the next pair of rows is in L1 when the first tile of the next column starts.
-template <int MR, int NR>
-inline void w8a8_tile(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes, int64_t kp,
+// MR activation rows x NR weight rows in registers (8 int32 accumulators at 4 x 2). `next` is the
+// first of the NR rows after these (adjacent): one line of each is prefetched every other step,
+// so the next pair of rows is in L1 when the first tile of the next column starts.
+template <typename D, int MR, int NR>
+inline void int8_tile(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes, int64_t kp,
                       const uint8_t* x, size_t xrb, float* y, int64_t ldy) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc[MR][NR];
@@ -86,44 +116,39 @@ inline void w8a8_tile(const uint8_t* const* rows, const uint8_t* next, size_t ro
   for (int64_t c = 0; c < kp; c += 32) {
     if ((c & 63) == 0)
       for (int t = 0; t < NR; ++t) __builtin_prefetch(next + t * row_bytes + c, 0, 3);
-    __m256i wv[NR], wa[NR];
+    __m256i wv[NR], wp[NR];
     for (int t = 0; t < NR; ++t) {
-      wv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[t] + 4 + c));
-      wa[t] = _mm256_abs_epi8(wv[t]);
+      wv[t] = load32(rows[t] + D::kHeader + c);
+      wp[t] = D::prep(wv[t]);
     }
     for (int i = 0; i < MR; ++i) {
-      const __m256i a =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i * xrb + kActHeader + c));
-      for (int t = 0; t < NR; ++t)
-        acc[i][t] = _mm256_add_epi32(acc[i][t], dot32_i8(a, wv[t], wa[t], ones));
+      const __m256i a = load32(x + i * xrb + kActHeader + c);
+      for (int t = 0; t < NR; ++t) acc[i][t] = _mm256_add_epi32(acc[i][t], D::dot(a, wv[t], wp[t], ones));
     }
   }
-  for (int i = 0; i < MR; ++i) {
-    const float sx = load_f32(x + i * xrb);
-    for (int t = 0; t < NR; ++t)
-      y[i * ldy + t] = static_cast<float>(hsum_i32(acc[i][t])) * (load_f32(rows[t]) * sx);
-  }
+  for (int i = 0; i < MR; ++i)
+    for (int t = 0; t < NR; ++t) y[i * ldy + t] = D::finish(hsum_i32(acc[i][t]), rows[t], x + i * xrb);
 }
 
-// Walks the m activation rows against NR weight rows with Tile<MR, NR> (w8a8_tile, w8a7_tile).
-template <template <int, int> class Tile, int NR>
+// Walks the m activation rows against NR weight rows.
+template <typename D, int NR>
 inline void int8_tile_rows(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes,
                            int64_t kp, const uint8_t* x, size_t xrb, int64_t m, float* y,
                            int64_t ldy) {
   int64_t i = 0;
   for (; i + 4 <= m; i += 4)
-    Tile<4, NR>::run(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy);
+    int8_tile<D, 4, NR>(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy);
   // The last 1-3 rows in one tile, so the weight loads are shared by all of them.
   switch (m - i) {
-    case 3: Tile<3, NR>::run(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
-    case 2: Tile<2, NR>::run(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
-    case 1: Tile<1, NR>::run(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
+    case 3: int8_tile<D, 3, NR>(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
+    case 2: int8_tile<D, 2, NR>(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
+    case 1: int8_tile<D, 1, NR>(rows, next, row_bytes, kp, x + i * xrb, xrb, y + i * ldy, ldy); break;
     default: break;
   }
 }
 
 // Pairs of weight rows (then a last single one), each against every activation row.
-template <template <int, int> class Tile>
+template <typename D>
 void int8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                  int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   const int64_t kp = round_up(k, 32);
@@ -131,101 +156,13 @@ void int8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, s
   int64_t r = row_begin;
   for (; r + 2 <= row_end; r += 2) {
     const uint8_t* rows[2] = {w + r * row_bytes, w + (r + 1) * row_bytes};
-    int8_tile_rows<Tile, 2>(rows, rows[0] + 2 * row_bytes, row_bytes, kp, xa, x_row_bytes, m,
-                            y + r, ldy);
+    int8_tile_rows<D, 2>(rows, rows[0] + 2 * row_bytes, row_bytes, kp, xa, x_row_bytes, m, y + r, ldy);
   }
   if (r < row_end) {
     const uint8_t* rows[1] = {w + r * row_bytes};
-    int8_tile_rows<Tile, 1>(rows, rows[0] + row_bytes, row_bytes, kp, xa, x_row_bytes, m, y + r,
-                            ldy);
+    int8_tile_rows<D, 1>(rows, rows[0] + row_bytes, row_bytes, kp, xa, x_row_bytes, m, y + r, ldy);
   }
 }
-
-template <int MR, int NR>
-struct W8a8Tile {
-  static void run(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes, int64_t kp,
-                  const uint8_t* x, size_t xrb, float* y, int64_t ldy) {
-    w8a8_tile<MR, NR>(rows, next, row_bytes, kp, x, xrb, y, ldy);
-  }
-};
-
-// ---- w8a7 ------------------------------------------------------------------------------------
-// Unsigned 7-bit activations x signed int8 weights straight into _mm256_maddubs_epi16 (pairs of
-// products stay inside int16: 2 x 127 x 127), so one instruction fewer per 32 products than
-// w8a8's sign trick; the zero point comes off once per output: sum(q w) - z sum(w).
-static_assert(2 * 127 * 127 <= 32767, "a maddubs pair of 7-bit x int8 products fits int16");
-inline __m256i dot32_u7(__m256i a, __m256i w, __m256i ones) {
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones);
-}
-
-template <int NR>
-inline void w8a7_rows(const uint8_t* const* rows, const uint8_t* next, int64_t kp,
-                      const uint8_t* act, float* y) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i acc[NR];
-  for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_si256();
-  const uint8_t* a8 = act + kActHeader;
-  for (int64_t c = 0; c < kp; c += 32) {
-    prefetch_span(next + NR * c, NR * 32);
-    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a8 + c));
-    for (int r = 0; r < NR; ++r) {
-      const __m256i w =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + kW8a7Header + c));
-      acc[r] = _mm256_add_epi32(acc[r], dot32_u7(a, w, ones));
-    }
-  }
-  const float sx = load_f32(act);
-  const int32_t z = load_i32(act + 4);
-  for (int r = 0; r < NR; ++r)
-    y[r] = static_cast<float>(hsum_i32(acc[r]) - z * load_i32(rows[r] + 4)) *
-           (load_f32(rows[r]) * sx);
-}
-
-void w8a7_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
-                 int64_t row_begin, int64_t row_end) {
-  const int64_t kp = round_up(k, 32);
-  const uint8_t* act = static_cast<const uint8_t*>(x);
-  int64_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) {
-    const uint8_t* rows[4] = {w + r * row_bytes, w + (r + 1) * row_bytes, w + (r + 2) * row_bytes,
-                              w + (r + 3) * row_bytes};
-    w8a7_rows<4>(rows, rows[0] + 4 * row_bytes, kp, act, y + (r - row_begin));
-  }
-  for (; r < row_end; ++r) {
-    const uint8_t* rows[1] = {w + r * row_bytes};
-    w8a7_rows<1>(rows, rows[0] + row_bytes, kp, act, y + (r - row_begin));
-  }
-}
-
-template <int MR, int NR>
-struct W8a7Tile {
-  static void run(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes, int64_t kp,
-                  const uint8_t* x, size_t xrb, float* y, int64_t ldy) {
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256i acc[MR][NR];
-    for (int i = 0; i < MR; ++i)
-      for (int t = 0; t < NR; ++t) acc[i][t] = _mm256_setzero_si256();
-    for (int64_t c = 0; c < kp; c += 32) {
-      if ((c & 63) == 0)
-        for (int t = 0; t < NR; ++t) __builtin_prefetch(next + t * row_bytes + c, 0, 3);
-      __m256i wv[NR];
-      for (int t = 0; t < NR; ++t)
-        wv[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[t] + kW8a7Header + c));
-      for (int i = 0; i < MR; ++i) {
-        const __m256i a =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i * xrb + kActHeader + c));
-        for (int t = 0; t < NR; ++t) acc[i][t] = _mm256_add_epi32(acc[i][t], dot32_u7(a, wv[t], ones));
-      }
-    }
-    for (int i = 0; i < MR; ++i) {
-      const float sx = load_f32(x + i * xrb);
-      const int32_t z = load_i32(x + i * xrb + 4);
-      for (int t = 0; t < NR; ++t)
-        y[i * ldy + t] = static_cast<float>(hsum_i32(acc[i][t]) - z * load_i32(rows[t] + 4)) *
-                         (load_f32(rows[t]) * sx);
-    }
-  }
-};
 
 // ---- activation quantisers (bit-identical to fmt_pack.cpp's act8_quantize / act7_quantize) -----
 // 32 int32 lanes (4 vectors, values 0..255 or -127..127) to 32 bytes in order.
@@ -913,8 +850,8 @@ struct Int8SparseT : Int8Sparse {
 
 FormatKernels kernels_avx2(const Spec& s) {
   switch (s.kind) {
-    case Kind::w8a8: return FormatKernels{w8a8_matvec, int8_matmul<W8a8Tile>, act8_quantize_avx2};
-    case Kind::w8a7: return FormatKernels{w8a7_matvec, int8_matmul<W8a7Tile>, act7_quantize_avx2};
+    case Kind::w8a8: return FormatKernels{int8_matvec<W8a8Dot>, int8_matmul<W8a8Dot>, act8_quantize_avx2};
+    case Kind::w8a7: return FormatKernels{int8_matvec<W8a7Dot>, int8_matmul<W8a7Dot>, act7_quantize_avx2};
     case Kind::int4:
       if (s.asym) {
         if (s.group == 32) return int4_avx2_kernels<32, true>();

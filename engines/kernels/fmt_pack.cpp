@@ -453,6 +453,24 @@ FormatRow base_row(const char* name, const char* description, const Spec& spec) 
   return r;
 }
 
+// A row of int8 weights (one byte per weight, per-row header) with int8 activations per token.
+FormatRow int8_act_row(const char* name, const char* description, Kind kind,
+                       size_t (*row_bytes)(int64_t), void (*pack)(const float*, int64_t, uint8_t*),
+                       void (*unpack)(const uint8_t*, int64_t, float*),
+                       void (*quantize)(const float*, int64_t, void*)) {
+  FormatRow r = base_row(name, description, Spec{kind});
+  r.block_size = 1;
+  r.bytes_per_block = 1;
+  r.bits_per_weight = 8;
+  r.act = ActType::int8_per_row;
+  r.row_bytes = row_bytes;
+  r.pack_row = pack;
+  r.unpack_row = unpack;
+  r.act_row_bytes = act8_bytes;
+  r.quantize_act = quantize;
+  return r;
+}
+
 template <int G, bool Asym>
 FormatRow int4_row(const char* name, const char* description) {
   FormatRow r = base_row(name, description, Spec{Kind::int4, G, Asym});
@@ -508,19 +526,10 @@ void append_packed_rows(std::vector<FormatRow>& t) {
     t.push_back(r);
   }
   {
-    FormatRow r = base_row("w8a8",
-                           "dynamic int8: int8 weights (f32 scale per output channel) x int8 "
-                           "activations quantised per token at run time; int32 accumulation",
-                           Spec{Kind::w8a8});
-    r.block_size = 1;
-    r.bytes_per_block = 1;
-    r.bits_per_weight = 8;
-    r.act = ActType::int8_per_row;
-    r.row_bytes = w8a8_row_bytes;
-    r.pack_row = w8a8_pack;
-    r.unpack_row = int8_unpack;
-    r.act_row_bytes = act8_bytes;
-    r.quantize_act = act8_quantize;
+    FormatRow r = int8_act_row("w8a8",
+                               "dynamic int8: int8 weights (f32 scale per output channel) x int8 "
+                               "activations quantised per token at run time; int32 accumulation",
+                               Kind::w8a8, w8a8_row_bytes, w8a8_pack, int8_unpack, act8_quantize);
     t.push_back(r);
     // The same weights and kernels; activations use the matrix's calibrated scale.
     r.name = "w8a8_static";
@@ -531,21 +540,11 @@ void append_packed_rows(std::vector<FormatRow>& t) {
     t.push_back(r);
   }
   {
-    FormatRow r = base_row("w8a7",
-                           "dynamic int8 weights (w8a8's values) x 7-bit asymmetric activations "
-                           "per token (fbgemm's reduce_range): unsigned x signed int8 products "
-                           "without the sign trick on AVX2; int32 accumulation",
-                           Spec{Kind::w8a7});
-    r.block_size = 1;
-    r.bytes_per_block = 1;
-    r.bits_per_weight = 8;
-    r.act = ActType::int8_per_row;
-    r.row_bytes = w8a7_row_bytes;
-    r.pack_row = w8a7_pack;
-    r.unpack_row = w8a7_unpack;
-    r.act_row_bytes = act8_bytes;
-    r.quantize_act = act7_quantize;
-    t.push_back(r);
+    t.push_back(int8_act_row("w8a7",
+                             "dynamic int8 weights (w8a8's values) x 7-bit asymmetric activations "
+                             "per token (fbgemm's reduce_range): unsigned x signed int8 products "
+                             "without the sign trick on AVX2; int32 accumulation",
+                             Kind::w8a7, w8a7_row_bytes, w8a7_pack, w8a7_unpack, act7_quantize));
   }
   t.push_back(int4_row<32, false>("int4_g32", "int4 symmetric, group 32 along K, f16 scale per group; f32 activations"));
   t.push_back(int4_row<64, false>("int4_g64", "int4 symmetric, group 64 along K, f16 scale per group; f32 activations"));
