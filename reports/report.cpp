@@ -145,7 +145,8 @@ Table slo_table(const ReportData& d) {
 // Result cache: every variant run with the cache on, beside its twin with the cache off (same
 // run, format, recipe, layout, shape, batch and offered rate), with the traffic's duplicate rate
 // (measured and expected) next to the hit rate, so a cache that only helps because the traffic
-// repeats itself is seen as such. Empty when no run had a cache variant.
+// repeats itself is seen as such; "not run" where the cache-off twin stopped at a lower stepped
+// rate. Empty when no run had a cache variant.
 Table cache_table(const ReportData& d) {
   std::vector<Variant> all = d.variants;
   // Names carry the offered rate whenever a run has several (stepped load) so the rows stay apart.
@@ -179,7 +180,7 @@ Table cache_table(const ReportData& d) {
     for (const Variant& o : all)
       if (o.status == "ok" && !cached(o) && key(o) == key(on)) off = &o;
     auto pair = [&](const char* col) {
-      return (off ? fmt_opt(off->get(col)) : std::string("no twin")) + " / " + fmt_opt(on.get(col));
+      return (off ? fmt_opt(off->get(col)) : std::string("not run")) + " / " + fmt_opt(on.get(col));
     };
     const auto bytes = on.get("cache_peak_bytes");
     tb.rows.push_back({run_prefix(d, on) + name_of(on), on.text_of("traffic").empty() ? "n/a" : on.text_of("traffic"),

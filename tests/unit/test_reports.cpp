@@ -599,6 +599,12 @@ TEST(Reports, ResultCacheTablePairsCacheOnWithItsTwin) {
       }
       ++index;
     }
+    // The cache-on variant climbed one step further than its cache-off twin.
+    const int64_t v = test::fixture_variant(s, run, 1, 2, {"w8a7", 0, 1, 2, 30.0, -1}, 0, 150);
+    s.update("variants", "variant_id", v,
+             {{"cache_enabled", int64_t{1}}, {"shape", std::string("dynamic")},
+              {"traffic", std::string("zipf s=1.1 over 872")}, {"duplicate_rate", 0.7},
+              {"expected_duplicate_rate", 0.7}, {"cache_hit_rate", 0.7}, {"cache_peak_bytes", int64_t{40960}}});
   }
   Db db(path);
   const ReportData d = collect_report(db, {run});
@@ -612,6 +618,9 @@ TEST(Reports, ResultCacheTablePairsCacheOnWithItsTwin) {
       << section;
   EXPECT_NE(section.find("| w8a7 t1 w2 @100qps |"), std::string::npos) << section;
   EXPECT_EQ(section.find("cache @"), std::string::npos) << section;
+  EXPECT_NE(section.find("| w8a7 t1 w2 @150qps | zipf s=1.1 over 872 | 0.7 / 0.7 | 0.7 | 40 | not run / 21 |"),
+            std::string::npos)
+      << section;
   EXPECT_NE(render_html(d).find("<h2>Result cache</h2>"), std::string::npos);
   // Runs without cache variants have no such section.
   const auto& fx = fixture();
