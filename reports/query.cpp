@@ -2,6 +2,8 @@
 
 #include "reports/sqlite_row.h"
 
+#include "engines/core/splitmix.h"
+
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -96,22 +98,6 @@ bool is_accuracy_column(const std::string& c) {
                                        "macro_f1", "ref_task_accuracy", "accuracy_delta", "accuracy_delta_lo",
                                        "accuracy_delta_hi", "bootstrap_resamples"};
   return a.count(c) > 0 || c.rfind("acc_", 0) == 0 || c.rfind("task_", 0) == 0;
-}
-
-// splitmix64 of a value (the harness's mix64).
-uint64_t splitmix_hash(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// One step of the splitmix64 generator with state s (the harness's Rng::next).
-uint64_t splitmix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
 }
 
 }  // namespace
@@ -311,13 +297,13 @@ std::pair<double, double> bootstrap_diff_ci(const std::vector<double>& a, const 
                                             uint64_t seed) {
   CIBENCH_CHECK(!a.empty() && !b.empty(), "bootstrap needs two non-empty samples");
   CIBENCH_CHECK(resamples >= 10, "bootstrap needs at least 10 resamples, got ", resamples);
-  uint64_t s = splitmix_hash(seed);  // as cibench compare: Rng(mix64(seed))
+  uint64_t s = splitmix64(seed);  // as cibench compare: Rng(splitmix64(seed))
   std::vector<double> diffs;
   diffs.reserve(static_cast<size_t>(resamples));
   std::vector<double> ra(a.size()), rb(b.size());
   for (int r = 0; r < resamples; ++r) {
-    for (double& x : ra) x = a[splitmix(s) % a.size()];
-    for (double& x : rb) x = b[splitmix(s) % b.size()];
+    for (double& x : ra) x = a[splitmix64_next(s) % a.size()];
+    for (double& x : rb) x = b[splitmix64_next(s) % b.size()];
     diffs.push_back(sample_stat(rb, p) - sample_stat(ra, p));
   }
   std::sort(diffs.begin(), diffs.end());

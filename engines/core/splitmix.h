@@ -1,13 +1,13 @@
 #pragma once
 // SplitMix64: the seeded, counter-friendly mixer behind every synthetic tensor, sampled
-// calibration window and seeded permutation in cibench.
+// calibration window, seeded permutation, load schedule and bootstrap in cibench.
 #include <cstdint>
 #include <string>
 
 namespace cibench {
 
 // One SplitMix64 step from `x` (a pure function: mix(x + golden gamma)).
-inline uint64_t splitmix64(uint64_t x) {
+constexpr uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;

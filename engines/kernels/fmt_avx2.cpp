@@ -210,10 +210,7 @@ void act8_quantize_avx2(const float* x, int64_t k, void* dst_v) {
   for (; i + 32 <= k; i += 32)
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + i),
                         pack32(q8(x + i), q8(x + i + 8), q8(x + i + 16), q8(x + i + 24), false));
-  for (; i < k; ++i) {
-    const float c = std::min(std::max(x[i] * inv, -127.f), 127.f);
-    v[i] = static_cast<int8_t>((c + 12582912.f) - 12582912.f);
-  }
+  for (; i < k; ++i) v[i] = round_clamp127(x[i] * inv);
   for (; i < round_up(k, 32); ++i) v[i] = 0;
 }
 

@@ -182,6 +182,13 @@ constexpr int64_t kW8a7Header = 8;  // w8a7 weight row: f32 scale + i32 sum of t
 // Round to nearest even for |v| < 2^22 without libm (the same bits in every twin). Callers clamp
 // a product before rounding it, so no FMA contraction can fuse the multiply into the add.
 inline float round_even_small(float v) { return (v + 12582912.f) - 12582912.f; }
+// nearbyint(v) clamped to [-127, 127] (the int8 weight and activation quantisers of every
+// twin): clamping first changes nothing, and it keeps the product that v usually is apart from
+// the rounding add.
+inline int8_t round_clamp127(float v) {
+  const float c = v < -127.f ? -127.f : (127.f < v ? 127.f : v);
+  return static_cast<int8_t>(round_even_small(c));
+}
 inline int32_t load_i32(const uint8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);

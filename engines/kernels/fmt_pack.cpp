@@ -23,14 +23,6 @@ float absmax(const float* x, int64_t k) {
   return a;
 }
 
-// nearbyint(v) clamped to [-127, 127], without a libm call (so quantisation loops vectorise):
-// clamping first changes nothing, and adding then subtracting 1.5 * 2^23 rounds a float of
-// magnitude <= 127 to an integer in the current rounding mode, exactly as nearbyint does.
-inline int8_t round_clamp127(float v) {
-  const float c = std::clamp(v, -127.f, 127.f);
-  return static_cast<int8_t>((c + 12582912.f) - 12582912.f);
-}
-
 // Symmetric per-row int8: scale = max|x| / 127, q = round(x / scale) in [-127, 127].
 struct Q8 {
   float scale, inv;

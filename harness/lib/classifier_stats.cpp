@@ -91,7 +91,7 @@ ClassifierStats classifier_stats(const std::vector<int>& pred, const std::vector
     s.reference_accuracy = static_cast<double>(correct_ref) / dn;
     s.accuracy_delta = s.accuracy - *s.reference_accuracy;
   }
-  Rng rng(mix64(boot.seed));
+  Rng rng(splitmix64(boot.seed));
   std::vector<double> acc(static_cast<size_t>(boot.resamples)), delta(ref.empty() ? 0 : acc.size());
   for (size_t k = 0; k < acc.size(); ++k) {
     int64_t c = 0, d = 0;

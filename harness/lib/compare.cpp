@@ -34,7 +34,7 @@ BootstrapCI bootstrap_percentile_diff(const std::vector<double>& a, const std::v
   r.b = percentile_of(wb, p);
   r.diff = r.b - r.a;
   r.resamples = resamples;
-  Rng rng(mix64(seed));
+  Rng rng(splitmix64(seed));
   std::vector<double> diffs(static_cast<size_t>(resamples));
   for (int k = 0; k < resamples; ++k) {
     for (auto& x : wa) x = a[rng.next() % a.size()];

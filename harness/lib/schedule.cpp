@@ -46,7 +46,7 @@ QueryChoice choose_query(int64_t index, const ChoiceSeeds& seeds, int64_t n_samp
 std::vector<int64_t> poisson_arrivals_ns(double rate_qps, uint64_t seed, int64_t min_queries,
                                          int64_t min_duration_ns) {
   CIBENCH_CHECK(rate_qps > 0, "Poisson rate must be > 0 queries/s, got ", rate_qps);
-  Rng rng(mix64(seed));
+  Rng rng(splitmix64(seed));
   std::vector<int64_t> t;
   t.reserve(static_cast<size_t>(std::max<double>(min_queries, rate_qps * 1e-9 * min_duration_ns) * 1.1) + 16);
   double now_s = 0;

@@ -12,18 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "engines/core/splitmix.h"
+
 namespace cibench {
 
-// splitmix64 step: a 64-bit mixing function with a full period; also used as a hash.
-constexpr uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 // Hash of (seed, a, b): counter-based random bits.
 constexpr uint64_t hash3(uint64_t seed, uint64_t a, uint64_t b = 0) {
-  return mix64(mix64(mix64(seed) ^ a) ^ b);
+  return splitmix64(splitmix64(splitmix64(seed) ^ a) ^ b);
 }
 // Uniform double in [0, 1) from the top 53 bits.
 constexpr double unit_double(uint64_t bits) { return static_cast<double>(bits >> 11) * 0x1.0p-53; }
@@ -32,13 +27,7 @@ constexpr double unit_double(uint64_t bits) { return static_cast<double>(bits >>
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    state_ += 0x9e3779b97f4a7c15ull;
-    uint64_t x = state_;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  }
+  uint64_t next() { return splitmix64_next(state_); }
   double uniform() { return unit_double(next()); }
   // Exponential with the given rate (events per unit): -ln(1 - U) / rate.
   double exponential(double rate);

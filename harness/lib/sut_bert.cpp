@@ -92,7 +92,6 @@ void BertSut::issue_batch(int w, const Query* qs, QueryContext* const* ctxs, int
   const int labels = model_->config.num_labels;
   ctxs[0]->phase(Phase::prefill);
   wk.pending.clear();
-  std::vector<float> hit;
   for (int k = 0; k < n; ++k) {
     std::vector<int>& ids = wk.seq[static_cast<size_t>(k)];
     in_->encode(qs[k].sample_index, ids);
