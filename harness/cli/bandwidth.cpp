@@ -1,58 +1,47 @@
 #include "harness/cli/bandwidth.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cstdint>
-#include <cstring>
 
-#include "engines/core/buffer.h"
-#include "engines/core/thread_pool.h"
+#include "engines/core/error.h"
 #include "engines/kernels/kernels.h"
 
 namespace cibench::cli {
-namespace {
 
-// Streams with the engine's own dot product at the active ISA (the loop decode runs), against a
-// small L1-resident vector, so the probe measures what the kernels can pull from memory.
-double sum_range(const float* p, int64_t n) {
-  const KernelTable& k = active_kernels();
-  alignas(64) static thread_local float ones[4096];
-  if (ones[0] != 1.0f)
-    for (float& o : ones) o = 1.0f;
-  double s = 0;
-  for (int64_t i = 0; i < n; i += 4096) s += k.dot_f32(p + i, ones, std::min<int64_t>(4096, n - i));
-  return s;
+ReadBandwidthProbe::ReadBandwidthProbe(double buffer_mib) {
+  CIBENCH_CHECK(buffer_mib > 0, "bandwidth probe: buffer size must be positive, got ", buffer_mib);
+  const double row_bytes = static_cast<double>(kCols * sizeof(float));
+  rows_ = static_cast<int64_t>(buffer_mib * 1024 * 1024 / row_bytes);
+  if (rows_ < 64) rows_ = 64;
+  w_ = AlignedBuffer(bytes());
+  x_ = AlignedBuffer(kCols * sizeof(float));
+  y_ = AlignedBuffer(static_cast<size_t>(rows_) * sizeof(float));
+  float* w = w_.as<float>();
+  const size_t n = static_cast<size_t>(rows_) * kCols;
+  for (size_t i = 0; i < n; ++i) w[i] = 1.0f;  // every page touched before the first pass
+  float* x = x_.as<float>();
+  for (int64_t i = 0; i < kCols; ++i) x[i] = 1.0f;
 }
 
-}  // namespace
-
-BandwidthResult measure_read_bandwidth(int threads, double buffer_mib, int reps) {
-  const size_t bytes = static_cast<size_t>(buffer_mib * 1024 * 1024);
-  const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
-  AlignedBuffer buf(bytes);
-  ThreadPool pool(threads);
-  float* d = buf.as<float>();
-  // Touch every page from the thread that will read it.
-  pool.run([&](int i, int nt) {
+double ReadBandwidthProbe::measure(int threads) {
+  CIBENCH_CHECK(threads >= 1, "bandwidth probe: thread count must be >= 1, got ", threads);
+  std::unique_ptr<ThreadPool>& pool = pools_[threads];
+  if (!pool) pool = std::make_unique<ThreadPool>(threads);
+  const KernelTable& k = active_kernels();
+  const float* w = w_.as<float>();
+  const float* x = x_.as<float>();
+  float* y = y_.as<float>();
+  const int64_t rows = rows_;
+  const auto t0 = std::chrono::steady_clock::now();
+  pool->run([&](int i, int nt) {
     int64_t b, e;
-    ThreadPool::split(n, i, nt, &b, &e, 512);
-    for (int64_t k = b; k < e; ++k) d[k] = 1.0f;
+    ThreadPool::split(rows, i, nt, &b, &e, 4);
+    if (e > b) k.matvec_f32(w + b * kCols, kCols, x, y + b, e - b, kCols);
   });
-  double best = 0;
-  volatile double sink = 0;
-  for (int r = 0; r < reps; ++r) {
-    double partial[1024] = {};
-    auto t0 = std::chrono::steady_clock::now();
-    pool.run([&](int i, int nt) {
-      int64_t b, e;
-      ThreadPool::split(n, i, nt, &b, &e, 512);
-      partial[i] = sum_range(d + b, e - b);
-    });
-    auto t1 = std::chrono::steady_clock::now();
-    for (int i = 0; i < threads; ++i) sink = sink + partial[i];
-    best = std::max(best, bytes / std::chrono::duration<double>(t1 - t0).count() / 1e9);
-  }
-  return {best, buffer_mib, threads};
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Every output must be the row sum (kCols ones), or the pass did not read what it claims.
+  CIBENCH_CHECK(y[0] == static_cast<float>(kCols) && y[rows - 1] == static_cast<float>(kCols),
+                "bandwidth probe: matrix-vector check failed (", y[0], ", ", y[rows - 1], ")");
+  return static_cast<double>(bytes()) / s / 1e9;
 }
 
 }  // namespace cibench::cli

@@ -35,6 +35,7 @@ struct BenchArgs {
   unsigned long long seed = 1;
   std::string output = "md";
   bool no_roofline = false;
+  double probe_mib = 512;
 };
 
 struct Stats {
@@ -65,9 +66,12 @@ int run_bench(BenchArgs a) {
     std::fprintf(stderr, "cibench: WARNING: %s build; figures are not representative\n",
                  build_info().build_type.c_str());
 
-  std::map<int, double> bandwidth;
-  if (!a.no_roofline)
-    for (int t : a.threads) bandwidth[t] = measure_read_bandwidth(t).gb_per_s;
+  // The roofline is re-measured right before every repetition, with the same thread count, so a
+  // row's bandwidth and its decode rate see the same state of a shared machine; a row's fraction
+  // of the roofline is the median over its repetitions of decode / (bandwidth / bytes per token).
+  std::unique_ptr<ReadBandwidthProbe> probe;
+  if (!a.no_roofline) probe = std::make_unique<ReadBandwidthProbe>(a.probe_mib);
+  std::map<int, std::vector<double>> bandwidth;  // every probe, per thread count (for the footer)
 
   nlohmann::json rows = nlohmann::json::array();
   for (const std::string& spec : a.models) {
@@ -85,8 +89,10 @@ int run_bench(BenchArgs a) {
         so.max_context = std::max(so.max_context, a.prompt_tokens + a.decode_tokens + 1);
         so.max_batch = std::max(so.max_batch, a.prompt_tokens);
         LlamaSession s(model, so);
-        std::vector<double> prefill_tps, decode_tps;
+        std::vector<double> prefill_tps, decode_tps, bw_reps, fraction_reps;
+        const double bytes_per_token = static_cast<double>(model.streamed_bytes_per_token());
         for (int r = -1; r < a.reps; ++r) {  // r = -1 is the warm-up, not recorded
+          const double bw = (probe && r >= 0) ? probe->measure(threads) : 0.0;
           s.reset();
           auto t0 = clock::now();
           const float* logits = s.prefill(prompt.data(), a.prompt_tokens);
@@ -100,6 +106,11 @@ int run_bench(BenchArgs a) {
           if (r < 0) continue;
           prefill_tps.push_back(a.prompt_tokens / std::chrono::duration<double>(t1 - t0).count());
           decode_tps.push_back(a.decode_tokens / std::chrono::duration<double>(t2 - t1).count());
+          if (probe) {
+            bw_reps.push_back(bw);
+            bandwidth[threads].push_back(bw);
+            fraction_reps.push_back(decode_tps.back() / (bw * 1e9 / bytes_per_token));
+          }
         }
         Stats p = stats(prefill_tps), d = stats(decode_tps);
         nlohmann::json row;
@@ -118,12 +129,13 @@ int run_bench(BenchArgs a) {
         row["weight_bytes"] = model.weight_bytes();
         row["streamed_bytes_per_token"] = model.streamed_bytes_per_token();
         row["rss_bytes"] = current_rss_bytes();  // model + session; the bandwidth probe is freed
-        if (bandwidth.count(threads)) {
-          const double bw = bandwidth[threads];
-          const double roof = bw * 1e9 / model.streamed_bytes_per_token();
+        if (probe) {
+          const double bw = stats(bw_reps).median;
           row["read_bandwidth_gb_per_s"] = bw;
-          row["decode_roofline_tokens_per_s"] = roof;
-          row["decode_fraction_of_roofline"] = d.median / roof;
+          row["read_bandwidth_gb_per_s_reps"] = bw_reps;
+          row["decode_roofline_tokens_per_s"] = bw * 1e9 / bytes_per_token;
+          row["decode_fraction_of_roofline"] = stats(fraction_reps).median;
+          row["decode_fraction_of_roofline_reps"] = fraction_reps;
         }
         rows.push_back(row);
         if (a.output == "md" && rows.size() == 1) {
@@ -154,14 +166,26 @@ int run_bench(BenchArgs a) {
     out["build_type"] = build_info().build_type;
     out["cpu"] = cpu_features().model_name;
     out["cpu_flags"] = cpu_features().flags_string();
+    if (probe)
+      out["roofline_probe"] = {{"kernel", "f32 matrix-vector, 4 rows per step"},
+                               {"buffer_mib", probe->buffer_mib()},
+                               {"when", "before every repetition"}};
     out["results"] = rows;
     std::cout << out.dump(2) << "\n";
   } else {
     std::printf("\ncibench %s (%s), CPU: %s, ISA %s; median of %d runs after 1 warm-up; "
-                "roofline = measured read bandwidth / weight bytes streamed per token",
+                "roofline = read bandwidth / weight bytes streamed per token, the bandwidth measured "
+                "right before every repetition (%.0f MiB through the f32 matrix-vector kernel); 'of "
+                "roofline' = the median over repetitions of decode / roofline",
                 build_info().commit.c_str(), build_info().build_type.c_str(),
-                cpu_features().model_name.c_str(), isa_name(isa), a.reps);
-    for (auto& [t, bw] : bandwidth) std::printf("; %d thread%s %.1f GB/s", t, t == 1 ? "" : "s", bw);
+                cpu_features().model_name.c_str(), isa_name(isa), a.reps,
+                probe ? probe->buffer_mib() : 0.0);
+    for (auto& [t, bws] : bandwidth) {
+      const Stats b = stats(bws);
+      std::printf("; %d thread%s %.1f GB/s median (%.1f-%.1f over %zu probes)", t, t == 1 ? "" : "s",
+                  b.median, *std::min_element(bws.begin(), bws.end()),
+                  *std::max_element(bws.begin(), bws.end()), bws.size());
+    }
     std::printf("\n");
   }
   return 0;
@@ -183,6 +207,11 @@ const RegisterCommand reg{
            ->check(CLI::IsMember({"md", "json"}))
            ->capture_default_str();
        sub.add_flag("--no-roofline", a->no_roofline, "skip the bandwidth measurement");
+       sub.add_option("--probe-mib", a->probe_mib,
+                      "buffer streamed by the bandwidth probe before every repetition (MiB; far "
+                      "larger than the last-level cache)")
+           ->check(CLI::Range(1.0, 65536.0))
+           ->capture_default_str();
        return [a] { return run_bench(*a); };
      }}};
 
