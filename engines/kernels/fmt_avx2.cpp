@@ -256,6 +256,14 @@ void act7_quantize_avx2(const float* x, int64_t k, void* dst_v) {
 // to 8 int32 (vpmovzxbd), low nibbles = elements j, high nibbles (>> 4, no mask) = elements 16 + j,
 // and the unsigned codes q are multiplied with x; the zero point is applied once per group with the
 // group's sum of x (shared by the 4 rows): sym d * (sum q x - 8 sum x), asym d * sum q x + m sum x.
+// The f16 scales go through F16C (vcvtph2ps) and are broadcast; the scalar f16_to_f32 of the
+// template (which the generic twin keeps) cost as much per group as the sub-block itself at G = 32.
+// Per sub-block each row's 4 products go straight into its one group accumulator (4 FMAs; the
+// former mul + mul + fma + fma + add + add did the same work in 6 operations).
+inline __m256 f16_broadcast(const uint8_t* h) {
+  return _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(load_u16(h))));
+}
+
 template <int G, bool Asym, int NR>
 inline void int4z_rows(const uint8_t* const* rows, const uint8_t* next, int64_t k, const float* x,
                        float* y) {
@@ -277,25 +285,26 @@ inline void int4z_rows(const uint8_t* const* rows, const uint8_t* next, int64_t 
       } else {
         load_x32<VecAvx2>(x, g + s, k, xv);
       }
-      prefetch_span(next + NR * (gi * gb + s / 2), NR * 16);
+      // the step over sub-block s reads [gi * gb + (s ? hdr + s / 2 : 0), + (s ? 16 : hdr + 16))
+      // of each row: consecutive steps cover the row, so every line of the next rows is touched
+      prefetch_span(next + NR * (gi * gb + (s ? hdr + s / 2 : 0)), NR * (s ? 16 : hdr + 16));
       sx = _mm256_add_ps(sx, _mm256_add_ps(_mm256_add_ps(xv[0], xv[1]), _mm256_add_ps(xv[2], xv[3])));
       for (int r = 0; r < NR; ++r) {
         const uint8_t* p = rows[r] + gi * gb + hdr + s / 2;
         const __m256i b0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
         const __m256i b1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8)));
-        __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_and_si256(b0, m4)), xv[0]);
-        __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(b0, 4)), xv[2]);
-        t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(b1, m4)), xv[1], t);
-        u = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(b1, 4)), xv[3], u);
-        sq[r] = _mm256_add_ps(sq[r], _mm256_add_ps(t, u));
+        sq[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(b0, m4)), xv[0], sq[r]);
+        sq[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(b1, m4)), xv[1], sq[r]);
+        sq[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(b0, 4)), xv[2], sq[r]);
+        sq[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(b1, 4)), xv[3], sq[r]);
       }
     }
     for (int r = 0; r < NR; ++r) {
       const uint8_t* h = rows[r] + gi * gb;
-      const __m256 d = _mm256_set1_ps(f16_to_f32(load_u16(h)));
+      const __m256 d = f16_broadcast(h);
       if constexpr (Asym) {
         acc[r] = _mm256_fmadd_ps(d, sq[r], acc[r]);
-        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(f16_to_f32(load_u16(h + 2))), sx, acc[r]);
+        acc[r] = _mm256_fmadd_ps(f16_broadcast(h + 2), sx, acc[r]);
       } else {
         acc[r] = _mm256_fmadd_ps(d, _mm256_fnmadd_ps(_mm256_set1_ps(8.f), sx, sq[r]), acc[r]);
       }
@@ -327,6 +336,8 @@ FormatKernels int4_avx2_kernels() {
 // corrected with the activation block sums. A tile's MR x NR (<= 8) int32 vectors are reduced
 // together with hadds into one vector of exact group sums; each lane then does
 // acc = fma(d_w * d_a, float(sum), acc) as the generic twin does: bit-identical results.
+// The matvec (int4a8_rows8) packs two weight rows per vector instead (below): same exact int32
+// group sums, same float expression per lane, so it is bit-identical too.
 
 // Horizontal sums of 8 int32 vectors, lane l = sum of v[l].
 inline __m256i reduce8_i32(const __m256i* v) {
@@ -344,6 +355,15 @@ inline __m256i nib_codes32(const uint8_t* p, __m256i mask) {
   return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)), mask);
 }
 
+// Where the step over sub-block s (a multiple of 32) of group g starts in a row, and how many bytes
+// it reads: the first one reads the group's f16 scale too. Consecutive steps cover the row without
+// gaps, so prefetching NR * that many bytes at next + NR * start touches every line of the next NR
+// rows (prefetch_span).
+inline int64_t int4a8_step_at(int64_t g, int64_t s, int64_t group) {
+  return g * (2 + group / 2) + (s ? 2 + s / 2 : 0);
+}
+inline int64_t int4a8_step_bytes(int64_t s) { return s ? 16 : 18; }
+
 // Y[i * ldy + t] = dot(rows[t], act row i) for i < MR, t < NR; act row i at x + i * xrb.
 // A single activation row (matvec) prefetches the NR rows at `next`.
 template <int G, int MR, int NR>
@@ -360,7 +380,7 @@ inline void int4a8_tile(const uint8_t* const* rows, const uint8_t* next, const u
     for (int i = 0; i < MR; ++i)
       for (int t = 0; t < NR; ++t) s16[i][t] = _mm256_setzero_si256();
     for (int64_t s = 0; s < n; s += 32) {
-      if constexpr (MR == 1) prefetch_span(next + NR * (g * gb + s / 2), NR * 16);
+      if constexpr (MR == 1) prefetch_span(next + NR * int4a8_step_at(g, s, G), NR * int4a8_step_bytes(s));
       __m256i wv[NR];
       for (int t = 0; t < NR; ++t) wv[t] = nib_codes32(rows[t] + g * gb + 2 + s / 2, mask);
       for (int i = 0; i < MR; ++i) {
@@ -376,15 +396,7 @@ inline void int4a8_tile(const uint8_t* const* rows, const uint8_t* next, const u
     // lane l = (i, t) = (l / NR, l % NR): its weight scale, activation scale and 8 * block sum
     __m256 dw, da;
     __m256i corr;
-    if constexpr (MR == 1 && NR == 8) {  // matvec: one activation block, 8 weight rows
-      dw = _mm256_cvtph_ps(_mm_setr_epi16(
-          static_cast<short>(load_u16(rows[0] + g * gb)), static_cast<short>(load_u16(rows[1] + g * gb)),
-          static_cast<short>(load_u16(rows[2] + g * gb)), static_cast<short>(load_u16(rows[3] + g * gb)),
-          static_cast<short>(load_u16(rows[4] + g * gb)), static_cast<short>(load_u16(rows[5] + g * gb)),
-          static_cast<short>(load_u16(rows[6] + g * gb)), static_cast<short>(load_u16(rows[7] + g * gb))));
-      da = _mm256_set1_ps(load_f32(x + 4 * g));
-      corr = _mm256_set1_epi32(8 * static_cast<int32_t>(load_u32(x + 4 * nb + 4 * g)));
-    } else if constexpr (MR == 4 && NR == 2) {  // matmul: lanes (t0 t1) x 4 tokens
+    if constexpr (MR == 4 && NR == 2) {  // matmul: lanes (t0 t1) x 4 tokens
       dw = _mm256_cvtph_ps(_mm_set1_epi32(static_cast<int>(
           load_u16(rows[0] + g * gb) | (static_cast<uint32_t>(load_u16(rows[1] + g * gb)) << 16))));
       const __m256i dup = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
@@ -422,6 +434,66 @@ inline void int4a8_tile(const uint8_t* const* rows, const uint8_t* next, const u
   for (int l = 0; l < MR * NR; ++l) y[(l / NR) * ldy + l % NR] = out[l];
 }
 
+// Decode: 8 weight rows against one activation row, rows t and t + 4 sharing a vector. Per
+// sub-block the 16 nibble bytes of row t go to the low lane and those of row t + 4 to the high
+// lane (one load + one insert); the low nibbles (elements 0..15) meet the activations 0..15
+// broadcast to both lanes, the high nibbles (elements 16..31) meet 16..31, and the two maddubs
+// results are added: lane h of s16[t] holds row (t + 4h)'s 8 int16 sums of 4 products each
+// (|.| <= 4 * 15 * 127 = 7620 per sub-block, <= 30480 over the 4 sub-blocks of G = 128: no int16
+// overflow). One madd per pair of rows and three hadds then give the 8 exact group sums in row
+// order (the 8-row tile reduced 8 vectors with 8 madds, 6 hadds and 2 cross-lane permutes).
+// The scales of the 8 rows go through one cvtph; each lane does acc = fma(d_w * d_a,
+// float(sum - 8 * block sum), acc) in group order, exactly as the generic twin.
+static_assert(4 * 4 * 15 * 127 <= 32767, "a G=128 group's int16 sums of 4 products fit");
+
+inline __m256i load_2x16(const uint8_t* lo, const uint8_t* hi) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo))),
+                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
+}
+inline __m256i bcast_16(const uint8_t* p) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+template <int G>
+inline void int4a8_rows8(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, int64_t k,
+                         float* y) {
+  static_assert(G <= 128, "int16 sums bounded for at most 4 sub-blocks");
+  constexpr int64_t gb = 2 + G / 2;
+  const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
+  const __m256i mask = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const uint8_t* a8 = x + hdr;
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t g = 0; g < nb; ++g) {
+    const int64_t n = k - g * G < G ? k - g * G : G;
+    __m256i s16[4];
+    for (int t = 0; t < 4; ++t) s16[t] = _mm256_setzero_si256();
+    for (int64_t s = 0; s < n; s += 32) {
+      prefetch_span(next + 8 * int4a8_step_at(g, s, G), 8 * int4a8_step_bytes(s));
+      const __m256i alo = bcast_16(a8 + g * G + s), ahi = bcast_16(a8 + g * G + s + 16);
+      const int64_t o = g * gb + 2 + s / 2;
+      for (int t = 0; t < 4; ++t) {
+        const __m256i b = load_2x16(rows[t] + o, rows[t + 4] + o);
+        const __m256i lo = _mm256_and_si256(b, mask), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), mask);
+        s16[t] = _mm256_add_epi16(
+            s16[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi)));
+      }
+    }
+    // [r0 r0 r1 r1 | r4 r4 r5 r5], [r2 r2 r3 r3 | r6 r6 r7 r7] -> [r0 r1 r2 r3 | r4 r5 r6 r7]
+    const __m256i h01 = _mm256_hadd_epi32(_mm256_madd_epi16(s16[0], ones), _mm256_madd_epi16(s16[1], ones));
+    const __m256i h23 = _mm256_hadd_epi32(_mm256_madd_epi16(s16[2], ones), _mm256_madd_epi16(s16[3], ones));
+    const __m256i sum = _mm256_sub_epi32(
+        _mm256_hadd_epi32(h01, h23), _mm256_set1_epi32(8 * static_cast<int32_t>(load_u32(x + 4 * nb + 4 * g))));
+    const int64_t h = g * gb;
+    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+        static_cast<short>(load_u16(rows[0] + h)), static_cast<short>(load_u16(rows[1] + h)),
+        static_cast<short>(load_u16(rows[2] + h)), static_cast<short>(load_u16(rows[3] + h)),
+        static_cast<short>(load_u16(rows[4] + h)), static_cast<short>(load_u16(rows[5] + h)),
+        static_cast<short>(load_u16(rows[6] + h)), static_cast<short>(load_u16(rows[7] + h))));
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(load_f32(x + 4 * g))), _mm256_cvtepi32_ps(sum), acc);
+  }
+  _mm256_storeu_ps(y, acc);
+}
+
 template <int G>
 void int4a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
                    int64_t row_begin, int64_t row_end) {
@@ -430,7 +502,7 @@ void int4a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
   for (; r + 8 <= row_end; r += 8) {
     const uint8_t* rows[8];
     for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
-    int4a8_tile<G, 1, 8>(rows, rows[0] + 8 * row_bytes, xa, 0, k, y + (r - row_begin), 0);
+    int4a8_rows8<G>(rows, rows[0] + 8 * row_bytes, xa, k, y + (r - row_begin));
   }
   for (; r < row_end; ++r) {
     const uint8_t* rows[1] = {w + r * row_bytes};
