@@ -464,19 +464,23 @@ inline void int4a8_rows8(const uint8_t* const* rows, const uint8_t* next, const 
   const uint8_t* a8 = x + hdr;
   __m256 acc = _mm256_setzero_ps();
   for (int64_t g = 0; g < nb; ++g) {
-    const int64_t n = k - g * G < G ? k - g * G : G;
     __m256i s16[4];
-    for (int t = 0; t < 4; ++t) s16[t] = _mm256_setzero_si256();
-    for (int64_t s = 0; s < n; s += 32) {
+    // sub-block s of the group; the first one (every group has one) initialises the sums
+    auto step = [&](int64_t s, bool first) {
       prefetch_span(next + 8 * int4a8_step_at(g, s, G), 8 * int4a8_step_bytes(s));
       const __m256i alo = bcast_16(a8 + g * G + s), ahi = bcast_16(a8 + g * G + s + 16);
       const int64_t o = g * gb + 2 + s / 2;
       for (int t = 0; t < 4; ++t) {
         const __m256i b = load_2x16(rows[t] + o, rows[t + 4] + o);
         const __m256i lo = _mm256_and_si256(b, mask), hi = _mm256_and_si256(_mm256_srli_epi16(b, 4), mask);
-        s16[t] = _mm256_add_epi16(
-            s16[t], _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi)));
+        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, alo), _mm256_maddubs_epi16(hi, ahi));
+        s16[t] = first ? p : _mm256_add_epi16(s16[t], p);
       }
+    };
+    step(0, true);
+    if constexpr (G > 32) {
+      const int64_t n = k - g * G < G ? k - g * G : G;
+      for (int64_t s = 32; s < n; s += 32) step(s, false);
     }
     // [r0 r0 r1 r1 | r4 r4 r5 r5], [r2 r2 r3 r3 | r6 r6 r7 r7] -> [r0 r1 r2 r3 | r4 r5 r6 r7]
     const __m256i h01 = _mm256_hadd_epi32(_mm256_madd_epi16(s16[0], ones), _mm256_madd_epi16(s16[1], ones));
