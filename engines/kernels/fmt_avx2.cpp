@@ -444,7 +444,7 @@ inline void int4a8_tile(const uint8_t* const* rows, const uint8_t* next, const u
 // order (the 8-row tile reduced 8 vectors with 8 madds, 6 hadds and 2 cross-lane permutes).
 // The scales of the 8 rows go through one cvtph; each lane does acc = fma(d_w * d_a,
 // float(sum - 8 * block sum), acc) in group order, exactly as the generic twin.
-static_assert(4 * 4 * 15 * 127 <= 32767, "a G=128 group's int16 sums of 4 products fit");
+static_assert(4 * 4 * 15 * 127 <= 32767, "an int16 lane over the 4 sub-blocks of G = 128 (16 products) fits");
 
 inline __m256i load_2x16(const uint8_t* lo, const uint8_t* hi) {
   return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo))),
