@@ -35,8 +35,22 @@ struct KernelTable {
   // One query head over positions [0, n_pos) of a KV cache:
   //   att[t] = softmax_t(dot(q, k[t]) * scale);  out = sum_t att[t] * v[t]
   // k[t] = k_cache + t * kv_stride (likewise v). `att` is scratch of n_pos floats.
+  // The SIMD levels score 8 positions per step (one shared horizontal reduction) and add
+  // 8 weighted value rows per pass over `out`.
   void (*attention)(const float* q, const float* k_cache, const float* v_cache, int64_t n_pos,
                     int64_t head_dim, int64_t kv_stride, float scale, float* att, float* out);
+  // The same over a cache of IEEE halves (uint16 bit patterns), widened in registers.
+  void (*attention_f16)(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
+                        int64_t n_pos, int64_t head_dim, int64_t kv_stride, float scale,
+                        float* att, float* out);
+  // The per-position form (one dot with its own horizontal sum, then one axpy, per position):
+  // what `attention` replaced, kept as the baseline the microbenchmark compares against.
+  void (*attention_rowwise)(const float* q, const float* k_cache, const float* v_cache,
+                            int64_t n_pos, int64_t head_dim, int64_t kv_stride, float scale,
+                            float* att, float* out);
+  // y[i] = half(x[i]), round to nearest even (bit-identical at every level); and back (exact).
+  void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
+  void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
 };
 
 // The table for a level; levels without their own file fall back to the next lower one.

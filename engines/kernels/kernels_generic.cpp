@@ -2,6 +2,7 @@
 // Compiled without any ISA flags; written for clarity first.
 #include <cmath>
 
+#include "engines/kernels/half.h"
 #include "engines/kernels/kernels.h"
 
 namespace cibench {
@@ -74,11 +75,39 @@ void attention(const float* q, const float* k_cache, const float* v_cache, int64
   for (int64_t t = 0; t < n_pos; ++t) axpy_f32(att[t], v_cache + t * kv_stride, out, head_dim);
 }
 
+// The half-precision cache: each cached value widened exactly, then as attention above.
+void attention_f16(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
+                   int64_t n_pos, int64_t head_dim, int64_t kv_stride, float scale, float* att,
+                   float* out) {
+  for (int64_t t = 0; t < n_pos; ++t) {
+    const uint16_t* k = k_cache + t * kv_stride;
+    float s = 0.f;
+    for (int64_t i = 0; i < head_dim; ++i) s += q[i] * half_to_float(k[i]);
+    att[t] = s * scale;
+  }
+  softmax(att, n_pos);
+  for (int64_t i = 0; i < head_dim; ++i) out[i] = 0.f;
+  for (int64_t t = 0; t < n_pos; ++t) {
+    const uint16_t* v = v_cache + t * kv_stride;
+    for (int64_t i = 0; i < head_dim; ++i) out[i] += att[t] * half_to_float(v[i]);
+  }
+}
+
+void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = half_from_float(x[i]);
+}
+
+void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = half_to_float(x[i]);
+}
+
 }  // namespace
 
 const KernelTable& kernels_generic() {
-  static const KernelTable t{Isa::generic, matvec_f32, matmul_f32, dot_f32, axpy_f32,
-                             rmsnorm,      softmax,    swiglu,     rope,    attention};
+  static const KernelTable t{Isa::generic, matvec_f32, matmul_f32,    dot_f32,
+                             axpy_f32,     rmsnorm,    softmax,       swiglu,
+                             rope,         attention,  attention_f16, attention,
+                             f32_to_f16,   f16_to_f32};
   return t;
 }
 

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace cibench {
 namespace {
@@ -35,6 +36,38 @@ struct VecAvx2 {
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
+  }
+  // Eight sums at once: out[j] = hsum(v[j]) for j < 8, the reductions sharing their shuffles and
+  // adding in hsum's order ((x0+x4)+(x2+x6)) + ((x1+x5)+(x3+x7)), so each sum equals hsum's.
+  static inline void hsum8(const T* v, float* out) {
+    T w[4];  // w[j] = [v[j] halves added | v[j+4] halves added]
+    for (int j = 0; j < 4; ++j)
+      w[j] = _mm256_add_ps(_mm256_permute2f128_ps(v[j], v[j + 4], 0x20),
+                           _mm256_permute2f128_ps(v[j], v[j + 4], 0x31));
+    // s01 = [v0: x0+x2, v1: x0+x2, v0: x1+x3, v1: x1+x3] per lane; s23 likewise for v2, v3
+    const T s01 = _mm256_add_ps(_mm256_unpacklo_ps(w[0], w[1]), _mm256_unpackhi_ps(w[0], w[1]));
+    const T s23 = _mm256_add_ps(_mm256_unpacklo_ps(w[2], w[3]), _mm256_unpackhi_ps(w[2], w[3]));
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                        _mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2))));
+  }
+  // kWidth IEEE halves <-> f32 (F16C; round to nearest even on the way down)
+  static inline T load_h(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static inline T load_h_partial(const uint16_t* p, int64_t n) {
+    alignas(16) uint16_t b[8] = {};
+    std::memcpy(b, p, static_cast<size_t>(n) * sizeof(uint16_t));
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(b)));
+  }
+  static inline void store_h(uint16_t* p, T v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                     _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  static inline void store_h_partial(uint16_t* p, T v, int64_t n) {
+    alignas(16) uint16_t b[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(b),
+                    _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    std::memcpy(p, b, static_cast<size_t>(n) * sizeof(uint16_t));
   }
   // kWidth int8 -> f32
   static inline T cvt_i8(const int8_t* p) {

@@ -30,6 +30,31 @@ struct VecAvx512 {
   static inline T mul(T a, T b) { return _mm512_mul_ps(a, b); }
   static inline T add(T a, T b) { return _mm512_add_ps(a, b); }
   static inline float hsum(T v) { return _mm512_reduce_add_ps(v); }
+  // Eight sums at once: out[j] = hsum(v[j]) for j < 8 (halves folded, then as in VecAvx2).
+  static inline void hsum8(const T* v, float* out) {
+    __m256 h[8];
+    for (int j = 0; j < 8; ++j)
+      h[j] = _mm256_add_ps(_mm512_castps512_ps256(v[j]), _mm512_extractf32x8_ps(v[j], 1));
+    const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
+    const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(h[4], h[5]), _mm256_hadd_ps(h[6], h[7]));
+    _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20),
+                                        _mm256_permute2f128_ps(a, b, 0x31)));
+  }
+  // kWidth IEEE halves <-> f32 (round to nearest even on the way down)
+  static inline T load_h(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static inline T load_h_partial(const uint16_t* p, int64_t n) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask(n), p));
+  }
+  static inline void store_h(uint16_t* p, T v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  static inline void store_h_partial(uint16_t* p, T v, int64_t n) {
+    _mm256_mask_storeu_epi16(p, tail_mask(n),
+                             _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
   // kWidth int8 -> f32
   static inline T cvt_i8(const int8_t* p) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));

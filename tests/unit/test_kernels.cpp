@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -132,8 +134,139 @@ TEST_P(KernelTwin, RopeAndAttention) {
   }
 }
 
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// The half-precision KV cache: every level rounds f32 -> IEEE half to the same bits as the
+// generic twin (round to nearest even, subnormals, overflow to infinity, NaN), and widens
+// every one of the 65536 halves to the same float.
+TEST_P(KernelTwin, HalfConversionsAreBitIdentical) {
+  std::vector<float> x;
+  for (float f : {0.f, -0.f, 1.f, -1.f, 65504.f, 65519.99f, 65520.f, -65520.f, 1e9f, 5.9604645e-8f,
+                  2.9802322e-8f, 2.9802326e-8f, 6.1035156e-5f, 6.1e-5f, 1.00048828125f,
+                  1.00146484375f, 1e-30f, float_of(0x7f800000u), float_of(0xff800000u),
+                  float_of(0x7fc00001u), float_of(0x7f800123u), float_of(0xffc12345u)})
+    x.push_back(f);
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 7919 * 13) x.push_back(float_of(static_cast<uint32_t>(u)));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.f, 2.f);
+  for (int i = 0; i < 100000; ++i) x.push_back(d(rng) * std::ldexp(1.f, static_cast<int>(rng() % 40) - 30));
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{8}, int64_t{13}, static_cast<int64_t>(x.size())}) {
+    std::vector<uint16_t> a(n), b(n);
+    ref().f32_to_f16(x.data(), a.data(), n);
+    fast().f32_to_f16(x.data(), b.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(a[i], b[i]) << "n=" << n << " x=" << x[i] << " bits=0x" << std::hex << bits_of(x[i]);
+  }
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<uint16_t>(i);
+  for (int64_t n : {int64_t{5}, int64_t{65536}, int64_t{65535}}) {
+    std::vector<float> a(n), b(n);
+    ref().f16_to_f32(all.data(), a.data(), n);
+    fast().f16_to_f32(all.data(), b.data(), n);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(bits_of(a[i]), bits_of(b[i])) << "half 0x" << std::hex << i;
+  }
+}
+
+// Attention in double precision, position by position: the reference for the blocked kernels.
+void attention_ref(const float* q, const std::vector<float>& kc, const std::vector<float>& vc,
+                   int64_t n_pos, int64_t hd, int64_t stride, float scale, std::vector<double>& p,
+                   std::vector<double>& o) {
+  p.assign(n_pos, 0.0);
+  o.assign(hd, 0.0);
+  double mx = -1e300, sum = 0;
+  for (int64_t t = 0; t < n_pos; ++t) {
+    double s = 0;
+    for (int64_t i = 0; i < hd; ++i) s += double(q[i]) * kc[t * stride + i];
+    p[t] = s * scale;
+    mx = std::max(mx, p[t]);
+  }
+  for (auto& v : p) sum += (v = std::exp(v - mx));
+  for (auto& v : p) v /= sum;
+  for (int64_t t = 0; t < n_pos; ++t)
+    for (int64_t i = 0; i < hd; ++i) o[i] += p[t] * vc[t * stride + i];
+}
+
+// The blocked kernels (8 positions per step) against the scalar reference on ragged position
+// counts around the block size, for f32 and half caches; the per-position baseline too.
+TEST_P(KernelTwin, AttentionMatchesScalarReferenceOnRaggedPositions) {
+  std::mt19937 rng(5);
+  for (int64_t hd : {8, 64}) {
+    for (int64_t n_pos : {1, 3, 7, 8, 9, 130}) {
+      const int64_t stride = hd * 2 + 3;  // grouped-query heads interleave in a row
+      // Scores of order 1 after scaling: a peaked but not one-hot softmax.
+      auto q = randv(hd, rng, 2.f), kc = randv(n_pos * stride, rng, 2.f), vc = randv(n_pos * stride, rng);
+      const float scale = 1.f / std::sqrt(float(hd));
+      std::vector<uint16_t> kh(kc.size()), vh(vc.size());
+      ref().f32_to_f16(kc.data(), kh.data(), static_cast<int64_t>(kc.size()));
+      ref().f32_to_f16(vc.data(), vh.data(), static_cast<int64_t>(vc.size()));
+      std::vector<float> kd(kc.size()), vd(vc.size());  // the halves, widened
+      ref().f16_to_f32(kh.data(), kd.data(), static_cast<int64_t>(kh.size()));
+      ref().f16_to_f32(vh.data(), vd.data(), static_cast<int64_t>(vh.size()));
+
+      std::vector<double> p32, o32, p16, o16;
+      attention_ref(q.data(), kc, vc, n_pos, hd, stride, scale, p32, o32);
+      attention_ref(q.data(), kd, vd, n_pos, hd, stride, scale, p16, o16);
+      // The f16 reference really differs from the f32 one (the test would see a mixed-up cache).
+      double d16 = 0;
+      for (int64_t i = 0; i < hd; ++i) d16 = std::max(d16, std::fabs(o16[i] - o32[i]));
+      EXPECT_GT(d16, 0.0);
+
+      auto check = [&](const char* what, const std::vector<double>& p, const std::vector<double>& o,
+                       const std::vector<float>& att, const std::vector<float>& out) {
+        for (int64_t t = 0; t < n_pos; ++t)
+          ASSERT_NEAR(att[t], p[t], 2e-6) << what << " hd=" << hd << " n_pos=" << n_pos << " t=" << t;
+        for (int64_t i = 0; i < hd; ++i)
+          ASSERT_NEAR(out[i], o[i], 2e-6) << what << " hd=" << hd << " n_pos=" << n_pos << " i=" << i;
+      };
+      std::vector<float> att(n_pos), out(hd);
+      for (const KernelTable* K : {&ref(), &fast()}) {
+        K->attention(q.data(), kc.data(), vc.data(), n_pos, hd, stride, scale, att.data(), out.data());
+        check("attention", p32, o32, att, out);
+        K->attention_rowwise(q.data(), kc.data(), vc.data(), n_pos, hd, stride, scale, att.data(),
+                             out.data());
+        check("attention_rowwise", p32, o32, att, out);
+        K->attention_f16(q.data(), kh.data(), vh.data(), n_pos, hd, stride, scale, att.data(),
+                         out.data());
+        check("attention_f16", p16, o16, att, out);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, KernelTwin, ::testing::ValuesIn(all_isas()),
                          [](const ::testing::TestParamInfo<Isa>& p) { return std::string(isa_name(p.param)); });
+
+TEST(Generic, HalfRoundingIsIeeeNearestEven) {
+  // The oracle itself, on hand-checked halves.
+  const KernelTable& g = kernels_generic();
+  const float x[] = {1.f, -2.f, 65504.f, 65519.f, 65520.f, 5.9604645e-8f /* 2^-24 */,
+                     2.9802322e-8f /* 2^-25: a tie, to even (0) */, 8.9406967e-8f /* 1.5 * 2^-24: a tie, to even */,
+                     1.00048828125f /* 1 + 2^-11: a tie, to even */, 1.00146484375f /* 1 + 3*2^-11 */,
+                     6.097555e-5f /* largest subnormal half, 1023 * 2^-24 */, 1e-10f};
+  const uint16_t want[] = {0x3c00, 0xc000, 0x7bff, 0x7bff, 0x7c00, 0x0001, 0x0000, 0x0002,
+                           0x3c00, 0x3c02, 0x03ff, 0x0000};
+  constexpr int n = static_cast<int>(sizeof(x) / sizeof(x[0]));
+  uint16_t h[n];
+  float back[n];
+  g.f32_to_f16(x, h, n);
+  g.f16_to_f32(h, back, n);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(h[i], want[i]) << "x=" << x[i];
+    if (h[i] != 0x7c00) {
+      EXPECT_NEAR(back[i], x[i], std::fabs(x[i]) * 4.9e-4f + 3e-8f) << "x=" << x[i];
+    }
+  }
+  EXPECT_TRUE(std::isinf(back[4]));
+}
 
 TEST(Generic, MatvecIsExact) {
   // The oracle itself: a hand-computed product.
