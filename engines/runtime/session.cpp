@@ -13,14 +13,27 @@ const char* kv_mode_name(KvMode m) {
   switch (m) {
     case KvMode::preallocated: return "preallocated";
     case KvMode::none: return "none";
+    case KvMode::preallocated_f16: return "preallocated-f16";
   }
   return "unknown";
 }
 
+const std::vector<KvMode>& all_kv_modes() {
+  static const std::vector<KvMode> modes = {KvMode::preallocated, KvMode::none,
+                                            KvMode::preallocated_f16};
+  return modes;
+}
+
+std::string kv_mode_list() {
+  std::string s;
+  for (KvMode m : all_kv_modes()) s += (s.empty() ? "" : ", ") + std::string(kv_mode_name(m));
+  return s;
+}
+
 KvMode parse_kv_mode(const std::string& s) {
-  if (s == "preallocated") return KvMode::preallocated;
-  if (s == "none") return KvMode::none;
-  throw Error(str("unknown KV cache mode '", s, "' (known: preallocated, none)"));
+  for (KvMode m : all_kv_modes())
+    if (s == kv_mode_name(m)) return m;
+  throw Error(str("unknown KV cache mode '", s, "' (known: ", kv_mode_list(), ")"));
 }
 
 LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
@@ -35,7 +48,8 @@ LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
   mm_ = std::make_unique<MatmulRunner>(*pool_, isa_);
   mm_->reserve(opts_.max_batch, std::max(c.dim, c.hidden_dim));
 
-  const size_t kv = static_cast<size_t>(c.n_layers) * max_context_ * c.kv_dim() * sizeof(float);
+  kv_elem_bytes_ = opts.kv_mode == KvMode::preallocated_f16 ? sizeof(uint16_t) : sizeof(float);
+  const size_t kv = static_cast<size_t>(c.n_layers) * max_context_ * c.kv_dim() * kv_elem_bytes_;
   key_cache_ = AlignedBuffer(kv);
   value_cache_ = AlignedBuffer(kv);
   const size_t B = static_cast<size_t>(opts_.max_batch);
@@ -71,6 +85,14 @@ void LlamaSession::reset() {
 }
 
 size_t LlamaSession::kv_cache_bytes() const { return key_cache_.size() + value_cache_.size(); }
+
+const void* LlamaSession::kv_cache_row(bool value, int layer, int pos) const {
+  const LlamaConfig& c = model_.config;
+  CIBENCH_CHECK(layer >= 0 && layer < c.n_layers && pos >= 0 && pos < max_context_,
+                "KV cache row (layer ", layer, ", position ", pos, ") out of range");
+  const size_t row = (static_cast<size_t>(layer) * max_context_ + pos) * c.kv_dim();
+  return (value ? value_cache_ : key_cache_).data() + row * kv_elem_bytes_;
+}
 
 const float* LlamaSession::prefill(const int* tokens, int n) {
   CIBENCH_CHECK(n >= 1, "prefill needs at least one token");
@@ -144,15 +166,25 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     mm_->matmul(L.wk, xb, dim, n, k, kv_dim);
     mm_->matmul(L.wv, xb, dim, n, v, kv_dim);
 
-    float* kc = key_cache_.as<float>() + static_cast<size_t>(l) * max_context_ * kv_dim;
-    float* vc = value_cache_.as<float>() + static_cast<size_t>(l) * max_context_ * kv_dim;
+    const bool f16 = kv_elem_bytes_ == sizeof(uint16_t);
+    const size_t layer_off = static_cast<size_t>(l) * max_context_ * kv_dim;
+    float* kc = key_cache_.as<float>() + (f16 ? 0 : layer_off);
+    float* vc = value_cache_.as<float>() + (f16 ? 0 : layer_off);
+    uint16_t* kh = key_cache_.as<uint16_t>() + (f16 ? layer_off : 0);
+    uint16_t* vh = value_cache_.as<uint16_t>() + (f16 ? layer_off : 0);
     for (int i = 0; i < n; ++i) {
       const float* cs = rope_cos_.data() + static_cast<size_t>(pos0 + i) * half;
       const float* sn = rope_sin_.data() + static_cast<size_t>(pos0 + i) * half;
       K.rope(q + i * dim, c.n_heads, hd, cs, sn);
       K.rope(k + i * kv_dim, c.n_kv_heads, hd, cs, sn);
-      std::memcpy(kc + static_cast<size_t>(pos0 + i) * kv_dim, k + i * kv_dim, kv_dim * sizeof(float));
-      std::memcpy(vc + static_cast<size_t>(pos0 + i) * kv_dim, v + i * kv_dim, kv_dim * sizeof(float));
+      const size_t row = static_cast<size_t>(pos0 + i) * kv_dim;
+      if (f16) {
+        K.f32_to_f16(k + i * kv_dim, kh + row, kv_dim);
+        K.f32_to_f16(v + i * kv_dim, vh + row, kv_dim);
+      } else {
+        std::memcpy(kc + row, k + i * kv_dim, kv_dim * sizeof(float));
+        std::memcpy(vc + row, v + i * kv_dim, kv_dim * sizeof(float));
+      }
     }
 
     // Attention: one task per (token, query head), split statically over the pool.
@@ -164,8 +196,12 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
       for (int64_t task = b; task < e; ++task) {
         const int i = static_cast<int>(task / c.n_heads), h = static_cast<int>(task % c.n_heads);
         const int kvh = h / kv_mul;
-        K.attention(q + i * dim + h * hd, kc + kvh * hd, vc + kvh * hd, pos0 + i + 1, hd, kv_dim,
-                    scale, att, ao + i * dim + h * hd);
+        if (f16)
+          K.attention_f16(q + i * dim + h * hd, kh + kvh * hd, vh + kvh * hd, pos0 + i + 1, hd,
+                          kv_dim, scale, att, ao + i * dim + h * hd);
+        else
+          K.attention(q + i * dim + h * hd, kc + kvh * hd, vc + kvh * hd, pos0 + i + 1, hd,
+                      kv_dim, scale, att, ao + i * dim + h * hd);
       }
     });
 

@@ -15,11 +15,14 @@
 namespace cibench {
 
 enum class KvMode {
-  preallocated,  // one cache sized once for the whole context, written in place
-  none,          // no cache kept: every step recomputes the whole prefix (the baseline)
+  preallocated,      // one cache sized once for the whole context, written in place
+  none,              // no cache kept: every step recomputes the whole prefix (the baseline)
+  preallocated_f16,  // as preallocated, stored as IEEE halves (round to nearest even): half the bytes
 };
 const char* kv_mode_name(KvMode m);
-KvMode parse_kv_mode(const std::string& s);  // throws Error on unknown names
+KvMode parse_kv_mode(const std::string& s);  // throws Error on unknown names, listing the known
+const std::vector<KvMode>& all_kv_modes();
+std::string kv_mode_list();  // "preallocated, none, preallocated-f16"
 
 // Sees the input of every weight matrix product (calibration for quantisation recipes:
 // activation statistics, Hessians). Called on the session's calling thread, in layer order.
@@ -64,6 +67,10 @@ class LlamaSession {
   const SessionOptions& options() const { return opts_; }
   Isa isa() const { return isa_; }
   size_t kv_cache_bytes() const;
+  // Bytes of one cached element (4, or 2 for KvMode::preallocated_f16) and the raw cached key
+  // (or value) row of `layer` at `pos`: kv_dim elements (floats or IEEE half bit patterns).
+  size_t kv_element_bytes() const { return kv_elem_bytes_; }
+  const void* kv_cache_row(bool value, int layer, int pos) const;
 
  private:
   void forward_chunk(const int* tokens, int n, int pos0, bool want_logits);
@@ -73,11 +80,12 @@ class LlamaSession {
   SessionOptions opts_;
   Isa isa_;
   int max_context_;
+  size_t kv_elem_bytes_ = sizeof(float);
   int pos_ = 0;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<MatmulRunner> mm_;
   std::vector<int> history_;  // tokens fed so far (used by KvMode::none)
-  // KV cache: (n_layers, max_context, kv_dim) for keys and values.
+  // KV cache: (n_layers, max_context, kv_dim) for keys and values, floats or IEEE halves.
   AlignedBuffer key_cache_, value_cache_;
   // RoPE rotation per position: (max_context, head_dim / 2) each.
   std::vector<float> rope_cos_, rope_sin_;

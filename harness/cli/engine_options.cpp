@@ -21,7 +21,9 @@ void EngineOptions::add_to(CLI::App& app, bool with_format) {
         ->capture_default_str();
   }
   app.add_option("--isa", isa, "force an instruction-set level (generic, avx2, avx512, avx512_vnni, amx)");
-  app.add_option("--kv", kv_mode, "KV cache mode: preallocated or none (recompute the prefix)")
+  app.add_option("--kv,--kv-mode", kv_mode,
+                 "KV cache mode: " + kv_mode_list() +
+                     " (none recomputes the prefix; preallocated-f16 stores IEEE halves)")
       ->capture_default_str();
   app.add_option("--max-context", max_context, "context length (default: the model's)");
   app.add_flag("--pin", pin, "pin thread i to CPU i");

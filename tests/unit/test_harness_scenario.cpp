@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "harness/lib/scenario.h"
+#include "harness/lib/suite.h"
 #include "tests/unit/test_support.h"
 
 namespace cibench {
@@ -81,6 +82,40 @@ TEST(HarnessScenario, OverridesApplyBeforeValidation) {
             0u)
       << error_of(kGood, {"matrix.threads=[1,\"x\"]"});
   EXPECT_NE(error_of(kGood, {"load.bogus=1"}).find("key 'load.bogus': unknown key"), std::string::npos);
+}
+
+TEST(HarnessScenario, KvModeHalfCacheExpandsAndUnknownModesListTheKnown) {
+  std::string t = kGood;
+  t.replace(t.find("workers = [1, 2, 3]"), 19,
+            "workers = [1]\nkv_mode = [\"preallocated\", \"preallocated-f16\"]");
+  const Scenario s = parse_scenario_text(t, "case.toml");
+  const auto vs = s.variants();
+  ASSERT_EQ(vs.size(), 4u);  // 2 thread counts x 2 KV modes
+  int f16 = 0;
+  for (const auto& v : vs) {
+    if (v.kv_mode == "preallocated-f16") {
+      ++f16;
+      EXPECT_NE(v.label().find("kv=preallocated-f16"), std::string::npos) << v.label();
+    } else {
+      EXPECT_EQ(v.kv_mode, "preallocated");
+    }
+  }
+  EXPECT_EQ(f16, 2);
+  EXPECT_NO_THROW(prevalidate_scenario(s));
+
+  std::string u = t;
+  u.replace(u.find("\"preallocated-f16\""), 18, "\"half\"");  // line 12, column 30
+  const Scenario bad = parse_scenario_text(u, "case.toml");
+  try {
+    prevalidate_scenario(bad);
+    FAIL() << "no error for kv_mode 'half'";
+  } catch (const ScenarioError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("case.toml:12:", 0), 0u) << m;
+    EXPECT_NE(m.find("unknown KV cache mode 'half' (known: preallocated, none, preallocated-f16)"),
+              std::string::npos)
+        << m;
+  }
 }
 
 TEST(HarnessScenario, UnknownKeyNamesFileLineColumn) {
