@@ -86,12 +86,16 @@ void LlamaSession::reset() {
 
 size_t LlamaSession::kv_cache_bytes() const { return key_cache_.size() + value_cache_.size(); }
 
-const void* LlamaSession::kv_cache_row(bool value, int layer, int pos) const {
+void LlamaSession::kv_cache_row(bool value, int layer, int pos, void* out) const {
   const LlamaConfig& c = model_.config;
   CIBENCH_CHECK(layer >= 0 && layer < c.n_layers && pos >= 0 && pos < max_context_,
                 "KV cache row (layer ", layer, ", position ", pos, ") out of range");
-  const size_t row = (static_cast<size_t>(layer) * max_context_ + pos) * c.kv_dim();
-  return (value ? value_cache_ : key_cache_).data() + row * kv_elem_bytes_;
+  const size_t hd_bytes = static_cast<size_t>(c.head_dim()) * kv_elem_bytes_;
+  const uint8_t* cache = (value ? value_cache_ : key_cache_).data();
+  for (int h = 0; h < c.n_kv_heads; ++h) {
+    const size_t row = (static_cast<size_t>(layer) * c.n_kv_heads + h) * max_context_ + pos;
+    std::memcpy(static_cast<uint8_t*>(out) + h * hd_bytes, cache + row * hd_bytes, hd_bytes);
+  }
 }
 
 const float* LlamaSession::prefill(const int* tokens, int n) {
@@ -166,8 +170,11 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     mm_->matmul(L.wk, xb, dim, n, k, kv_dim);
     mm_->matmul(L.wv, xb, dim, n, v, kv_dim);
 
+    // Cache layout (n_layers, n_kv_heads, max_context, head_dim): the rows one head attends
+    // over are contiguous, so they stream from memory instead of arriving kv_dim apart.
     const bool f16 = kv_elem_bytes_ == sizeof(uint16_t);
-    const size_t layer_off = static_cast<size_t>(l) * max_context_ * kv_dim;
+    const size_t head_span = static_cast<size_t>(max_context_) * hd;  // one head of one layer
+    const size_t layer_off = static_cast<size_t>(l) * c.n_kv_heads * head_span;
     float* kc = key_cache_.as<float>() + (f16 ? 0 : layer_off);
     float* vc = value_cache_.as<float>() + (f16 ? 0 : layer_off);
     uint16_t* kh = key_cache_.as<uint16_t>() + (f16 ? layer_off : 0);
@@ -177,13 +184,17 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
       const float* sn = rope_sin_.data() + static_cast<size_t>(pos0 + i) * half;
       K.rope(q + i * dim, c.n_heads, hd, cs, sn);
       K.rope(k + i * kv_dim, c.n_kv_heads, hd, cs, sn);
-      const size_t row = static_cast<size_t>(pos0 + i) * kv_dim;
-      if (f16) {
-        K.f32_to_f16(k + i * kv_dim, kh + row, kv_dim);
-        K.f32_to_f16(v + i * kv_dim, vh + row, kv_dim);
-      } else {
-        std::memcpy(kc + row, k + i * kv_dim, kv_dim * sizeof(float));
-        std::memcpy(vc + row, v + i * kv_dim, kv_dim * sizeof(float));
+      for (int h = 0; h < c.n_kv_heads; ++h) {
+        const size_t at = h * head_span + static_cast<size_t>(pos0 + i) * hd;
+        const float* kr = k + i * kv_dim + h * hd;
+        const float* vr = v + i * kv_dim + h * hd;
+        if (f16) {
+          K.f32_to_f16(kr, kh + at, hd);
+          K.f32_to_f16(vr, vh + at, hd);
+        } else {
+          std::memcpy(kc + at, kr, hd * sizeof(float));
+          std::memcpy(vc + at, vr, hd * sizeof(float));
+        }
       }
     }
 
@@ -196,12 +207,13 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
       for (int64_t task = b; task < e; ++task) {
         const int i = static_cast<int>(task / c.n_heads), h = static_cast<int>(task % c.n_heads);
         const int kvh = h / kv_mul;
+        const size_t at = kvh * head_span;
         if (f16)
-          K.attention_f16(q + i * dim + h * hd, kh + kvh * hd, vh + kvh * hd, pos0 + i + 1, hd,
-                          kv_dim, scale, att, ao + i * dim + h * hd);
+          K.attention_f16(q + i * dim + h * hd, kh + at, vh + at, pos0 + i + 1, hd, hd, scale, att,
+                          ao + i * dim + h * hd);
         else
-          K.attention(q + i * dim + h * hd, kc + kvh * hd, vc + kvh * hd, pos0 + i + 1, hd,
-                      kv_dim, scale, att, ao + i * dim + h * hd);
+          K.attention(q + i * dim + h * hd, kc + at, vc + at, pos0 + i + 1, hd, hd, scale, att,
+                      ao + i * dim + h * hd);
       }
     });
 

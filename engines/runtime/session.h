@@ -67,10 +67,11 @@ class LlamaSession {
   const SessionOptions& options() const { return opts_; }
   Isa isa() const { return isa_; }
   size_t kv_cache_bytes() const;
-  // Bytes of one cached element (4, or 2 for KvMode::preallocated_f16) and the raw cached key
-  // (or value) row of `layer` at `pos`: kv_dim elements (floats or IEEE half bit patterns).
+  // Bytes of one cached element (4, or 2 for KvMode::preallocated_f16); and the cached key (or
+  // value) row of `layer` at `pos` copied to `out`: kv_dim raw elements (floats or IEEE half bit
+  // patterns), kv heads in order.
   size_t kv_element_bytes() const { return kv_elem_bytes_; }
-  const void* kv_cache_row(bool value, int layer, int pos) const;
+  void kv_cache_row(bool value, int layer, int pos, void* out) const;
 
  private:
   void forward_chunk(const int* tokens, int n, int pos0, bool want_logits);
@@ -85,7 +86,8 @@ class LlamaSession {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<MatmulRunner> mm_;
   std::vector<int> history_;  // tokens fed so far (used by KvMode::none)
-  // KV cache: (n_layers, max_context, kv_dim) for keys and values, floats or IEEE halves.
+  // KV cache: (n_layers, n_kv_heads, max_context, head_dim) for keys and values, floats or IEEE
+  // halves (each head's positions contiguous for attention).
   AlignedBuffer key_cache_, value_cache_;
   // RoPE rotation per position: (max_context, head_dim / 2) each.
   std::vector<float> rope_cos_, rope_sin_;

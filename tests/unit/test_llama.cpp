@@ -204,21 +204,22 @@ TEST(Llama, F16KvCacheIsTheRoundedF32CacheAndAgreesAcrossIsas) {
     const float* l16 = s16.step(toks[n - 1]);
     std::vector<float> logits(l16, l16 + V);
 
-    std::vector<uint16_t> want(kv_dim);
+    std::vector<float> row32(kv_dim);
+    std::vector<uint16_t> want(kv_dim), row16(kv_dim);
     for (int pos = 0; pos < n; ++pos)
       for (bool value : {false, true}) {
-        kernels_generic().f32_to_f16(static_cast<const float*>(s32.kv_cache_row(value, 0, pos)),
-                                     want.data(), kv_dim);
-        ASSERT_EQ(std::memcmp(want.data(), s16.kv_cache_row(value, 0, pos), kv_dim * sizeof(uint16_t)), 0)
-            << isa_name(isa) << " layer 0 pos " << pos << (value ? " values" : " keys");
+        s32.kv_cache_row(value, 0, pos, row32.data());
+        s16.kv_cache_row(value, 0, pos, row16.data());
+        kernels_generic().f32_to_f16(row32.data(), want.data(), kv_dim);
+        ASSERT_EQ(want, row16) << isa_name(isa) << " layer 0 pos " << pos << (value ? " values" : " keys");
       }
 
     std::vector<uint16_t> cache;
     for (int l = 0; l < L; ++l)
       for (int pos = 0; pos < n; ++pos)
         for (bool value : {false, true}) {
-          const auto* r = static_cast<const uint16_t*>(s16.kv_cache_row(value, l, pos));
-          cache.insert(cache.end(), r, r + kv_dim);
+          s16.kv_cache_row(value, l, pos, row16.data());
+          cache.insert(cache.end(), row16.begin(), row16.end());
         }
     if (isa == Isa::generic) {
       generic_cache = cache;
