@@ -193,6 +193,7 @@ TEST(Llama, F16KvCacheIsTheRoundedF32CacheAndAgreesAcrossIsas) {
     SessionOptions a;
     a.isa = static_cast<int>(isa);
     a.max_batch = 7;  // prefill in ragged chunks
+    a.threads = 2;    // attention tasks (and the cache rows they read) split over two threads
     SessionOptions b = a;
     b.kv_mode = KvMode::preallocated_f16;
     LlamaSession s32(model, a), s16(model, b);
