@@ -516,8 +516,11 @@ TEST(PruneGlobal, OneThresholdAcrossMatricesExactCount) {
         b[i] == 0.f ? std::max(max_pruned, std::fabs(b0[i])) : std::min(min_kept, std::fabs(b0[i]));
   EXPECT_LE(max_pruned, min_kept);
   // Kept weights are unchanged.
-  for (size_t i = 0; i < b.size(); ++i)
-    if (b[i] != 0.f) ASSERT_EQ(b[i], b0[i]);
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (b[i] != 0.f) {
+      ASSERT_EQ(b[i], b0[i]);
+    }
+  }
 }
 
 TEST(PruneGlobal, TiesGiveTheExactCountEarliestFirst) {
