@@ -66,40 +66,46 @@ struct W8a7Dot {
 
 inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
-// NR weight rows against one activation row (decode), prefetching the NR rows at `next`.
-template <typename D, int NR>
+// NR weight rows against one activation row (decode); output r goes to y[r * ys]. With
+// Prefetch, the NR rows at `next` (adjacent to these) are prefetched at the pace these are read.
+template <typename D, int NR, bool Prefetch>
 inline void int8_rows(const uint8_t* const* rows, const uint8_t* next, int64_t kp, const uint8_t* act,
-                      float* y) {
+                      float* y, int64_t ys) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc[NR];
   for (int r = 0; r < NR; ++r) acc[r] = _mm256_setzero_si256();
   const uint8_t* a8 = act + kActHeader;
   for (int64_t c = 0; c < kp; c += 32) {
-    prefetch_span(next + NR * c, NR * 32);
+    if constexpr (Prefetch) prefetch_span(next + NR * c, NR * 32);
     const __m256i a = load32(a8 + c);
     for (int r = 0; r < NR; ++r) {
       const __m256i w = load32(rows[r] + D::kHeader + c);
       acc[r] = _mm256_add_epi32(acc[r], D::dot(a, w, D::prep(w), ones));
     }
   }
-  for (int r = 0; r < NR; ++r) y[r] = D::finish(hsum_i32(acc[r]), rows[r], act);
+  for (int r = 0; r < NR; ++r) y[r * ys] = D::finish(hsum_i32(acc[r]), rows[r], act);
 }
 
-// Row tiles of 4 (then 1) rows against one activation row.
+// Tiles of 4 rows a quarter of the range apart (r, r + q, r + 2q, r + 3q), then the rest one by
+// one. Each of the four load streams walks consecutive rows (contiguous memory) for a quarter of
+// the matrix, which the hardware prefetcher follows by itself: 1.6x the bytes per second of four
+// adjacent rows with a software prefetch of the next four on one thread at 5632x2048 (26.0 vs
+// 16.1 GB/s, standalone A/B of the same dot step, load 0.4). Each output is the same exact sum.
 template <typename D>
 void int8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
                  int64_t row_begin, int64_t row_end) {
   const int64_t kp = round_up(k, 32);
   const uint8_t* act = static_cast<const uint8_t*>(x);
-  int64_t r = row_begin;
-  for (; r + 4 <= row_end; r += 4) {
-    const uint8_t* rows[4] = {w + r * row_bytes, w + (r + 1) * row_bytes, w + (r + 2) * row_bytes,
-                              w + (r + 3) * row_bytes};
-    int8_rows<D, 4>(rows, rows[0] + 4 * row_bytes, kp, act, y + (r - row_begin));
+  const int64_t q = (row_end - row_begin) / 4;
+  const size_t qb = static_cast<size_t>(q) * row_bytes;
+  for (int64_t t = 0; t < q; ++t) {
+    const uint8_t* r0 = w + (row_begin + t) * row_bytes;
+    const uint8_t* rows[4] = {r0, r0 + qb, r0 + 2 * qb, r0 + 3 * qb};
+    int8_rows<D, 4, false>(rows, nullptr, kp, act, y + t, q);
   }
-  for (; r < row_end; ++r) {
+  for (int64_t r = row_begin + 4 * q; r < row_end; ++r) {
     const uint8_t* rows[1] = {w + r * row_bytes};
-    int8_rows<D, 1>(rows, rows[0] + row_bytes, kp, act, y + (r - row_begin));
+    int8_rows<D, 1, true>(rows, rows[0] + row_bytes, kp, act, y + (r - row_begin), 1);
   }
 }
 

@@ -262,6 +262,8 @@ void check_twins(const FormatRow& f, Isa isa, int64_t rows, int64_t k, std::mt19
           ASSERT_NEAR(y0[r - rb], y1[r - rb], tol(&p.unpacked[r * k], a.dequantised.data(), k))
               << "matvec k=" << k << " rows=" << rows << " r=" << r;
       }
+      // outputs go to y[0, rows - rb) only (tiles may take rows that are far apart)
+      for (int64_t r = rows - rb; r < rows; ++r) ASSERT_EQ(y1[r], -1.f) << "matvec wrote past its rows";
     }
     const int64_t ldy = rows + 3;
     std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f);
