@@ -262,7 +262,7 @@ void act7_quantize_avx2(const float* x, int64_t k, void* dst_v) {
 // to 8 int32 (vpmovzxbd), low nibbles = elements j, high nibbles (>> 4, no mask) = elements 16 + j,
 // and the unsigned codes q are multiplied with x; the zero point is applied once per group with the
 // group's sum of x (shared by the 4 rows): sym d * (sum q x - 8 sum x), asym d * sum q x + m sum x.
-// The f16 scales go through F16C (vcvtph2ps) and are broadcast; the scalar f16_to_f32 of the
+// The f16 scales go through F16C (vcvtph2ps) and are broadcast; the scalar half_to_float of the
 // template (which the generic twin keeps) cost as much per group as the sub-block itself at G = 32.
 // Per sub-block each row's 4 products go straight into its one group accumulator (4 FMAs; the
 // former mul + mul + fma + fma + add + add did the same work in 6 operations).
@@ -354,10 +354,15 @@ inline __m256i reduce8_i32(const __m256i* v) {
                           _mm256_permute2x128_si256(q0, q1, 0x31));
 }
 
-// The 16 bytes broadcast to both lanes (one load uop), the high lane shifted right by 4 with a
-// per-lane variable shift: 3 uops instead of load + shift + insert + and.
+// 16 bytes broadcast to both lanes (one load uop).
+inline __m256i bcast_16(const uint8_t* p) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The 16 bytes broadcast to both lanes, the high lane shifted right by 4 with a per-lane
+// variable shift: 3 uops instead of load + shift + insert + and.
 inline __m256i nib_codes32(const uint8_t* p, __m256i mask) {
-  const __m256i b = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i b = bcast_16(p);
   return _mm256_and_si256(_mm256_srlv_epi64(b, _mm256_setr_epi64x(0, 0, 4, 4)), mask);
 }
 
@@ -456,10 +461,6 @@ inline __m256i load_2x16(const uint8_t* lo, const uint8_t* hi) {
   return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(lo))),
                                  _mm_loadu_si128(reinterpret_cast<const __m128i*>(hi)), 1);
 }
-inline __m256i bcast_16(const uint8_t* p) {
-  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
 template <int G>
 inline void int4a8_rows8(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, int64_t k,
                          float* y) {

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "engines/core/format.h"
+#include "engines/kernels/half.h"
 
 namespace cibench {
 namespace fmt {
@@ -92,28 +93,7 @@ inline uint16_t f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
-// IEEE half precision (the int4 scales); exact for normals, flushes tiny values to zero.
-inline float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-  uint32_t u;
-  if (exp == 0) {
-    if (man == 0) {
-      u = sign;
-    } else {  // subnormal half: value = man * 2^-24
-      float f = static_cast<float>(man) * 5.9604644775390625e-8f;
-      std::memcpy(&u, &f, 4);
-      u |= sign;
-    }
-  } else if (exp == 31) {
-    u = sign | 0x7f800000u | (man << 13);
-  } else {
-    u = sign | ((exp + 112) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+// IEEE half -> float (the int4 scales): half_to_float in engines/kernels/half.h, exact.
 inline uint16_t f32_to_f16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);

@@ -52,8 +52,8 @@ float dot_int4(const uint8_t* row, int64_t k, const void* xv) {
   float acc = 0.f;
   for (int64_t g = 0; g < k; g += G) {
     const int64_t n = k - g < G ? k - g : G;
-    const float d = f16_to_f32(load_u16(row));
-    const float m = Asym ? f16_to_f32(load_u16(row + 2)) : 0.f;
+    const float d = half_to_float(load_u16(row));
+    const float m = Asym ? half_to_float(load_u16(row + 2)) : 0.f;
     row += int4_hdr(Asym);
     float sq = 0.f, sx = 0.f;
     for (int64_t i = 0; i < n; ++i) {
@@ -78,7 +78,7 @@ float dot_int4_a8(const uint8_t* row, int64_t k, const void* xv) {
   float acc = 0.f;
   for (int64_t g = 0; g < nb; ++g) {
     const int64_t n = k - g * G < G ? k - g * G : G;
-    const float dw = f16_to_f32(load_u16(row));
+    const float dw = half_to_float(load_u16(row));
     row += 2;
     int32_t s = 0;
     for (int64_t i = 0; i < n; ++i) {

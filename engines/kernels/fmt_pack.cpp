@@ -137,7 +137,7 @@ uint8_t* int4_pack_group(const float* x, int64_t n, uint8_t* dst) {
       hi = std::max(hi, x[i]);
     }
     const uint16_t dh = f32_to_f16((hi - lo) / 15.f), mh = f32_to_f16(lo);
-    const float d = f16_to_f32(dh), m = f16_to_f32(mh);
+    const float d = half_to_float(dh), m = half_to_float(mh);
     const float id = d > 0.f ? 1.f / d : 0.f;
     for (int64_t i = 0; i < n; ++i)
       codes[i] = static_cast<uint8_t>(std::clamp(std::nearbyint((x[i] - m) * id), 0.f, 15.f));
@@ -151,7 +151,7 @@ uint8_t* int4_pack_group(const float* x, int64_t n, uint8_t* dst) {
     for (int64_t i = 0; i < n; ++i)
       if (std::fabs(x[i]) > std::fabs(mx)) mx = x[i];
     const uint16_t dh = f32_to_f16(mx / -8.f);
-    const float d = f16_to_f32(dh);
+    const float d = half_to_float(dh);
     const float id = d != 0.f ? 1.f / d : 0.f;
     for (int64_t i = 0; i < n; ++i)
       codes[i] = static_cast<uint8_t>(std::clamp(std::nearbyint(x[i] * id) + 8.f, 0.f, 15.f));
@@ -176,8 +176,8 @@ template <int G, bool Asym>
 void int4_unpack(const uint8_t* src, int64_t k, float* dst) {
   for (int64_t g = 0; g < k; g += G) {
     const int64_t n = std::min<int64_t>(G, k - g);
-    const float d = f16_to_f32(load_u16(src));
-    const float m = Asym ? f16_to_f32(load_u16(src + 2)) : 0.f;
+    const float d = half_to_float(load_u16(src));
+    const float m = Asym ? half_to_float(load_u16(src + 2)) : 0.f;
     src += int4_hdr(Asym);
     for (int64_t i = 0; i < n; ++i) {
       const uint8_t b = src[(i / 32) * 16 + (i % 16)];

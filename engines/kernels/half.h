@@ -4,6 +4,8 @@
 // cache and the tail handling of the SIMD paths. Unlike fmt_common.h's f32_to_f16 (int4 scales,
 // which saturate), values of 65520 and above round to infinity as the hardware does, half
 // subnormals are produced and read exactly, and NaNs stay NaNs (quietened, top payload bits kept).
+// The one scalar half reader of cibench: the packed formats' int4 scales (fmt_common.h), the
+// safetensors / GGUF loaders (f16_to_f32 in safetensors.h) and the KV cache all call it.
 // Internal linkage (anonymous namespace): every ISA's source file gets its own copy.
 #include <cstdint>
 #include <cstring>

@@ -7,36 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/core/error.h"
+#include "engines/kernels/half.h"
 
 namespace cibench {
 
 // ---------------------------------------------------------------------------------------------
 // Half-precision conversions (exact: every f16 and bf16 value is representable in f32).
 
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan (payload kept)
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112u) << 23) | (mant << 13);  // normal: rebias 15 -> 127
-  } else if (mant == 0) {
-    bits = sign;  // signed zero
-  } else {
-    // Subnormal half: normalise the mantissa into an f32 normal.
-    uint32_t e = 113;  // 127 - 15 + 1
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --e;
-    }
-    bits = sign | (e << 23) | ((mant & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
+float f16_to_f32(uint16_t h) { return half_to_float(h); }  // engines/kernels/half.h
 
 float bf16_to_f32(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;

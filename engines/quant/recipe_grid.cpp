@@ -75,7 +75,7 @@ QuantGrid::Params QuantGrid::fit(const float* x, int64_t n) const {
           mx = x[i];
           p.anchor_lo = i;
         }
-      p.scale = fmt::f16_to_f32(fmt::f32_to_f16(mx / -8.f));
+      p.scale = half_to_float(fmt::f32_to_f16(mx / -8.f));
       p.inv = p.scale != 0.f ? 1.f / p.scale : 0.f;
       if (p.scale == 0.f) p.anchor_lo = -1;
       break;
@@ -93,8 +93,8 @@ QuantGrid::Params QuantGrid::fit(const float* x, int64_t n) const {
           p.anchor_hi = i;
         }
       }
-      p.scale = fmt::f16_to_f32(fmt::f32_to_f16((hi - lo) / 15.f));
-      p.min = fmt::f16_to_f32(fmt::f32_to_f16(lo));
+      p.scale = half_to_float(fmt::f32_to_f16((hi - lo) / 15.f));
+      p.min = half_to_float(fmt::f32_to_f16(lo));
       p.inv = p.scale > 0.f ? 1.f / p.scale : 0.f;
       if (p.scale == 0.f) p.anchor_hi = -1;
       break;
