@@ -91,8 +91,9 @@ CpuFeatures detect() {
       std::memcpy(brand + 16 * i + 12, &d, 4);
     }
     std::string s = brand;
-    size_t first = s.find_first_not_of(' ');
-    f.model_name = first == std::string::npos ? "" : s.substr(first);
+    const size_t first = s.find_first_not_of(' ');
+    const size_t last = s.find_last_not_of(' ');
+    f.model_name = first == std::string::npos ? "" : s.substr(first, last - first + 1);
   }
   return f;
 }
@@ -157,28 +158,70 @@ std::vector<Isa> all_isas() {
   return {Isa::generic, Isa::avx2, Isa::avx512, Isa::avx512_vnni, Isa::amx};
 }
 
-bool isa_supported(Isa isa) {
+bool cpu_has_isa(Isa isa) {
   const CpuFeatures& f = cpu_features();
   switch (isa) {
     case Isa::generic: return true;
     case Isa::avx2: return f.avx2 && f.fma && f.f16c;
     case Isa::avx512:
-      return isa_supported(Isa::avx2) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+      return cpu_has_isa(Isa::avx2) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
     case Isa::avx512_vnni:
-      return isa_supported(Isa::avx512) && f.avx512_vnni && f.avx512_bf16;
+      return cpu_has_isa(Isa::avx512) && f.avx512_vnni && f.avx512_bf16;
     case Isa::amx:
-      return isa_supported(Isa::avx512_vnni) && f.amx_tile && f.amx_int8 && f.amx_bf16 &&
+      return cpu_has_isa(Isa::avx512_vnni) && f.amx_tile && f.amx_int8 && f.amx_bf16 &&
              f.amx_permitted;
   }
   return false;
 }
 
-Isa best_supported_isa() {
+Isa best_cpu_isa() {
   Isa best = Isa::generic;
   for (Isa i : all_isas())
-    if (isa_supported(i)) best = i;
+    if (cpu_has_isa(i)) best = i;
   return best;
 }
+
+namespace {
+
+struct Ceiling {
+  Isa isa = Isa::generic;
+  std::string source;
+};
+
+Ceiling read_ceiling() {
+  const char* env = std::getenv("CIBENCH_ISA");
+  if (!env || !*env) return {best_cpu_isa(), ""};
+  const std::string name = env;
+  // "native"/"best" mean the CPU's best here (parse_isa would ask for the ceiling being read).
+  const Isa want = (name == "native" || name == "best") ? best_cpu_isa() : parse_isa(name);
+  if (!cpu_has_isa(want))
+    throw Error(str("CIBENCH_ISA=", env, " but this CPU (", cpu_features().model_name,
+                    ") does not support it; best available is '", isa_name(best_cpu_isa()), "'"));
+  return {want, "CIBENCH_ISA=" + name};
+}
+
+const Ceiling& ceiling() {
+  static const Ceiling c = read_ceiling();  // a throw here is retried on the next call
+  return c;
+}
+
+}  // namespace
+
+Isa isa_ceiling() { return ceiling().isa; }
+std::string isa_ceiling_source() { return ceiling().source; }
+
+bool isa_supported(Isa isa) {
+  return cpu_has_isa(isa) && static_cast<int>(isa) <= static_cast<int>(isa_ceiling());
+}
+
+std::string isa_unavailable_reason(Isa isa) {
+  if (isa_supported(isa)) return "";
+  if (cpu_has_isa(isa)) return str(isa_name(isa), " is above ", isa_ceiling_source());
+  return str(isa_name(isa), " is not on this CPU (", cpu_features().model_name, "; best: ",
+             isa_name(best_cpu_isa()), ")");
+}
+
+Isa best_supported_isa() { return isa_ceiling(); }
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> v;
@@ -188,10 +231,13 @@ std::vector<Isa> supported_isas() {
 }
 
 void set_active_isa(Isa isa) {
-  if (!isa_supported(isa))
+  if (!cpu_has_isa(isa))
     throw Error(str("ISA '", isa_name(isa), "' was requested but this CPU (",
                     cpu_features().model_name, ") does not support it; best available is '",
                     isa_name(best_supported_isa()), "'"));
+  if (!isa_supported(isa))
+    throw Error(str("ISA '", isa_name(isa), "' was requested but ", isa_ceiling_source(),
+                    " caps this process at '", isa_name(isa_ceiling()), "'"));
   g_active_isa.store(static_cast<int>(isa));
 }
 
@@ -200,17 +246,7 @@ Isa active_isa() {
   if (v >= 0) return static_cast<Isa>(v);
   std::call_once(g_isa_once, [] {
     if (g_active_isa.load() >= 0) return;
-    const char* env = std::getenv("CIBENCH_ISA");
-    if (env && *env) {
-      Isa want = parse_isa(env);
-      if (!isa_supported(want))
-        throw Error(str("CIBENCH_ISA=", env, " but this CPU (", cpu_features().model_name,
-                        ") does not support it; best available is '",
-                        isa_name(best_supported_isa()), "'"));
-      g_active_isa.store(static_cast<int>(want));
-    } else {
-      g_active_isa.store(static_cast<int>(best_supported_isa()));
-    }
+    g_active_isa.store(static_cast<int>(isa_ceiling()));
   });
   return static_cast<Isa>(g_active_isa.load());
 }

@@ -1,9 +1,11 @@
 #pragma once
 // CPU feature detection and instruction-set selection.
 //
-// The ISA level is chosen once, at first use, from the CPU's features; CIBENCH_ISA=<name> forces
-// a lower level (and fails loudly when the CPU lacks the requested one). Every result records the
-// level that actually ran.
+// The ISA level is chosen once, at first use, from the CPU's features. CIBENCH_ISA=<name> makes
+// the process behave as if the CPU stopped at that level: it is the level in force and the ceiling
+// of every level the process may use (tests that loop over the supported levels then cover
+// exactly what a host of that level would run). Naming a level the CPU lacks fails loudly. Every
+// result records the level that actually ran.
 #include <string>
 #include <vector>
 
@@ -43,14 +45,27 @@ const char* isa_name(Isa isa);
 Isa parse_isa(const std::string& name);
 std::vector<Isa> all_isas();
 
+// What the CPU (and the OS) can run, ignoring CIBENCH_ISA.
+bool cpu_has_isa(Isa isa);
+Isa best_cpu_isa();
+// The highest level this process may use: CIBENCH_ISA when set (throws Error if the name is
+// unknown or the CPU lacks it), otherwise best_cpu_isa(). Read once.
+Isa isa_ceiling();
+// Why the ceiling is where it is: "CIBENCH_ISA=avx2" or "" when it is the CPU's best.
+std::string isa_ceiling_source();
+
+// Usable by this process: the CPU has it and it is not above the ceiling.
 bool isa_supported(Isa isa);
-Isa best_supported_isa();
+// Why `isa` is not usable ("avx512 is not on this CPU (NAME)", "avx512 is above CIBENCH_ISA=avx2"),
+// or "" when it is.
+std::string isa_unavailable_reason(Isa isa);
+Isa best_supported_isa();  // == isa_ceiling()
 std::vector<Isa> supported_isas();
 
-// The level in force: CIBENCH_ISA if set (throws Error if the CPU lacks it or the name is
-// unknown), otherwise the best supported level. Cached after the first call.
+// The level in force: the ceiling unless set_active_isa() chose a lower one.
 Isa active_isa();
-// Overrides the level in force (tests and `--isa`); throws if unsupported.
+// Overrides the level in force (tests and `--isa`); throws if the CPU lacks it or it is above
+// the CIBENCH_ISA ceiling, naming which.
 void set_active_isa(Isa isa);
 
 }  // namespace cibench

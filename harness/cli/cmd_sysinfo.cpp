@@ -26,6 +26,11 @@ RegisterCommand reg{Command{
                       {"cxx_flags", b.cxx_flags}, {"build_type", b.build_type}, {"sanitizer", b.sanitizer}};
         j["isa_supported"] = nlohmann::json::array();
         for (Isa i : supported_isas()) j["isa_supported"].push_back(isa_name(i));
+        j["isa_cpu"] = nlohmann::json::array();
+        for (Isa i : all_isas())
+          if (cpu_has_isa(i)) j["isa_cpu"].push_back(isa_name(i));
+        j["isa_ceiling"] = isa_name(isa_ceiling());
+        j["isa_ceiling_source"] = isa_ceiling_source().empty() ? nlohmann::json("cpu") : nlohmann::json(isa_ceiling_source());
         j["formats"] = nlohmann::json::array();
         for (const auto& f : format_table()) j["formats"].push_back(f.name);
         j["counters"] = nlohmann::json::array();
@@ -48,6 +53,12 @@ RegisterCommand reg{Command{
                   << "flags     " << s.cpu_flags << "\n"
                   << "isa       active " << s.isa_active << ", best " << s.isa_best << ", supported:";
         for (Isa i : supported_isas()) std::cout << " " << isa_name(i);
+        if (!isa_ceiling_source().empty()) {
+          std::cout << " (capped by " << isa_ceiling_source() << "; the CPU has:";
+          for (Isa i : all_isas())
+            if (cpu_has_isa(i)) std::cout << " " << isa_name(i);
+          std::cout << ")";
+        }
         std::cout << "\nformats  ";
         for (const auto& f : format_table()) std::cout << " " << f.name;
         std::cout << "\nmemory    " << knob(s.mem_total_bytes) << " bytes\n"

@@ -318,8 +318,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
       so.kv_mode = parse_kv_mode(v.kv_mode);
       if (v.isa != "auto") {
         const Isa isa = parse_isa(v.isa);
-        if (!isa_supported(isa))
-          throw Error(str("this CPU cannot run isa '", v.isa, "' (best: ", isa_name(best_supported_isa()), ")"));
+        if (!isa_supported(isa)) throw Error(str("isa '", v.isa, "' cannot run here: ", isa_unavailable_reason(isa)));
         so.isa = static_cast<int>(isa);
       }
       sut = std::make_unique<LlamaSut>(model, so, v.workers, p.prompts);

@@ -66,7 +66,7 @@ SystemInfo collect_system_info(const std::string& root) {
   s.cpu_vendor = f.vendor;
   s.cpu_model = f.model_name;
   s.cpu_flags = f.flags_string();
-  s.isa_best = isa_name(best_supported_isa());
+  s.isa_best = isa_name(best_cpu_isa());  // the machine's, whatever CIBENCH_ISA caps
   s.isa_active = isa_name(active_isa());
   s.logical_cpus = f.logical_cpus;
 

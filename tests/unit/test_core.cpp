@@ -25,6 +25,33 @@ TEST(Cpu, LevelsAreOrderedAndGenericAlwaysWorks) {
   EXPECT_FALSE(cpu_features().flags_string().empty() && isa_supported(Isa::avx2));
 }
 
+// CIBENCH_ISA is a ceiling: the usable levels are the CPU's up to it, and a level that cannot run
+// says why (the CPU, or the cap). The e2e test isa_ceiling runs the command line under each cap.
+TEST(Cpu, UsableLevelsStopAtTheCeilingAndSayWhyNot) {
+  EXPECT_EQ(best_supported_isa(), isa_ceiling());
+  EXPECT_TRUE(cpu_has_isa(isa_ceiling()));
+  EXPECT_LE(static_cast<int>(isa_ceiling()), static_cast<int>(best_cpu_isa()));
+  const char* env = std::getenv("CIBENCH_ISA");
+  if (!env || !*env) {
+    EXPECT_EQ(isa_ceiling(), best_cpu_isa());
+    EXPECT_EQ(isa_ceiling_source(), "");
+  } else {
+    EXPECT_EQ(isa_ceiling_source(), std::string("CIBENCH_ISA=") + env);
+  }
+  for (Isa i : all_isas()) {
+    const bool below = static_cast<int>(i) <= static_cast<int>(isa_ceiling());
+    EXPECT_EQ(isa_supported(i), cpu_has_isa(i) && below) << isa_name(i);
+    const std::string why = isa_unavailable_reason(i);
+    EXPECT_EQ(why.empty(), isa_supported(i)) << isa_name(i) << ": " << why;
+    if (!cpu_has_isa(i)) {
+      EXPECT_NE(why.find(cpu_features().model_name), std::string::npos) << why;
+    } else if (!below) {
+      EXPECT_NE(why.find("CIBENCH_ISA="), std::string::npos) << why;
+      EXPECT_THROW(set_active_isa(i), Error) << isa_name(i);
+    }
+  }
+}
+
 TEST(Cpu, ParseIsaNamesAndRejectsUnknown) {
   for (Isa i : all_isas()) EXPECT_EQ(parse_isa(isa_name(i)), i);
   try {
@@ -69,7 +96,9 @@ TEST(ThreadPool, EveryThreadRunsOnceAndSplitCoversAllRows) {
         ThreadPool::split(rows, i, parts, &b, &e, 16);
         EXPECT_EQ(b, prev_end);
         EXPECT_LE(b, e);
-        if (e < rows && e > b) EXPECT_EQ(e % 16, 0);
+        if (e < rows && e > b) {
+          EXPECT_EQ(e % 16, 0);
+        }
         covered += e - b;
         prev_end = e;
       }
@@ -89,8 +118,9 @@ TEST(Format, TableRowsRoundTripAndFindByName) {
       std::vector<uint8_t> packed(f.row_bytes(k));
       f.pack_row(x.data(), k, packed.data());
       f.unpack_row(packed.data(), k, y.data());
-      if (std::string(f.name) == "f32")
+      if (std::string(f.name) == "f32") {
         for (int64_t i = 0; i < k; ++i) ASSERT_EQ(x[i], y[i]);
+      }
     }
   }
 }
