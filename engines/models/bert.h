@@ -210,33 +210,40 @@ class BertSession {
   AlignedBuffer logits_;  // (max_batch, num_labels)
 };
 
-// The readable reference forward pass (plain scalar FP32, one sequence, no threads, no kernels
-// table, no packed formats): the oracle the sessions are tested against. Read it top to bottom
-// in bert_reference.cpp.
-class BertReference {
+// The readable reference forward pass (plain scalar arithmetic, one sequence, no threads, no
+// kernels table, no packed formats): the oracle the sessions are tested against. Read it top to
+// bottom in bert_reference.cpp. BertReference computes in binary32 with sequential sums (what a
+// straightforward FP32 implementation computes); BertReference64 in binary64 throughout (the
+// exact value to ~1e-13 relative), so tests can measure how far a binary32 evaluation is from it.
+template <typename Real>
+class BertReferenceT {
  public:
-  explicit BertReference(const BertSource& src);
+  explicit BertReferenceT(const BertSource& src);
   // Logits of one sequence. `mask` (same length, 1 = token, 0 = padding) may be empty;
   // `token_types` may be empty (all 0).
-  std::vector<float> forward(const std::vector<int>& ids, const std::vector<uint8_t>& mask = {},
-                             const std::vector<int>& token_types = {}) const;
+  std::vector<Real> forward(const std::vector<int>& ids, const std::vector<uint8_t>& mask = {},
+                            const std::vector<int>& token_types = {}) const;
   const BertConfig& config() const { return c_; }
 
  private:
   BertConfig c_;
-  std::vector<float> word, position, token_type;  // (vocab | positions | types, hidden)
-  std::vector<float> emb_norm_w, emb_norm_b;      // (hidden)
+  std::vector<Real> word, position, token_type;  // (vocab | positions | types, hidden)
+  std::vector<Real> emb_norm_w, emb_norm_b;      // (hidden)
   struct Layer {
-    std::vector<float> wq, wk, wv, wo;            // (hidden, hidden) rows = outputs
-    std::vector<float> bq, bk, bv, bo;            // (hidden)
-    std::vector<float> attn_norm_w, attn_norm_b;  // (hidden)
-    std::vector<float> w_in, b_in;                // (intermediate, hidden), (intermediate)
-    std::vector<float> w_out, b_out;              // (hidden, intermediate), (hidden)
-    std::vector<float> ffn_norm_w, ffn_norm_b;    // (hidden)
+    std::vector<Real> wq, wk, wv, wo;            // (hidden, hidden) rows = outputs
+    std::vector<Real> bq, bk, bv, bo;            // (hidden)
+    std::vector<Real> attn_norm_w, attn_norm_b;  // (hidden)
+    std::vector<Real> w_in, b_in;                // (intermediate, hidden), (intermediate)
+    std::vector<Real> w_out, b_out;              // (hidden, intermediate), (hidden)
+    std::vector<Real> ffn_norm_w, ffn_norm_b;    // (hidden)
   };
   std::vector<Layer> layers;
-  std::vector<float> head_w, head_b;              // (hidden, hidden), (hidden)
-  std::vector<float> cls_w, cls_b;                // (num_labels, hidden), (num_labels)
+  std::vector<Real> head_w, head_b;              // (hidden, hidden), (hidden)
+  std::vector<Real> cls_w, cls_b;                // (num_labels, hidden), (num_labels)
 };
+extern template class BertReferenceT<float>;
+extern template class BertReferenceT<double>;
+using BertReference = BertReferenceT<float>;
+using BertReference64 = BertReferenceT<double>;
 
 }  // namespace cibench

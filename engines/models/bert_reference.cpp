@@ -18,43 +18,53 @@ namespace cibench {
 namespace {
 
 // y (n_out) = W x + b, W (n_out, n_in) row-major.
-void linear(const std::vector<float>& w, const std::vector<float>& b, const float* x,
-            int64_t n_in, int64_t n_out, float* y) {
+template <typename Real>
+void linear(const std::vector<Real>& w, const std::vector<Real>& b, const Real* x,
+            int64_t n_in, int64_t n_out, Real* y) {
   for (int64_t o = 0; o < n_out; ++o) {
-    float s = 0.0f;
+    Real s = 0;
     for (int64_t i = 0; i < n_in; ++i) s += w[o * n_in + i] * x[i];
     y[o] = s + b[o];
   }
 }
 
-void layer_norm(float* x, const std::vector<float>& w, const std::vector<float>& b, int64_t n,
-                float eps) {
-  float mean = 0.0f;
+template <typename Real>
+void layer_norm(Real* x, const std::vector<Real>& w, const std::vector<Real>& b, int64_t n,
+                Real eps) {
+  Real mean = 0;
   for (int64_t i = 0; i < n; ++i) mean += x[i];
-  mean /= static_cast<float>(n);
-  float var = 0.0f;
+  mean /= static_cast<Real>(n);
+  Real var = 0;
   for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
-  var /= static_cast<float>(n);
-  const float inv = 1.0f / std::sqrt(var + eps);
+  var /= static_cast<Real>(n);
+  const Real inv = Real(1) / std::sqrt(var + eps);
   for (int64_t i = 0; i < n; ++i) x[i] = (x[i] - mean) * inv * w[i] + b[i];
 }
 
-float activation(float v, BertActivation act) {
+template <typename Real>
+Real activation(Real v, BertActivation act) {
+  const Real half = Real(0.5), one = Real(1);
   switch (act) {
     case BertActivation::gelu:  // exact: 0.5 v (1 + erf(v / sqrt(2)))
-      return 0.5f * v * (1.0f + std::erf(v / std::sqrt(2.0f)));
+      return half * v * (one + std::erf(v / std::sqrt(Real(2))));
     case BertActivation::gelu_tanh:
-      return 0.5f * v *
-             (1.0f + std::tanh(std::sqrt(2.0f / 3.14159265358979f) * (v + 0.044715f * v * v * v)));
+      return half * v *
+             (one + std::tanh(std::sqrt(Real(2) / Real(3.14159265358979)) * (v + Real(0.044715) * v * v * v)));
     case BertActivation::relu:
-      return v > 0.0f ? v : 0.0f;
+      return v > Real(0) ? v : Real(0);
   }
   return v;
 }
 
+template <typename Real>
+std::vector<Real> widen(const std::vector<float>& f) {
+  return std::vector<Real>(f.begin(), f.end());
+}
+
 }  // namespace
 
-BertReference::BertReference(const BertSource& src) : c_(src.config) {
+template <typename Real>
+BertReferenceT<Real>::BertReferenceT(const BertSource& src) : c_(src.config) {
   c_.validate(src.origin);
   // The folded second LayerNorm outputs (layers.{i}.qkv_in_norm / ffn_in_norm, written by the
   // quantisation recipes with channel scales folded into the projections) are not part of this
@@ -68,7 +78,7 @@ BertReference::BertReference(const BertSource& src) : c_(src.config) {
                             "' is a folded LayerNorm output of a quantisation recipe; the "
                             "reference forward pass runs unfolded Hugging Face weights only"));
   }
-  auto read = [&](const std::string& name) { return src.tensor(name).read_all(); };
+  auto read = [&](const std::string& name) { return widen<Real>(src.tensor(name).read_all()); };
   word = read("embeddings.word");
   position = read("embeddings.position");
   if (c_.type_vocab_size > 0) token_type = read("embeddings.token_type");
@@ -101,9 +111,10 @@ BertReference::BertReference(const BertSource& src) : c_(src.config) {
   cls_b = read("head.classifier.bias");
 }
 
-std::vector<float> BertReference::forward(const std::vector<int>& ids,
-                                          const std::vector<uint8_t>& mask,
-                                          const std::vector<int>& token_types) const {
+template <typename Real>
+std::vector<Real> BertReferenceT<Real>::forward(const std::vector<int>& ids,
+                                                const std::vector<uint8_t>& mask,
+                                                const std::vector<int>& token_types) const {
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t h = c_.hidden, f = c_.intermediate, nh = c_.n_heads, hd = c_.head_dim();
   CIBENCH_CHECK(n >= 1 && n <= c_.max_positions, "sequence length ", n, " is outside 1..",
@@ -114,21 +125,22 @@ std::vector<float> BertReference::forward(const std::vector<int>& ids,
                 "token_types length ", token_types.size(), " differs from the sequence length ", n);
 
   // ---- embeddings -----------------------------------------------------------------------------
-  std::vector<float> x(n * h);  // (n, hidden)
+  std::vector<Real> x(n * h);  // (n, hidden)
   for (int64_t t = 0; t < n; ++t) {
     CIBENCH_CHECK(ids[t] >= 0 && ids[t] < c_.vocab_size, "token id ", ids[t], " out of range");
     const int tt = token_types.empty() ? 0 : token_types[t];
     for (int64_t i = 0; i < h; ++i) {
-      float e = word[ids[t] * h + i] + position[t * h + i];
+      Real e = word[ids[t] * h + i] + position[t * h + i];
       if (c_.type_vocab_size > 0) e += token_type[tt * h + i];
       x[t * h + i] = e;
     }
-    layer_norm(&x[t * h], emb_norm_w, emb_norm_b, h, c_.layer_norm_eps);
+    layer_norm(&x[t * h], emb_norm_w, emb_norm_b, h, static_cast<Real>(c_.layer_norm_eps));
   }
 
   // ---- encoder layers -------------------------------------------------------------------------
-  std::vector<float> q(n * h), k(n * h), v(n * h), att(n * h), tmp(h), hid(f), scores(n);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::vector<Real> q(n * h), k(n * h), v(n * h), att(n * h), tmp(h), hid(f), scores(n);
+  const Real scale = Real(1) / std::sqrt(static_cast<Real>(hd));
+  const Real masked = static_cast<Real>(-3.4028234663852886e38);  // the most negative float
   for (const Layer& L : layers) {
     for (int64_t t = 0; t < n; ++t) {
       linear(L.wq, L.bq, &x[t * h], h, h, &q[t * h]);
@@ -138,22 +150,22 @@ std::vector<float> BertReference::forward(const std::vector<int>& ids,
     // attention, head by head
     for (int64_t head = 0; head < nh; ++head) {
       for (int64_t t = 0; t < n; ++t) {
-        const float* qt = &q[t * h + head * hd];
-        float mx = -INFINITY;
+        const Real* qt = &q[t * h + head * hd];
+        Real mx = -INFINITY;
         for (int64_t s = 0; s < n; ++s) {
-          float d = 0.0f;
+          Real d = 0;
           for (int64_t i = 0; i < hd; ++i) d += qt[i] * k[s * h + head * hd + i];
           // padding keys get the most negative float added, as Hugging Face does
-          scores[s] = d * scale + (mask.empty() || mask[s] ? 0.0f : -3.4028234663852886e38f);
+          scores[s] = d * scale + (mask.empty() || mask[s] ? Real(0) : masked);
           mx = std::max(mx, scores[s]);
         }
-        float sum = 0.0f;
+        Real sum = 0;
         for (int64_t s = 0; s < n; ++s) {
           scores[s] = std::exp(scores[s] - mx);
           sum += scores[s];
         }
         for (int64_t i = 0; i < hd; ++i) {
-          float o = 0.0f;
+          Real o = 0;
           for (int64_t s = 0; s < n; ++s) o += scores[s] / sum * v[s * h + head * hd + i];
           att[t * h + head * hd + i] = o;
         }
@@ -161,25 +173,28 @@ std::vector<float> BertReference::forward(const std::vector<int>& ids,
     }
     // output projection, residual, LayerNorm; feed-forward, residual, LayerNorm
     for (int64_t t = 0; t < n; ++t) {
-      float* xt = &x[t * h];
+      Real* xt = &x[t * h];
       linear(L.wo, L.bo, &att[t * h], h, h, tmp.data());
       for (int64_t i = 0; i < h; ++i) xt[i] += tmp[i];
-      layer_norm(xt, L.attn_norm_w, L.attn_norm_b, h, c_.layer_norm_eps);
+      layer_norm(xt, L.attn_norm_w, L.attn_norm_b, h, static_cast<Real>(c_.layer_norm_eps));
       linear(L.w_in, L.b_in, xt, h, f, hid.data());
       for (int64_t i = 0; i < f; ++i) hid[i] = activation(hid[i], c_.activation);
       linear(L.w_out, L.b_out, hid.data(), f, h, tmp.data());
       for (int64_t i = 0; i < h; ++i) xt[i] += tmp[i];
-      layer_norm(xt, L.ffn_norm_w, L.ffn_norm_b, h, c_.layer_norm_eps);
+      layer_norm(xt, L.ffn_norm_w, L.ffn_norm_b, h, static_cast<Real>(c_.layer_norm_eps));
     }
   }
 
   // ---- classification head on [CLS] (position 0) -------------------------------------------------
-  std::vector<float> pooled(h), logits(c_.num_labels);
+  std::vector<Real> pooled(h), logits(c_.num_labels);
   linear(head_w, head_b, &x[0], h, h, pooled.data());
   for (int64_t i = 0; i < h; ++i)
-    pooled[i] = c_.arch == BertArch::bert ? std::tanh(pooled[i]) : std::max(0.0f, pooled[i]);
+    pooled[i] = c_.arch == BertArch::bert ? std::tanh(pooled[i]) : std::max(Real(0), pooled[i]);
   linear(cls_w, cls_b, pooled.data(), h, c_.num_labels, logits.data());
   return logits;
 }
+
+template class BertReferenceT<float>;
+template class BertReferenceT<double>;
 
 }  // namespace cibench

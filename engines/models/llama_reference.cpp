@@ -11,18 +11,20 @@ namespace {
 // ----------------------------------------------------------------------------------------------
 // the three building blocks
 
-void rmsnorm(float* out, const float* x, const float* w, int n, float eps) {
-  float ss = 0.0f;
+template <typename Real>
+void rmsnorm(Real* out, const Real* x, const Real* w, int n, Real eps) {
+  Real ss = 0;
   for (int i = 0; i < n; i++) ss += x[i] * x[i];
-  ss = 1.0f / std::sqrt(ss / n + eps);
+  ss = Real(1) / std::sqrt(ss / n + eps);
   for (int i = 0; i < n; i++) out[i] = w[i] * (ss * x[i]);
 }
 
-void softmax(float* x, int n) {
-  float max_val = x[0];
+template <typename Real>
+void softmax(Real* x, int n) {
+  Real max_val = x[0];
   for (int i = 1; i < n; i++)
     if (x[i] > max_val) max_val = x[i];
-  float sum = 0.0f;
+  Real sum = 0;
   for (int i = 0; i < n; i++) {
     x[i] = std::exp(x[i] - max_val);
     sum += x[i];
@@ -31,12 +33,19 @@ void softmax(float* x, int n) {
 }
 
 // out (d) = W (d, n) @ x (n)
-void matmul(float* out, const float* x, const float* w, int n, int d) {
+template <typename Real>
+void matmul(Real* out, const Real* x, const Real* w, int n, int d) {
   for (int i = 0; i < d; i++) {
-    float val = 0.0f;
+    Real val = 0;
     for (int j = 0; j < n; j++) val += w[i * n + j] * x[j];
     out[i] = val;
   }
+}
+
+template <typename Real>
+std::vector<Real> read(const LlamaSource& src, const std::string& name) {
+  const std::vector<float> f = src.tensor(name).read_all();
+  return std::vector<Real>(f.begin(), f.end());
 }
 
 }  // namespace
@@ -44,27 +53,28 @@ void matmul(float* out, const float* x, const float* w, int n, int d) {
 // ----------------------------------------------------------------------------------------------
 // loading: every tensor read whole as f32
 
-LlamaReference::LlamaReference(const LlamaSource& src, int max_context)
+template <typename Real>
+LlamaReferenceT<Real>::LlamaReferenceT(const LlamaSource& src, int max_context)
     : c_(src.config), max_context_(max_context > 0 ? max_context : src.config.seq_len) {
-  tok_embeddings = src.tensor("tok_embeddings").read_all();
+  tok_embeddings = read<Real>(src, "tok_embeddings");
   for (int l = 0; l < c_.n_layers; l++) {
     const std::string p = "layers." + std::to_string(l) + ".";
-    attention_norm.push_back(src.tensor(p + "attention_norm").read_all());
-    ffn_norm.push_back(src.tensor(p + "ffn_norm").read_all());
-    wq.push_back(src.tensor(p + "wq").read_all());
-    wk.push_back(src.tensor(p + "wk").read_all());
-    wv.push_back(src.tensor(p + "wv").read_all());
-    wo.push_back(src.tensor(p + "wo").read_all());
-    w1.push_back(src.tensor(p + "w1").read_all());
-    w2.push_back(src.tensor(p + "w2").read_all());
-    w3.push_back(src.tensor(p + "w3").read_all());
+    attention_norm.push_back(read<Real>(src, p + "attention_norm"));
+    ffn_norm.push_back(read<Real>(src, p + "ffn_norm"));
+    wq.push_back(read<Real>(src, p + "wq"));
+    wk.push_back(read<Real>(src, p + "wk"));
+    wv.push_back(read<Real>(src, p + "wv"));
+    wo.push_back(read<Real>(src, p + "wo"));
+    w1.push_back(read<Real>(src, p + "w1"));
+    w2.push_back(read<Real>(src, p + "w2"));
+    w3.push_back(read<Real>(src, p + "w3"));
   }
-  final_norm = src.tensor("norm").read_all();
-  output = c_.tied_output ? tok_embeddings : src.tensor("output").read_all();
+  final_norm = read<Real>(src, "norm");
+  output = c_.tied_output ? tok_embeddings : read<Real>(src, "output");
 
   const size_t kv = static_cast<size_t>(c_.n_layers) * max_context_ * c_.kv_dim();
-  key_cache.assign(kv, 0.0f);
-  value_cache.assign(kv, 0.0f);
+  key_cache.assign(kv, Real(0));
+  value_cache.assign(kv, Real(0));
   x.resize(c_.dim);
   xb.resize(c_.dim);
   xb2.resize(c_.dim);
@@ -80,7 +90,8 @@ LlamaReference::LlamaReference(const LlamaSource& src, int max_context)
 // ----------------------------------------------------------------------------------------------
 // the forward pass of one token
 
-const std::vector<float>& LlamaReference::forward(int token, int pos) {
+template <typename Real>
+const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
   CIBENCH_CHECK(token >= 0 && token < c_.vocab_size, "token ", token, " outside vocabulary of ",
                 c_.vocab_size);
   CIBENCH_CHECK(pos >= 0 && pos < max_context_, "position ", pos, " outside context of ",
@@ -94,7 +105,7 @@ const std::vector<float>& LlamaReference::forward(int token, int pos) {
 
   for (int l = 0; l < c_.n_layers; l++) {
     // attention rmsnorm
-    rmsnorm(xb.data(), x.data(), attention_norm[l].data(), dim, c_.norm_eps);
+    rmsnorm(xb.data(), x.data(), attention_norm[l].data(), dim, static_cast<Real>(c_.norm_eps));
 
     // q, k, v for this position
     matmul(q.data(), xb.data(), wq[l].data(), dim, dim);
@@ -107,12 +118,12 @@ const std::vector<float>& LlamaReference::forward(int token, int pos) {
       const double freq = 1.0 / std::pow(static_cast<double>(c_.rope_theta),
                                          head_dim / static_cast<double>(head_size));
       const double val = pos * freq;
-      const float fcr = static_cast<float>(std::cos(val));
-      const float fci = static_cast<float>(std::sin(val));
+      const Real fcr = static_cast<Real>(std::cos(val));
+      const Real fci = static_cast<Real>(std::sin(val));
       const int rotn = i < kv_dim ? 2 : 1;  // rotate q and k, or only q
       for (int r = 0; r < rotn; r++) {
-        float* vec = r == 0 ? q.data() : k.data();
-        const float v0 = vec[i], v1 = vec[i + 1];
+        Real* vec = r == 0 ? q.data() : k.data();
+        const Real v0 = vec[i], v1 = vec[i + 1];
         vec[i] = v0 * fcr - v1 * fci;
         vec[i + 1] = v0 * fci + v1 * fcr;
       }
@@ -127,19 +138,19 @@ const std::vector<float>& LlamaReference::forward(int token, int pos) {
 
     // multi-head attention over positions 0..pos
     for (int h = 0; h < c_.n_heads; h++) {
-      const float* qh = q.data() + h * head_size;
+      const Real* qh = q.data() + h * head_size;
       for (int t = 0; t <= pos; t++) {
-        const float* kt =
+        const Real* kt =
             key_cache.data() + loff + static_cast<size_t>(t) * kv_dim + (h / kv_mul) * head_size;
-        float score = 0.0f;
+        Real score = 0;
         for (int i = 0; i < head_size; i++) score += qh[i] * kt[i];
-        att[t] = score / std::sqrt(static_cast<float>(head_size));
+        att[t] = score / std::sqrt(static_cast<Real>(head_size));
       }
       softmax(att.data(), pos + 1);
-      float* out = xb.data() + h * head_size;
-      for (int i = 0; i < head_size; i++) out[i] = 0.0f;
+      Real* out = xb.data() + h * head_size;
+      for (int i = 0; i < head_size; i++) out[i] = 0;
       for (int t = 0; t <= pos; t++) {
-        const float* vt =
+        const Real* vt =
             value_cache.data() + loff + static_cast<size_t>(t) * kv_dim + (h / kv_mul) * head_size;
         for (int i = 0; i < head_size; i++) out[i] += att[t] * vt[i];
       }
@@ -150,21 +161,24 @@ const std::vector<float>& LlamaReference::forward(int token, int pos) {
     for (int i = 0; i < dim; i++) x[i] += xb2[i];
 
     // feed-forward: w2(silu(w1(x)) * w3(x)) and residual
-    rmsnorm(xb.data(), x.data(), ffn_norm[l].data(), dim, c_.norm_eps);
+    rmsnorm(xb.data(), x.data(), ffn_norm[l].data(), dim, static_cast<Real>(c_.norm_eps));
     matmul(hb.data(), xb.data(), w1[l].data(), dim, hidden_dim);
     matmul(hb2.data(), xb.data(), w3[l].data(), dim, hidden_dim);
     for (int i = 0; i < hidden_dim; i++) {
-      const float val = hb[i];
-      hb[i] = val * (1.0f / (1.0f + std::exp(-val))) * hb2[i];
+      const Real val = hb[i];
+      hb[i] = val * (Real(1) / (Real(1) + std::exp(-val))) * hb2[i];
     }
     matmul(xb.data(), hb.data(), w2[l].data(), hidden_dim, dim);
     for (int i = 0; i < dim; i++) x[i] += xb[i];
   }
 
   // final rmsnorm and the classifier into logits
-  rmsnorm(x.data(), x.data(), final_norm.data(), dim, c_.norm_eps);
+  rmsnorm(x.data(), x.data(), final_norm.data(), dim, static_cast<Real>(c_.norm_eps));
   matmul(logits.data(), x.data(), output.data(), dim, c_.vocab_size);
   return logits;
 }
+
+template class LlamaReferenceT<float>;
+template class LlamaReferenceT<double>;
 
 }  // namespace cibench

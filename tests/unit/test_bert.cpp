@@ -57,15 +57,60 @@ Sst2Ref load_ref(const std::string& model_dir) {
 
 int argmax(const float* v, int n) { return static_cast<int>(std::max_element(v, v + n) - v); }
 
-class Sst2Models : public ::testing::TestWithParam<const char*> {
- protected:
-  std::string dir() const { return test::shared_path(std::string("models/") + GetParam()); }
+// ---- How close a binary32 evaluation must be --------------------------------------------------
+// The session evaluates the reference's expression in binary32 in another order (blocked SIMD
+// sums, FMAs, rows split over threads, batches padded with masked keys whose softmax weight is
+// exactly 0) and with exp/erf by polynomials whose errors (below 1e-7 relative, 1.5e-7 absolute
+// on erf, i.e. about one rounding of 1 + erf) are of the order of one more rounding. The
+// forward-error bound of each sum, gamma_n sum|x_i y_i|, does not depend on the order, so the
+// session's error against the exact value (BertReference64) is a realisation of the same bounds
+// as the FP32 reference's own error on the same sentences. We measure that error and allow the
+// session four times it, plus 4 u max|exact| for a reference that happens to round well.
+struct ExactLogits {
+  std::vector<std::vector<double>> exact;  // per sentence
+  double ref32_err = 0, max_abs = 0;
+  double tolerance() const { return 4.0 * ref32_err + 4.0 * test::kF32U * max_abs; }
+  // Max |got - exact| over the sentences, got given per sentence.
+  double error(const std::vector<std::vector<float>>& got) const {
+    double e = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      for (size_t j = 0; j < got[i].size(); ++j) e = std::max(e, std::fabs(got[i][j] - exact[i][j]));
+    return e;
+  }
 };
 
-// Every validation sentence alone (dynamic shape): logits within 1e-4 of PyTorch's, and the
-// accuracy exactly the reference accuracy.
+ExactLogits exact_logits(const BertSource& src, const std::vector<std::vector<int>>& seqs) {
+  const BertReference ref32(src);
+  const BertReference64 ref64(src);
+  ExactLogits x;
+  for (const auto& ids : seqs) {
+    x.exact.push_back(ref64.forward(ids));
+    const std::vector<float> r = ref32.forward(ids);
+    for (size_t j = 0; j < r.size(); ++j) {
+      x.ref32_err = std::max(x.ref32_err, std::fabs(r[j] - x.exact.back()[j]));
+      x.max_abs = std::max(x.max_abs, std::fabs(x.exact.back()[j]));
+    }
+  }
+  return x;
+}
+
+// SST-2 models x ISA levels.
+class Sst2Models : public ::testing::TestWithParam<std::tuple<const char*, Isa>> {
+ protected:
+  const char* model_name() const { return std::get<0>(GetParam()); }
+  Isa isa() const { return std::get<1>(GetParam()); }
+  std::string dir() const { return test::shared_path(std::string("models/") + model_name()); }
+};
+
+// Every validation sentence alone (dynamic shape): logits within 1e-4 of PyTorch's (the contract
+// of the shared reference data: PyTorch's own FP32 logits carry rounding errors of the same
+// order as ours, so the comparison is with a fixed bound well above both), and the accuracy
+// exactly the reference accuracy, except that a sentence whose PyTorch margin |l0 - l1| is
+// within twice that bound could legitimately flip and is reported rather than counted.
 TEST_P(Sst2Models, Fp32LogitsAndAccuracyMatchReference) {
-  CIBENCH_REQUIRE_SHARED(std::string("models/") + GetParam() + "/ref/summary.json");
+  CIBENCH_REQUIRE_SHARED(std::string("models/") + model_name() + "/ref/summary.json");
+  CIBENCH_REQUIRE_ISA(isa());
+  test::IsaScope at(isa());
   const Sst2Ref ref = load_ref(dir());
   ASSERT_EQ(ref.ids.size(), 872u);
   ASSERT_EQ(ref.logits.size(), ref.ids.size() * 2);
@@ -73,100 +118,104 @@ TEST_P(Sst2Models, Fp32LogitsAndAccuracyMatchReference) {
   const BertModel model = build_bert(open_bert_source(dir()));
   ASSERT_EQ(model.config.num_labels, 2);
   BertSession session(model, {});
+  ASSERT_EQ(session.isa(), isa());
+  constexpr double kVsTorch = 1e-4;
   double max_err = 0;
-  int correct = 0;
+  int correct = 0, torch_correct_decided = 0, undecided = 0;
   for (size_t i = 0; i < ref.ids.size(); ++i) {
     const float* lg = session.classify(ref.ids[i].data(), static_cast<int>(ref.ids[i].size()));
     for (int j = 0; j < 2; ++j)
       max_err = std::max(max_err, static_cast<double>(std::fabs(lg[j] - ref.logits[i * 2 + j])));
+    const bool torch_right = argmax(&ref.logits[i * 2], 2) == ref.labels[i];
+    if (std::fabs(ref.logits[i * 2] - ref.logits[i * 2 + 1]) <= 2 * kVsTorch) {
+      ++undecided;
+      continue;
+    }
     correct += argmax(lg, 2) == ref.labels[i];
+    torch_correct_decided += torch_right;
   }
-  EXPECT_LE(max_err, 1e-4) << GetParam() << ": max abs logit error vs PyTorch " << max_err;
-  std::printf("[ %s ] max abs logit error vs PyTorch over 872 sentences: %.3g\n", GetParam(),
-              max_err);
-  EXPECT_EQ(correct, ref.n_correct) << GetParam();
-  EXPECT_EQ(static_cast<double>(correct) / static_cast<double>(ref.ids.size()), ref.accuracy)
-      << GetParam();
+  EXPECT_LE(max_err, kVsTorch) << model_name() << ": max abs logit error vs PyTorch " << max_err;
+  std::printf("[ %s %s ] max abs logit error vs PyTorch over 872 sentences: %.3g; %d sentence(s) "
+              "within the margin\n", model_name(), isa_name(isa()), max_err, undecided);
+  EXPECT_EQ(correct, torch_correct_decided) << model_name();
+  if (undecided == 0) {
+    EXPECT_EQ(correct, ref.n_correct) << model_name();
+    EXPECT_EQ(static_cast<double>(correct) / static_cast<double>(ref.ids.size()), ref.accuracy) << model_name();
+  }
 }
 
-// Batches of 8 padded to their longest sentence and to 128, with attention masks, give the
-// logits of the sentences run alone.
-TEST_P(Sst2Models, PaddedBatchesMatchDynamicShapes) {
-  CIBENCH_REQUIRE_SHARED(std::string("models/") + GetParam() + "/ref/summary.json");
+// The session (packed matrices, kernels, threads, [CLS]-only last layer) against the exact
+// reference, as accurate as the FP32 reference: sentences alone at 1 and 2 threads, and in
+// batches of 8 padded to their longest sentence and to 128 with attention masks.
+TEST_P(Sst2Models, SessionAloneAndPaddedAsAccurateAsTheFp32Reference) {
+  CIBENCH_REQUIRE_SHARED(std::string("models/") + model_name() + "/ref/summary.json");
+  CIBENCH_REQUIRE_ISA(isa());
+  test::IsaScope at(isa());
   const Sst2Ref ref = load_ref(dir());
-  const BertModel model = build_bert(open_bert_source(dir()));
-  BertSessionOptions one;
-  BertSessionOptions batched;
+  const BertSource src = open_bert_source(dir());
+  const BertModel model = build_bert(src);
+  // The first 48 sentences (a subset keeps the suite fast; all 872 are checked against PyTorch
+  // above). The FP32 reference agrees with PyTorch too.
+  constexpr size_t n = 48;
+  const std::vector<std::vector<int>> seqs(ref.ids.begin(), ref.ids.begin() + n);
+  const ExactLogits x = exact_logits(src, seqs);
+  double ref_vs_torch = 0;
+  for (size_t i = 0; i < n; ++i)
+    for (int j = 0; j < 2; ++j)
+      ref_vs_torch = std::max(ref_vs_torch, std::fabs(x.exact[i][j] - ref.logits[i * 2 + j]));
+  EXPECT_LE(ref_vs_torch, 1e-4) << "exact reference vs PyTorch";
+
+  BertSessionOptions two, batched;
+  two.threads = 2;
   batched.max_batch = 8;
-  BertSession alone(model, one), batch(model, batched);
+  BertSession s1(model, {}), s2(model, two), batch(model, batched);
+  std::vector<std::vector<float>> alone1, alone2;
+  for (const auto& ids : seqs) {
+    const float* a = s1.classify(ids.data(), static_cast<int>(ids.size()));
+    alone1.emplace_back(a, a + 2);
+    const float* b = s2.classify(ids.data(), static_cast<int>(ids.size()));
+    alone2.emplace_back(b, b + 2);
+  }
+  const double tol = x.tolerance();
+  EXPECT_LE(x.error(alone1), tol) << "alone, 1 thread";
+  EXPECT_LE(x.error(alone2), tol) << "alone, 2 threads";
+
   const int pad = model.config.pad_token_id;
-  // The first 128 sentences padded to their batch's longest, the first 32 to 128 (a subset
-  // keeps the suite fast; every sentence is checked unpadded above).
   for (const bool to_max : {false, true}) {
-    const size_t n = to_max ? 32 : 128;
-    double max_diff = 0;
+    const size_t count = to_max ? 16 : n;
+    std::vector<std::vector<float>> padded;
     std::vector<int> ids;
     std::vector<uint8_t> mask;
     std::vector<float> logits(8 * 2);
-    for (size_t b0 = 0; b0 < n; b0 += 8) {
-      const size_t bn = std::min<size_t>(8, n - b0);
+    for (size_t b0 = 0; b0 < count; b0 += 8) {
+      const size_t bn = std::min<size_t>(8, count - b0);
       size_t len = 0;
-      for (size_t i = 0; i < bn; ++i) len = std::max(len, ref.ids[b0 + i].size());
+      for (size_t i = 0; i < bn; ++i) len = std::max(len, seqs[b0 + i].size());
       if (to_max) len = 128;
       ids.assign(bn * len, pad);
       mask.assign(bn * len, 0);
       for (size_t i = 0; i < bn; ++i) {
-        std::copy(ref.ids[b0 + i].begin(), ref.ids[b0 + i].end(), ids.begin() + i * len);
-        std::fill_n(mask.begin() + i * len, ref.ids[b0 + i].size(), 1);
+        std::copy(seqs[b0 + i].begin(), seqs[b0 + i].end(), ids.begin() + i * len);
+        std::fill_n(mask.begin() + i * len, seqs[b0 + i].size(), 1);
       }
       batch.classify_batch(ids.data(), mask.data(), static_cast<int>(bn), static_cast<int>(len),
                            logits.data());
-      for (size_t i = 0; i < bn; ++i) {
-        const auto& s = ref.ids[b0 + i];
-        const float* lg = alone.classify(s.data(), static_cast<int>(s.size()));
-        for (int j = 0; j < 2; ++j)
-          max_diff = std::max(max_diff, static_cast<double>(std::fabs(lg[j] - logits[i * 2 + j])));
-      }
+      for (size_t i = 0; i < bn; ++i) padded.emplace_back(logits.begin() + i * 2, logits.begin() + i * 2 + 2);
     }
-    EXPECT_LE(max_diff, 1e-4) << GetParam() << (to_max ? " padded to 128" : " padded to longest")
-                              << ": max abs difference " << max_diff;
+    EXPECT_LE(x.error(padded), tol) << (to_max ? "padded to 128" : "padded to the longest");
   }
+  std::printf("[ %s %s ] FP32 reference max |error| %.3g; session alone %.3g / %.3g (1/2 threads); "
+              "tolerance %.3g\n", model_name(), isa_name(isa()), x.ref32_err, x.error(alone1),
+              x.error(alone2), tol);
 }
 
-// The session (packed matrices, kernels, threads, [CLS]-only last layer) equals the readable
-// reference forward pass, which itself matches PyTorch.
-TEST_P(Sst2Models, SessionMatchesReferenceForward) {
-  CIBENCH_REQUIRE_SHARED(std::string("models/") + GetParam() + "/ref/summary.json");
-  const Sst2Ref ref = load_ref(dir());
-  const BertSource src = open_bert_source(dir());
-  const BertModel model = build_bert(src);
-  const BertReference oracle(src);
-  BertSessionOptions two;
-  two.threads = 2;
-  BertSession s1(model, {}), s2(model, two);
-  double vs_ref = 0, vs_torch = 0, threads = 0;
-  for (size_t i = 0; i < 16; ++i) {
-    const auto& ids = ref.ids[i];
-    const std::vector<float> want = oracle.forward(ids);
-    const float* a = s1.classify(ids.data(), static_cast<int>(ids.size()));
-    const float b[2] = {a[0], a[1]};
-    const float* c = s2.classify(ids.data(), static_cast<int>(ids.size()));
-    for (int j = 0; j < 2; ++j) {
-      vs_ref = std::max(vs_ref, static_cast<double>(std::fabs(b[j] - want[j])));
-      vs_torch = std::max(vs_torch, static_cast<double>(std::fabs(want[j] - ref.logits[i * 2 + j])));
-      threads = std::max(threads, static_cast<double>(std::fabs(b[j] - c[j])));
-    }
-  }
-  EXPECT_LE(vs_ref, 1e-4) << "session vs reference " << vs_ref;
-  EXPECT_LE(vs_torch, 1e-4) << "reference vs PyTorch " << vs_torch;
-  EXPECT_LE(threads, 1e-5) << "1 vs 2 threads " << threads;
-}
-
-INSTANTIATE_TEST_SUITE_P(Bert, Sst2Models, ::testing::Values("bert-tiny-sst2", "bert-mini-sst2"),
-                         [](const auto& param_info) {
-                           std::string s = param_info.param;
+INSTANTIATE_TEST_SUITE_P(Bert, Sst2Models,
+                         ::testing::Combine(::testing::Values("bert-tiny-sst2", "bert-mini-sst2"),
+                                            ::testing::ValuesIn(all_isas())),
+                         [](const auto& p) {
+                           std::string s = std::get<0>(p.param);
                            std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
+                           return s + "_" + isa_name(std::get<1>(p.param));
                          });
 
 // ---- Synthetic presets -------------------------------------------------------------------------
@@ -217,8 +266,13 @@ TEST(Bert, SyntheticPresetsAreDeterministicPerSeed) {
   EXPECT_FALSE(is_bert_spec("synthetic:stories260k"));
 }
 
-// Session vs reference on both architectures, dynamic and padded (mask in both), 1 and 2 threads.
-TEST(Bert, SyntheticSessionMatchesReferenceBothArchitectures) {
+// Session vs the exact reference on both architectures, dynamic and padded (mask in both), 1 and
+// 2 threads, at each ISA level; as accurate as the FP32 reference (ExactLogits).
+class BertAtIsa : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(BertAtIsa, SyntheticSessionAsAccurateAsTheFp32ReferenceBothArchitectures) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   for (const char* spec : {"synthetic:bert-tiny@3", "synthetic:distilbert-mini@3"}) {
     const BertSource src = open_bert_source(spec);
     const BertModel model = build_bert(src);
@@ -227,47 +281,40 @@ TEST(Bert, SyntheticSessionMatchesReferenceBothArchitectures) {
     const int L = 64;
     std::vector<int> ids(3 * L, 0);
     std::vector<uint8_t> mask(3 * L, 0);
-    std::vector<std::vector<float>> want;
-    double ref_padded_diff = 0;
+    std::vector<std::vector<int>> seqs;
     for (int b = 0; b < 3; ++b) {
-      const std::vector<int> seq = random_ids(b + 1, lens[b], src.config.vocab_size);
-      std::copy(seq.begin(), seq.end(), ids.begin() + b * L);
+      seqs.push_back(random_ids(b + 1, lens[b], src.config.vocab_size));
+      std::copy(seqs[b].begin(), seqs[b].end(), ids.begin() + b * L);
       std::fill_n(mask.begin() + b * L, lens[b], 1);
-      want.push_back(oracle.forward(seq));
-      // The reference with the padding and mask in the sequence agrees with itself unpadded.
+      // The reference with padding and mask gives bit for bit the logits of the sequence alone:
+      // a masked key's softmax weight is exactly 0, so every sum only gains exact zeros.
       const std::vector<int> pseq(ids.begin() + b * L, ids.begin() + (b + 1) * L);
       const std::vector<uint8_t> pmask(mask.begin() + b * L, mask.begin() + (b + 1) * L);
-      const std::vector<float> ref_padded = oracle.forward(pseq, pmask);
-      for (int j = 0; j < 2; ++j)
-        ref_padded_diff =
-            std::max(ref_padded_diff, static_cast<double>(std::fabs(ref_padded[j] - want[b][j])));
+      EXPECT_EQ(oracle.forward(pseq, pmask), oracle.forward(seqs[b])) << spec << " sequence " << b;
     }
-    EXPECT_LE(ref_padded_diff, 2e-5) << spec << ": reference padded vs alone";
+    const ExactLogits x = exact_logits(src, seqs);
     for (int threads : {1, 2}) {
       BertSessionOptions o;
       o.threads = threads;
       o.max_batch = 3;
       o.max_length = 64;
       BertSession s(model, o);
-      double dyn = 0, padded = 0;
+      ASSERT_EQ(s.isa(), GetParam());
+      std::vector<std::vector<float>> dyn, padded;
       for (int b = 0; b < 3; ++b) {
         const float* lg = s.classify(ids.data() + b * L, lens[b]);
-        for (int j = 0; j < 2; ++j)
-          dyn = std::max(dyn, static_cast<double>(std::fabs(lg[j] - want[b][j])));
+        dyn.emplace_back(lg, lg + 2);
       }
       float out[6];
       s.classify_batch(ids.data(), mask.data(), 3, L, out);
-      for (int b = 0; b < 3; ++b)
-        for (int j = 0; j < 2; ++j)
-          padded = std::max(padded, static_cast<double>(std::fabs(out[b * 2 + j] - want[b][j])));
-      EXPECT_LE(dyn, 2e-5) << spec << " threads " << threads << ": session vs reference " << dyn;
-      EXPECT_LE(padded, 2e-5) << spec << " threads " << threads << ": padded vs alone " << padded;
+      for (int b = 0; b < 3; ++b) padded.emplace_back(out + b * 2, out + b * 2 + 2);
+      EXPECT_LE(x.error(dyn), x.tolerance()) << spec << " threads " << threads << ": alone (FP32 reference's error "
+                                             << x.ref32_err << ")";
+      EXPECT_LE(x.error(padded), x.tolerance()) << spec << " threads " << threads << ": padded";
     }
   }
 }
 
-// Sessions share one read-only model: two workers running at once give the results of one
-// running alone; and every ISA level the CPU supports agrees with the others.
 // The reference computes unfolded weights only: a source carrying the folded LayerNorm outputs
 // of a recipe (layers.{i}.qkv_in_norm / ffn_in_norm) is refused, naming the tensor; the session
 // still builds from it.
@@ -291,6 +338,8 @@ TEST(Bert, ReferenceRefusesFoldedLayerNormTensors) {
   }
 }
 
+// Sessions share one read-only model: two workers running at once give bit for bit the results of
+// one running alone; and every ISA level this process can use is as accurate as the FP32 reference.
 TEST(Bert, WorkersShareTheModelAndIsaLevelsAgree) {
   const BertModel model = build_bert(open_bert_source("synthetic:bert-tiny@4"));
   std::vector<std::vector<int>> seqs;
@@ -319,18 +368,19 @@ TEST(Bert, WorkersShareTheModelAndIsaLevelsAgree) {
   EXPECT_EQ(got[0], alone);
   EXPECT_EQ(got[1], alone);
 
+  // Every level this process can use is within the FP32 reference's accuracy of the exact value.
+  const ExactLogits x = exact_logits(open_bert_source("synthetic:bert-tiny@4"), seqs);
   for (Isa isa : supported_isas()) {
     BertSessionOptions o;
     o.isa = static_cast<int>(isa);
     BertSession s(model, o);
     EXPECT_EQ(s.isa(), isa);
-    double diff = 0;
+    std::vector<std::vector<float>> at_isa;
     for (size_t i = 0; i < seqs.size(); ++i) {
       const float* lg = s.classify(seqs[i].data(), static_cast<int>(seqs[i].size()));
-      for (int j = 0; j < 2; ++j)
-        diff = std::max(diff, static_cast<double>(std::fabs(lg[j] - alone[i * 2 + j])));
+      at_isa.emplace_back(lg, lg + 2);
     }
-    EXPECT_LE(diff, 1e-5) << isa_name(isa);
+    EXPECT_LE(x.error(at_isa), x.tolerance()) << isa_name(isa);
   }
 }
 
@@ -372,7 +422,9 @@ bool prunes_on_pack(const FormatRow& row) {
 
 // Every row of the format table builds and runs the encoder; formats that do not prune stay
 // near FP32 on the synthetic model (fidelity on random weights, not task quality).
-TEST(Bert, EveryWeightFormatRuns) {
+TEST_P(BertAtIsa, EveryWeightFormatRuns) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   const BertSource src = open_bert_source("synthetic:bert-tiny@5");
   const BertModel ref_model = build_bert(src);
   BertSession ref(ref_model, {});
@@ -402,6 +454,8 @@ TEST(Bert, EveryWeightFormatRuns) {
   bad_sparsity.sparsity = 1.0;
   EXPECT_THROW(build_bert(src, bad_sparsity), Error);
 }
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, BertAtIsa, ::testing::ValuesIn(all_isas()), test::isa_param_name);
 
 // Pruning at build time: half the projection weights become zero (visible through the packed
 // matrices), and the model still runs.

@@ -2,9 +2,13 @@
 // Helpers shared by the tests: where ../shared is, and skipping when it is absent.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <string>
+
+#include "engines/core/cpu.h"
 
 namespace cibench::test {
 
@@ -20,6 +24,43 @@ inline bool have_shared(const std::string& rel) {
   return std::filesystem::exists(shared_path(rel));
 }
 
+// ---- Every ISA level as a test parameter -------------------------------------------------------
+// Model-level tests are instantiated over all_isas() with isa_param_name, so their names carry the
+// level (".../avx512") and a level this process cannot use is reported as skipped, with the
+// reason, in the test summary. Inside the test, IsaScope makes that level the process's level
+// (sessions, matmul runners and recipes built with default options then run at it).
+
+inline std::string isa_param_name(const ::testing::TestParamInfo<Isa>& p) { return isa_name(p.param); }
+
+// Why `isa` cannot run here, or "" when it can.
+inline std::string isa_unusable_reason(Isa isa) { return isa_unavailable_reason(isa); }
+
+class IsaScope {
+ public:
+  explicit IsaScope(Isa isa) : before_(active_isa()) { set_active_isa(isa); }
+  ~IsaScope() { set_active_isa(before_); }
+  IsaScope(const IsaScope&) = delete;
+  IsaScope& operator=(const IsaScope&) = delete;
+
+ private:
+  Isa before_;
+};
+
+// ---- Floating-point error bounds ----------------------------------------------------------------
+// Unit roundoff of IEEE binary32 (round to nearest): u = 2^-24.
+constexpr double kF32U = 0x1p-24;
+
+// gamma_n = n u / (1 - n u): the standard bound (Higham, Accuracy and Stability of Numerical
+// Algorithms, 2nd ed., Lemma 3.1) on the relative error accumulated by n binary32 roundings.
+inline double gamma_f32(double n) { return n * kF32U / (1.0 - n * kF32U); }
+
+// Two binary32 evaluations of the same dot product of length k (any summation order, with or
+// without fused multiply-adds) each lie within gamma_k * sum|x_i y_i| of the exact value
+// (Higham, eq. 3.5), so they differ from each other by at most 2 gamma_k sum|x_i y_i|.
+inline double f32_dot_pair_bound(int64_t k, double sum_abs_products) {
+  return 2.0 * gamma_f32(static_cast<double>(k)) * sum_abs_products;
+}
+
 }  // namespace cibench::test
 
 // Real models are required in CI (../shared is always beside the clone); a missing file is a
@@ -30,4 +71,11 @@ inline bool have_shared(const std::string& rel) {
       if (std::getenv("CI")) FAIL() << "missing " << ::cibench::test::shared_path(rel); \
       GTEST_SKIP() << "missing " << ::cibench::test::shared_path(rel);                  \
     }                                                                                   \
+  } while (0)
+
+// Skips the running test, with the reason in the summary, when `isa` cannot run in this process.
+#define CIBENCH_REQUIRE_ISA(isa)                                                      \
+  do {                                                                                \
+    const std::string cibench_isa_reason_ = ::cibench::test::isa_unusable_reason(isa); \
+    if (!cibench_isa_reason_.empty()) GTEST_SKIP() << cibench_isa_reason_;            \
   } while (0)
