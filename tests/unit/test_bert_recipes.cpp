@@ -131,11 +131,18 @@ struct Runner {
   MatmulRunner mm{pool, active_isa()};
 };
 
+// Tests whose numbers go through the kernels (matmul runners, sessions) run at every ISA level:
+// the recipes' claims must hold whichever kernels a host runs them with.
+class BertRecipesAtIsa : public ::testing::TestWithParam<Isa> {};
+INSTANTIATE_TEST_SUITE_P(AllIsas, BertRecipesAtIsa, ::testing::ValuesIn(all_isas()), test::isa_param_name);
+
 // BERT shapes: an attention projection (hidden x hidden) and ffn_in (4 hidden x hidden) of
 // bert-mini. Errors are measured on the calibration rows and on held-out rows.
 const std::pair<int64_t, int64_t> kShapes[] = {{256, 256}, {1024, 256}};
 
-TEST(BertRecipes, GptqLowersLayerOutputErrorVersusRtn) {
+TEST_P(BertRecipesAtIsa, GptqLowersLayerOutputErrorVersusRtn) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   Runner r;
   for (const char* f : {"int8", "int4_g32", "int4_g128"}) {
     const QuantGrid g = QuantGrid::for_format(f);
@@ -162,7 +169,9 @@ TEST(BertRecipes, GptqLowersLayerOutputErrorVersusRtn) {
 
 // AWQ's scales, folded as the BERT recipe folds them (gamma/s, beta/s in the LayerNorm copy the
 // projection reads), lower the held-out output error of int4.
-TEST(BertRecipes, AwqWithLayerNormFoldLowersLayerOutputErrorVersusRtn) {
+TEST_P(BertRecipesAtIsa, AwqWithLayerNormFoldLowersLayerOutputErrorVersusRtn) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   Runner r;
   for (const char* f : {"int4_g32", "int4_g128"}) {
     const QuantGrid g = QuantGrid::for_format(f);
@@ -205,7 +214,9 @@ TEST(BertRecipes, AwqWithLayerNormFoldLowersLayerOutputErrorVersusRtn) {
 
 // SmoothQuant through the real w8a8 kernels (per-token int8 activations): the LayerNorm copy
 // with gamma/s, beta/s feeds W diag(s); the output error drops against plain w8a8.
-TEST(BertRecipes, SmoothQuantWithLayerNormFoldLowersW8A8ErrorVersusRtn) {
+TEST_P(BertRecipesAtIsa, SmoothQuantWithLayerNormFoldLowersW8A8ErrorVersusRtn) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   Runner r;
   const FormatRow& w8 = format_by_name("w8a8");
   const QuantGrid g = QuantGrid::for_format("w8a8");

@@ -1,5 +1,9 @@
-// Every fast kernel equals its generic twin within a stated tolerance, at every ISA this host
-// supports, on random shapes including ragged ones (stories260K's feed-forward width is 172).
+// Every fast kernel equals its generic twin within a tolerance derived from the arithmetic, at
+// every ISA this host supports, on random shapes including ragged ones (stories260K's feed-forward
+// width is 172). The twins compute the same expressions in binary32 and differ in the order of
+// their sums and in FMA contraction; each bound below is the standard forward-error bound of the
+// operation (Higham, Accuracy and Stability of Numerical Algorithms, ch. 3), taken twice (one for
+// each twin), so it holds whatever order or ISA a kernel uses and depends on nothing measured.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +14,7 @@
 
 #include "engines/core/cpu.h"
 #include "engines/kernels/kernels.h"
+#include "tests/unit/test_support.h"
 
 namespace cibench {
 namespace {
@@ -21,14 +26,20 @@ std::vector<float> randv(size_t n, std::mt19937& rng, float scale = 1.f) {
   return v;
 }
 
-// Relative tolerance for f32 reductions of length k: summation order differs between twins.
-float f32_tol(int64_t k, float magnitude) { return 1e-5f * std::sqrt(float(k)) * magnitude + 1e-6f; }
+using test::gamma_f32;
+using test::kF32U;
+
+// Two binary32 dot products of the same length-k vectors differ by at most 2 gamma_k sum|w_i x_i|
+// (test::f32_dot_pair_bound); the sum of |products| is taken in double.
+double dot_tol(const float* w, const float* x, int64_t k) {
+  double s = 0;
+  for (int64_t i = 0; i < k; ++i) s += std::fabs(double(w[i]) * x[i]);
+  return test::f32_dot_pair_bound(k, s);
+}
 
 class KernelTwin : public ::testing::TestWithParam<Isa> {
  protected:
-  void SetUp() override {
-    if (!isa_supported(GetParam())) GTEST_SKIP() << isa_name(GetParam()) << " not on this CPU";
-  }
+  void SetUp() override { CIBENCH_REQUIRE_ISA(GetParam()); }
   const KernelTable& fast() { return kernels_for(GetParam()); }
   const KernelTable& ref() { return kernels_generic(); }
 };
@@ -44,9 +55,9 @@ TEST_P(KernelTwin, DotAndMatvec) {
       ref().matvec_f32(w.data(), k, x.data(), y0.data(), rows, k);
       fast().matvec_f32(w.data(), k, x.data(), y1.data(), rows, k);
       for (int64_t r = 0; r < rows; ++r)
-        ASSERT_NEAR(y0[r], y1[r], f32_tol(k, 1.f)) << "k=" << k << " rows=" << rows;
+        ASSERT_NEAR(y0[r], y1[r], dot_tol(&w[r * k], x.data(), k)) << "k=" << k << " rows=" << rows;
       ASSERT_NEAR(ref().dot_f32(w.data(), x.data(), k), fast().dot_f32(w.data(), x.data(), k),
-                  f32_tol(k, 1.f));
+                  dot_tol(w.data(), x.data(), k));
     }
   }
 }
@@ -61,7 +72,8 @@ TEST_P(KernelTwin, Matmul) {
         ref().matmul_f32(w.data(), k, x.data(), k, y0.data(), n, m, n, k);
         fast().matmul_f32(w.data(), k, x.data(), k, y1.data(), n, m, n, k);
         for (int64_t i = 0; i < m * n; ++i)
-          ASSERT_NEAR(y0[i], y1[i], f32_tol(k, 1.f)) << "m=" << m << " n=" << n << " k=" << k;
+          ASSERT_NEAR(y0[i], y1[i], dot_tol(&w[(i % n) * k], &x[(i / n) * k], k))
+              << "m=" << m << " n=" << n << " k=" << k;
       }
     }
   }
@@ -76,7 +88,8 @@ TEST_P(KernelTwin, Matmul) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < ldy; ++j) {
         if (j < n)
-          ASSERT_NEAR(y0[i * ldy + j], y1[i * ldy + j], f32_tol(k, 1.f)) << "k=" << k << " i=" << i << " j=" << j;
+          ASSERT_NEAR(y0[i * ldy + j], y1[i * ldy + j], dot_tol(&w[j * k], &x[i * k], k))
+              << "k=" << k << " i=" << i << " j=" << j;
         else
           ASSERT_EQ(y1[i * ldy + j], 3.f) << "wrote past N";
       }
@@ -88,28 +101,95 @@ TEST_P(KernelTwin, Elementwise) {
   for (int64_t n : kSizes) {
     auto x = randv(n, rng, 4.f), w = randv(n, rng), g = randv(n, rng, 6.f), u = randv(n, rng);
     std::vector<float> a(n), b(n);
+    // rmsnorm: out_i = x_i w_i / sqrt(sum x^2 / n + eps). The sum of squares carries gamma_n
+    // relative error, halved by the square root; the division by n, + eps, sqrt, the reciprocal
+    // and the two products add one rounding each (6 u). Twice that, relative to |out_i|.
     ref().rmsnorm(x.data(), w.data(), a.data(), n, 1e-5f);
     fast().rmsnorm(x.data(), w.data(), b.data(), n, 1e-5f);
-    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], 1e-5f) << "rmsnorm n=" << n;
+    double ss = 0;
+    for (float v : x) ss += double(v) * v;
+    const double inv = 1.0 / std::sqrt(ss / double(n) + 1e-5);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(a[i], b[i], 2 * (gamma_f32(n) / 2 + 6 * kF32U) * std::fabs(x[i] * w[i] * inv))
+          << "rmsnorm n=" << n;
+    // softmax: p_i = exp(x_i - max) / sum. std::exp (correctly rounded to within 1 ulp), the
+    // subtraction and the division: 4 u each; the sum: gamma_n relative. Twice that.
     a = x;
     b = x;
     ref().softmax(a.data(), n);
     fast().softmax(b.data(), n);
-    float sum = 0;
+    double sum = 0;
     for (int64_t i = 0; i < n; ++i) {
-      ASSERT_NEAR(a[i], b[i], 1e-6f);
+      ASSERT_NEAR(a[i], b[i], 2 * (gamma_f32(n) + 4 * kF32U) * a[i]) << "softmax n=" << n;
       sum += b[i];
     }
-    ASSERT_NEAR(sum, 1.f, 1e-5f);
+    // The probabilities sum to 1 within the rounding of each term and of this sum.
+    ASSERT_NEAR(sum, 1.0, (gamma_f32(n) + 4 * kF32U) + gamma_f32(n));
+    // swiglu: g / (1 + exp(-g)) * up: exp (1 ulp), +, /, *: 5 roundings each side.
     ref().swiglu(g.data(), u.data(), a.data(), n);
     fast().swiglu(g.data(), u.data(), b.data(), n);
-    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], 1e-6f);
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], 2 * 5 * kF32U * std::fabs(a[i])) << "swiglu";
+    // axpy: y + alpha x, one fused or two separate roundings: 2 u (|alpha x| + |y|) each side.
     a = u;
     b = u;
     ref().axpy_f32(0.37f, x.data(), a.data(), n);
     fast().axpy_f32(0.37f, x.data(), b.data(), n);
-    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], 1e-6f);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_NEAR(a[i], b[i], 2 * 2 * kF32U * (std::fabs(0.37 * x[i]) + std::fabs(u[i]))) << "axpy";
   }
+}
+
+// Attention in double precision, position by position: the reference for the blocked kernels.
+void attention_ref(const float* q, const std::vector<float>& kc, const std::vector<float>& vc,
+                   int64_t n_pos, int64_t hd, int64_t stride, float scale, std::vector<double>& p,
+                   std::vector<double>& o) {
+  p.assign(n_pos, 0.0);
+  o.assign(hd, 0.0);
+  double mx = -1e300, sum = 0;
+  for (int64_t t = 0; t < n_pos; ++t) {
+    double s = 0;
+    for (int64_t i = 0; i < hd; ++i) s += double(q[i]) * kc[t * stride + i];
+    p[t] = s * scale;
+    mx = std::max(mx, p[t]);
+  }
+  for (auto& v : p) sum += (v = std::exp(v - mx));
+  for (auto& v : p) v /= sum;
+  for (int64_t t = 0; t < n_pos; ++t)
+    for (int64_t i = 0; i < hd; ++i) o[i] += p[t] * vc[t * stride + i];
+}
+
+// A bound on |computed - exact| for attention evaluated in binary32 in any order: the score
+// s_t = scale q.k_t is off by d_t = (gamma_hd sum|q_i k_ti| + u |q.k_t|) scale; a softmax input
+// error of at most d_t changes p_t by at most p_t (d_t + max d) (to first order), and the
+// softmax's own rounding adds (gamma_n + 4 u) p_t; the output sum_t p_t v_ti then carries
+// sum_t |dp_t| |v_ti| + gamma_n sum_t p_t |v_ti|. `p` and `o` are the exact (double) results.
+struct AttentionBound {
+  std::vector<double> p, o;
+};
+AttentionBound attention_bound(const float* q, const std::vector<float>& kc, const std::vector<float>& vc,
+                               int64_t n_pos, int64_t hd, int64_t stride, double scale,
+                               const std::vector<double>& p) {
+  std::vector<double> d(n_pos);
+  double dmax = 0;
+  for (int64_t t = 0; t < n_pos; ++t) {
+    double abs_sum = 0, dot = 0;
+    for (int64_t i = 0; i < hd; ++i) {
+      abs_sum += std::fabs(double(q[i]) * kc[t * stride + i]);
+      dot += double(q[i]) * kc[t * stride + i];
+    }
+    d[t] = (gamma_f32(hd) * abs_sum + kF32U * std::fabs(dot)) * scale;
+    dmax = std::max(dmax, d[t]);
+  }
+  AttentionBound b;
+  b.p.resize(n_pos);
+  b.o.assign(hd, 0.0);
+  for (int64_t t = 0; t < n_pos; ++t) {
+    // (1 + 2 dmax) covers the second-order terms of exp(d) for d << 1.
+    b.p[t] = p[t] * ((d[t] + dmax) * (1 + 2 * dmax) + gamma_f32(n_pos) + 4 * kF32U);
+    for (int64_t i = 0; i < hd; ++i)
+      b.o[i] += (b.p[t] + gamma_f32(n_pos) * p[t]) * std::fabs(vc[t * stride + i]);
+  }
+  return b;
 }
 
 TEST_P(KernelTwin, RopeAndAttention) {
@@ -119,7 +199,9 @@ TEST_P(KernelTwin, RopeAndAttention) {
     auto a = v, b = v;
     ref().rope(a.data(), 3, hd, c.data(), s.data());
     fast().rope(b.data(), 3, hd, c.data(), s.data());
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6f);
+    // (v0 c - v1 s, v0 s + v1 c): two products and a sum, fused or not: 2 u (|v0 c| + |v1 s|)
+    // each side (|c|, |s| <= 1 here, |v| <= 1).
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 2 * 2 * kF32U * 2.0);
     for (int64_t n_pos : {1, 2, 17, 100}) {
       const int64_t stride = hd * 2 + 3;
       auto q = randv(hd, rng), kc = randv(n_pos * stride, rng), vc = randv(n_pos * stride, rng);
@@ -129,7 +211,10 @@ TEST_P(KernelTwin, RopeAndAttention) {
                       o0.data());
       fast().attention(q.data(), kc.data(), vc.data(), n_pos, hd, stride, scale, att1.data(),
                        o1.data());
-      for (int64_t i = 0; i < hd; ++i) ASSERT_NEAR(o0[i], o1[i], 1e-5f) << "hd=" << hd;
+      std::vector<double> p, o;
+      attention_ref(q.data(), kc, vc, n_pos, hd, stride, scale, p, o);
+      const AttentionBound bound = attention_bound(q.data(), kc, vc, n_pos, hd, stride, scale, p);
+      for (int64_t i = 0; i < hd; ++i) ASSERT_NEAR(o0[i], o1[i], 2 * bound.o[i]) << "hd=" << hd;
     }
   }
 }
@@ -176,25 +261,6 @@ TEST_P(KernelTwin, HalfConversionsAreBitIdentical) {
   }
 }
 
-// Attention in double precision, position by position: the reference for the blocked kernels.
-void attention_ref(const float* q, const std::vector<float>& kc, const std::vector<float>& vc,
-                   int64_t n_pos, int64_t hd, int64_t stride, float scale, std::vector<double>& p,
-                   std::vector<double>& o) {
-  p.assign(n_pos, 0.0);
-  o.assign(hd, 0.0);
-  double mx = -1e300, sum = 0;
-  for (int64_t t = 0; t < n_pos; ++t) {
-    double s = 0;
-    for (int64_t i = 0; i < hd; ++i) s += double(q[i]) * kc[t * stride + i];
-    p[t] = s * scale;
-    mx = std::max(mx, p[t]);
-  }
-  for (auto& v : p) sum += (v = std::exp(v - mx));
-  for (auto& v : p) v /= sum;
-  for (int64_t t = 0; t < n_pos; ++t)
-    for (int64_t i = 0; i < hd; ++i) o[i] += p[t] * vc[t * stride + i];
-}
-
 // The blocked kernels (8 positions per step) against the scalar reference on ragged position
 // counts around the block size, for f32 and half caches; the per-position baseline too.
 TEST_P(KernelTwin, AttentionMatchesScalarReferenceOnRaggedPositions) {
@@ -220,30 +286,33 @@ TEST_P(KernelTwin, AttentionMatchesScalarReferenceOnRaggedPositions) {
       for (int64_t i = 0; i < hd; ++i) d16 = std::max(d16, std::fabs(o16[i] - o32[i]));
       EXPECT_GT(d16, 0.0);
 
+      // Each kernel against the exact result within attention_bound (the half caches against the
+      // exact attention over the widened halves: the halves are the kernel's input).
+      const AttentionBound b32 = attention_bound(q.data(), kc, vc, n_pos, hd, stride, scale, p32);
+      const AttentionBound b16 = attention_bound(q.data(), kd, vd, n_pos, hd, stride, scale, p16);
       auto check = [&](const char* what, const std::vector<double>& p, const std::vector<double>& o,
-                       const std::vector<float>& att, const std::vector<float>& out) {
+                       const AttentionBound& b, const std::vector<float>& att, const std::vector<float>& out) {
         for (int64_t t = 0; t < n_pos; ++t)
-          ASSERT_NEAR(att[t], p[t], 2e-6) << what << " hd=" << hd << " n_pos=" << n_pos << " t=" << t;
+          ASSERT_NEAR(att[t], p[t], b.p[t]) << what << " hd=" << hd << " n_pos=" << n_pos << " t=" << t;
         for (int64_t i = 0; i < hd; ++i)
-          ASSERT_NEAR(out[i], o[i], 2e-6) << what << " hd=" << hd << " n_pos=" << n_pos << " i=" << i;
+          ASSERT_NEAR(out[i], o[i], b.o[i]) << what << " hd=" << hd << " n_pos=" << n_pos << " i=" << i;
       };
       std::vector<float> att(n_pos), out(hd);
       for (const KernelTable* K : {&ref(), &fast()}) {
         K->attention(q.data(), kc.data(), vc.data(), n_pos, hd, stride, scale, att.data(), out.data());
-        check("attention", p32, o32, att, out);
+        check("attention", p32, o32, b32, att, out);
         K->attention_rowwise(q.data(), kc.data(), vc.data(), n_pos, hd, stride, scale, att.data(),
                              out.data());
-        check("attention_rowwise", p32, o32, att, out);
+        check("attention_rowwise", p32, o32, b32, att, out);
         K->attention_f16(q.data(), kh.data(), vh.data(), n_pos, hd, stride, scale, att.data(),
                          out.data());
-        check("attention_f16", p16, o16, att, out);
+        check("attention_f16", p16, o16, b16, att, out);
       }
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, KernelTwin, ::testing::ValuesIn(all_isas()),
-                         [](const ::testing::TestParamInfo<Isa>& p) { return std::string(isa_name(p.param)); });
+INSTANTIATE_TEST_SUITE_P(AllIsas, KernelTwin, ::testing::ValuesIn(all_isas()), test::isa_param_name);
 
 TEST(Generic, HalfRoundingIsIeeeNearestEven) {
   // The oracle itself, on hand-checked halves.

@@ -78,8 +78,13 @@ std::vector<double> gram(const std::vector<float>& x, int64_t n, int64_t cols) {
 
 struct Runner {
   ThreadPool pool{1};
-  MatmulRunner mm{pool, Isa::generic};
+  MatmulRunner mm{pool, active_isa()};  // the level the test runs at (IsaScope)
 };
+
+// Tests whose numbers go through the kernels (matmul runners, sessions) run at every ISA level:
+// the recipes' claims must hold whichever kernels a host runs them with.
+class RecipesAtIsa : public ::testing::TestWithParam<Isa> {};
+INSTANTIATE_TEST_SUITE_P(AllIsas, RecipesAtIsa, ::testing::ValuesIn(all_isas()), test::isa_param_name);
 
 TEST(RecipeGrid, RoundToNearestLiesOnEveryFormatGrid) {
   for (const char* f : kGridFormats) {
@@ -127,7 +132,9 @@ TEST(Gptq, WeightsAlreadyOnTheGridAreExact) {
 
 // Property: on correlated activations with outlier channels, GPTQ lowers ||X (W_hat - W)^T||
 // relative to RTN on the calibration rows and on held-out rows of the same distribution.
-TEST(Gptq, LowersOutputErrorVersusRtn) {
+TEST_P(RecipesAtIsa, GptqLowersOutputErrorVersusRtn) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   Runner r;
   for (const char* f : {"int4_g32", "int4_g64_asym", "int8"}) {
     const QuantGrid g = QuantGrid::for_format(f);
@@ -173,7 +180,9 @@ TEST(Gptq, PrunedWeightsStayZero) {
 
 // Property: AWQ's searched scaling never does worse than RTN on the calibration rows (a = 0 is
 // RTN) and, with outlier channels, does better there and on held-out rows.
-TEST(Awq, LowersOutputErrorVersusRtn) {
+TEST_P(RecipesAtIsa, AwqLowersOutputErrorVersusRtn) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   Runner r;
   for (const char* f : {"int4_g32", "int4_g128", "int4_g64_asym"}) {
     const QuantGrid g = QuantGrid::for_format(f);
@@ -205,7 +214,9 @@ TEST(Awq, LowersOutputErrorVersusRtn) {
 
 // Property: with per-token int8 activations (the w8a8 kernels themselves), smoothing lowers the
 // output error when activations have outlier channels.
-TEST(SmoothQuant, LowersW8A8OutputErrorVersusRtn) {
+TEST_P(RecipesAtIsa, SmoothQuantLowersW8A8OutputErrorVersusRtn) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   Runner r;
   const FormatRow& w8 = format_by_name("w8a8");
   const QuantGrid g = QuantGrid::for_format("w8a8");
@@ -240,7 +251,9 @@ TEST(SmoothQuant, LowersW8A8OutputErrorVersusRtn) {
 
 // Static w8a8: one calibrated activation scale per matrix (max |x| over calibration rows / 127),
 // values beyond it clamped. The kernels see exactly round(x / scale) clamped to +-127.
-TEST(SmoothQuant, StaticActivationScaleQuantisesAndClamps) {
+TEST_P(RecipesAtIsa, SmoothQuantStaticActivationScaleQuantisesAndClamps) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   Runner r;
   const FormatRow& f = format_by_name("w8a8_static");
   ASSERT_NE(f.quantize_act_static, nullptr);
@@ -271,7 +284,9 @@ TEST(SmoothQuant, StaticActivationScaleQuantisesAndClamps) {
   EXPECT_EQ(ys, yd);
 }
 
-TEST(SmoothQuant, StaticW8A8SmoothingBeatsRtnOnHeldOutRows) {
+TEST_P(RecipesAtIsa, SmoothQuantStaticW8A8SmoothingBeatsRtnOnHeldOutRows) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   Runner r;
   const FormatRow& f = format_by_name("w8a8_static");
   const QuantGrid g = QuantGrid::for_format("w8a8_static");
@@ -347,8 +362,10 @@ Fixture& stories() {
   return *f;
 }
 
-TEST(Recipes, ChannelScalingFoldsExactlyIntoNormsAndRows) {
+TEST_P(RecipesAtIsa, ChannelScalingFoldsExactlyIntoNormsAndRows) {
   CIBENCH_REQUIRE_SHARED(kStories);
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
   Fixture& f = stories();
   const LlamaModel ref = build_llama(f.src);
   const std::vector<int> toks = f.calib.windows[0];
