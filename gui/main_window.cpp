@@ -176,6 +176,10 @@ bool MainWindow::openDatabase(const QString& path) {
   if (db_ && runs_->rowCount() > 0 && runs_->selectedItems().isEmpty()) runs_->selectRow(0);
   runsSelectionChanged();
   if (db_) statusBar()->showMessage(QString("%1 runs; schema version %2").arg(runs_->rowCount()).arg(db_->schema_version()));
+  // The title names the database and what it holds, so a window list (or a test) tells which is open.
+  const QString file = QFileInfo(path).fileName();
+  setWindowTitle(db_ ? QString("cibench-gui - %1 (%2 runs)").arg(file).arg(runs_->rowCount())
+                     : QString("cibench-gui - %1 (not opened)").arg(file));
   return db_ != nullptr;
 }
 

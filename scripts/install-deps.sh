@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Installs the Debian packages cibench needs. Idempotent: quiet and quick when all are present.
-#   scripts/install-deps.sh          what building and running cibench needs
-#   scripts/install-deps.sh --test   also what the test suite uses (headless chromium renders reports)
+#   scripts/install-deps.sh          what building and running all of cibench needs (the dashboard too)
+#   scripts/install-deps.sh --test   also what the test suite uses (headless chromium renders reports,
+#                                    xdotool finds the dashboard's window under Xvfb)
+# Packages are installed without their "recommends", so every CMake package's own dependencies are
+# listed here: Qt6Charts needs Qt6OpenGL (libqt6opengl6-dev) and Qt6Gui needs OpenGL (libgl-dev).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config git
       libgtest-dev libgmock-dev libbenchmark-dev
       libsqlite3-dev sqlite3 libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
       libsentencepiece-dev libpapi-dev libhwloc-dev
-      qt6-base-dev qt6-charts-dev qt6-svg-dev libgl-dev xvfb xauth)
+      qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev xvfb xauth)
 case "${1:-}" in
   "") ;;
-  --test) pkgs+=(chromium) ;;
+  --test) pkgs+=(chromium xdotool) ;;
   *) echo "usage: scripts/install-deps.sh [--test]" >&2; exit 2 ;;
 esac
 missing=()

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # `cibench report` output rendered by a headless browser: the HTML parses into a DOM with the SVG
 # charts and the frontier, and paints to a non-blank PNG. scripts/test.sh installs chromium
-# (install-deps.sh --test); a build run without it skips this test (exit 77).
+# (install-deps.sh --test); a build run without it reports this test as skipped (exit 77), except
+# under CI, where a missing browser is a failure.
 # usage: chromium_render.sh CIBENCH FIXTURE_TOOL
 set -euo pipefail
 cibench=$1
 fixture=$2
 chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
 if [ -z "$chrome" ]; then
-  echo "chromium not installed: skipped"
+  if [ -n "${CI:-}" ]; then
+    echo "chromium not installed, and CI must render the report: run scripts/install-deps.sh --test" >&2
+    exit 1
+  fi
+  echo "chromium not installed: skipped (scripts/install-deps.sh --test installs it)"
   exit 77
 fi
 tmp=$(mktemp -d)
