@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the tests.
-#   scripts/test.sh                 Release build, every test (what README and CI run)
+#   scripts/test.sh                 Release build, every test (what README and CI run), then
+#                                   scripts/check-suite.sh: the whole product built, every dashboard
+#                                   and report test run, the ISA levels the tests ran at
+#   CIBENCH_ISA=avx2 scripts/test.sh   the same as an AVX2-only host would run it
 #   scripts/test.sh --asan-parsers  ASan/UBSan build, the model/tokenizer/scenario parser tests
 #   scripts/test.sh --asan | --tsan every test under that sanitizer
 set -euo pipefail
@@ -13,7 +16,9 @@ case "$mode" in
   release)
     cmake --preset release -DCIBENCH_SHARED_DIR="$shared" >/dev/null
     cmake --build build/release -j "$jobs"
-    ctest --test-dir build/release --output-on-failure -j "$jobs" ;;
+    rm -f build/release/ctest-junit.xml
+    ctest --test-dir build/release --output-on-failure -j "$jobs" --output-junit ctest-junit.xml
+    bash scripts/check-suite.sh build/release build/release/ctest-junit.xml ;;
   --asan-parsers)
     cmake --preset asan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
     cmake --build build/asan -j "$jobs" --target cibench_tests fuzz_smoke
