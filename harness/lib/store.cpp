@@ -9,212 +9,10 @@
 
 #include "engines/core/error.h"
 #include "harness/lib/sysinfo.h"
-#include "reports/sqlite_row.h"
+#include "harness/schema/migrations.h"
 
 namespace cibench {
 namespace {
-
-// ---- the schema: an ordered list of migrations; version N is the state after migration N ----
-// Never edit a migration that has shipped: append a new one (and document it in docs/schema.md).
-struct Migration {
-  int version;
-  const char* description;
-  const char* sql;
-};
-
-const Migration kMigrations[] = {
-    {1, "runs, variants (one row per variant result), counters (long), requests, histograms", R"SQL(
-CREATE TABLE runs (
-  run_id            INTEGER PRIMARY KEY,
-  status            TEXT NOT NULL CHECK (status IN ('running','complete','incomplete','failed')),
-  started_utc       TEXT NOT NULL,
-  finished_utc      TEXT,
-  error             TEXT,
-  scenario_name     TEXT NOT NULL,
-  scenario_path     TEXT,
-  scenario_hash     TEXT NOT NULL,
-  scenario_toml     TEXT NOT NULL,
-  question          TEXT,
-  overrides         TEXT,
-  pattern           TEXT,
-  seed_arrivals     INTEGER,
-  seed_samples      INTEGER,
-  seed_lengths      INTEGER,
-  model_spec        TEXT NOT NULL,
-  model_hash        TEXT,
-  model_container   TEXT,
-  model_params      INTEGER,
-  cibench_version   TEXT,
-  cibench_commit    TEXT,
-  compiler          TEXT,
-  cxx_flags         TEXT,
-  build_type        TEXT,
-  sanitizer         TEXT,
-  hostname          TEXT,
-  kernel            TEXT,
-  cpu_vendor        TEXT,
-  cpu_model         TEXT,
-  cpu_flags         TEXT,
-  isa_best          TEXT,
-  isa_active        TEXT,
-  logical_cpus      INTEGER,
-  physical_cores    INTEGER,
-  physical_cores_reason TEXT,
-  mem_total_bytes   INTEGER,
-  governor          TEXT,
-  governor_reason   TEXT,
-  turbo             TEXT,
-  turbo_reason      TEXT,
-  smt               TEXT,
-  smt_reason        TEXT,
-  thp               TEXT,
-  thp_reason        TEXT,
-  pid               INTEGER,
-  warnings          TEXT
-);
-CREATE TABLE variants (
-  variant_id        INTEGER PRIMARY KEY,
-  run_id            INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-  variant_index     INTEGER NOT NULL,
-  step_index        INTEGER NOT NULL DEFAULT 0,
-  label             TEXT NOT NULL,
-  status            TEXT NOT NULL CHECK (status IN ('running','ok','failed','incomplete')),
-  error             TEXT,
-  started_utc       TEXT,
-  finished_utc      TEXT,
-  format            TEXT,
-  sparsity          REAL,
-  threads           INTEGER,
-  workers           INTEGER,
-  kv_mode           TEXT,
-  isa_requested     TEXT,
-  isa_used          TEXT,
-  pinning           TEXT,
-  pattern           TEXT,
-  offered_qps       REAL,
-  clients           INTEGER,
-  queries           INTEGER,
-  failed_queries    INTEGER,
-  duration_s        REAL,
-  achieved_qps      REAL,
-  prompt_tokens     INTEGER,
-  output_tokens     INTEGER,
-  tokens_per_s      REAL,
-  latency_mean_ms REAL, latency_p50_ms REAL, latency_p90_ms REAL, latency_p95_ms REAL,
-  latency_p99_ms REAL, latency_p999_ms REAL, latency_max_ms REAL,
-  queue_mean_ms REAL, queue_p50_ms REAL, queue_p90_ms REAL, queue_p95_ms REAL,
-  queue_p99_ms REAL, queue_p999_ms REAL, queue_max_ms REAL,
-  service_mean_ms REAL, service_p50_ms REAL, service_p90_ms REAL, service_p95_ms REAL,
-  service_p99_ms REAL, service_p999_ms REAL, service_max_ms REAL,
-  ttft_mean_ms REAL, ttft_p50_ms REAL, ttft_p90_ms REAL, ttft_p95_ms REAL,
-  ttft_p99_ms REAL, ttft_p999_ms REAL, ttft_max_ms REAL,
-  tpot_mean_ms REAL, tpot_p50_ms REAL, tpot_p90_ms REAL, tpot_p95_ms REAL,
-  tpot_p99_ms REAL, tpot_p999_ms REAL, tpot_max_ms REAL,
-  percentile_estimator TEXT,
-  peak_rss_bytes    INTEGER,
-  weight_bytes      INTEGER,
-  kv_cache_bytes    INTEGER,
-  valid             INTEGER,
-  validity_reasons  TEXT,
-  slo_met           INTEGER,
-  slo_report        TEXT,
-  knee_qps          REAL,
-  counters_mode     TEXT,
-  counters_queries  INTEGER,
-  acc_kind          TEXT,
-  acc_eval_set      TEXT,
-  acc_tokens        INTEGER,
-  kl_mean           REAL,
-  kl_p99            REAL,
-  top1_agreement    REAL,
-  ppl               REAL,
-  ppl_ref           REAL,
-  ppl_ratio         REAL,
-  task_accuracy     REAL,
-  quality_verdict   TEXT,
-  quality_reasons   TEXT,
-  acc_unavailable_reason TEXT,
-  UNIQUE (run_id, variant_index, step_index)
-);
-CREATE INDEX variants_run ON variants(run_id);
-CREATE TABLE counters (
-  variant_id        INTEGER NOT NULL REFERENCES variants(variant_id) ON DELETE CASCADE,
-  name              TEXT NOT NULL,
-  phase             TEXT NOT NULL,
-  scope             TEXT NOT NULL,
-  value             REAL,
-  unit              TEXT,
-  source            TEXT NOT NULL,
-  unavailable_reason TEXT,
-  CHECK ((value IS NULL) = (unavailable_reason IS NOT NULL))
-);
-CREATE INDEX counters_variant ON counters(variant_id);
-CREATE TABLE requests (
-  variant_id        INTEGER NOT NULL REFERENCES variants(variant_id) ON DELETE CASCADE,
-  seq               INTEGER NOT NULL,
-  query_index       INTEGER NOT NULL,
-  worker            INTEGER NOT NULL,
-  sample_index      INTEGER,
-  prompt_tokens     INTEGER,
-  output_tokens     INTEGER,
-  ok                INTEGER NOT NULL,
-  scheduled_ms      REAL NOT NULL,
-  queue_ms          REAL,
-  service_ms        REAL,
-  latency_ms        REAL,
-  ttft_ms           REAL,
-  tpot_ms           REAL
-);
-CREATE INDEX requests_variant ON requests(variant_id);
-CREATE TABLE histograms (
-  variant_id        INTEGER NOT NULL REFERENCES variants(variant_id) ON DELETE CASCADE,
-  metric            TEXT NOT NULL,
-  bucket_low_ns     INTEGER NOT NULL,
-  bucket_high_ns    INTEGER NOT NULL,
-  count             INTEGER NOT NULL
-);
-CREATE INDEX histograms_variant ON histograms(variant_id);
-CREATE TABLE schema_migrations (
-  version           INTEGER PRIMARY KEY,
-  description       TEXT NOT NULL,
-  applied_utc       TEXT NOT NULL
-);
-)SQL"},
-    {2, "variants: recipe, recipe_params, calibration, quantized_file (how the weights were made)", R"SQL(
-ALTER TABLE variants ADD COLUMN recipe TEXT;
-ALTER TABLE variants ADD COLUMN recipe_params TEXT;
-ALTER TABLE variants ADD COLUMN calibration TEXT;
-ALTER TABLE variants ADD COLUMN quantized_file TEXT;
-)SQL"},
-    {3, "variants: classifier serving (shape, batching, result cache, traffic duplicates) and task accuracy with bootstrap intervals", R"SQL(
-ALTER TABLE variants ADD COLUMN shape TEXT;
-ALTER TABLE variants ADD COLUMN pad_to INTEGER;
-ALTER TABLE variants ADD COLUMN max_batch INTEGER;
-ALTER TABLE variants ADD COLUMN max_wait_ms REAL;
-ALTER TABLE variants ADD COLUMN batches INTEGER;
-ALTER TABLE variants ADD COLUMN cache_enabled INTEGER;
-ALTER TABLE variants ADD COLUMN cache_limit_entries INTEGER;
-ALTER TABLE variants ADD COLUMN cache_limit_bytes INTEGER;
-ALTER TABLE variants ADD COLUMN cache_hits INTEGER;
-ALTER TABLE variants ADD COLUMN cache_misses INTEGER;
-ALTER TABLE variants ADD COLUMN cache_hit_rate REAL;
-ALTER TABLE variants ADD COLUMN cache_evictions INTEGER;
-ALTER TABLE variants ADD COLUMN cache_entries INTEGER;
-ALTER TABLE variants ADD COLUMN cache_bytes INTEGER;
-ALTER TABLE variants ADD COLUMN cache_peak_bytes INTEGER;
-ALTER TABLE variants ADD COLUMN traffic TEXT;
-ALTER TABLE variants ADD COLUMN duplicate_rate REAL;
-ALTER TABLE variants ADD COLUMN expected_duplicate_rate REAL;
-ALTER TABLE variants ADD COLUMN task_accuracy_lo REAL;
-ALTER TABLE variants ADD COLUMN task_accuracy_hi REAL;
-ALTER TABLE variants ADD COLUMN macro_f1 REAL;
-ALTER TABLE variants ADD COLUMN ref_task_accuracy REAL;
-ALTER TABLE variants ADD COLUMN accuracy_delta REAL;
-ALTER TABLE variants ADD COLUMN accuracy_delta_lo REAL;
-ALTER TABLE variants ADD COLUMN accuracy_delta_hi REAL;
-ALTER TABLE variants ADD COLUMN bootstrap_resamples INTEGER;
-)SQL"},
-};
 
 void check(int rc, sqlite3* db, const std::string& path, const std::string& what) {
   if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW)
@@ -285,7 +83,19 @@ Store::Store(const std::string& path, bool create) : path_(path) {
     throw StoreError(str(path, ": cannot open: ", msg));
   }
   sqlite3_busy_timeout(db_, 10000);
-  exec("PRAGMA journal_mode = WAL");
+  // Switching a new file to WAL takes an exclusive lock for which SQLite does not call the busy
+  // handler: when other processes are opening the same new store, wait and retry (up to 10 s).
+  for (int attempt = 0;; ++attempt) {
+    char* err = nullptr;
+    const int jrc = sqlite3_exec(db_, "PRAGMA journal_mode = WAL", nullptr, nullptr, &err);
+    sqlite3_free(err);
+    if (jrc == SQLITE_OK) break;
+    if ((jrc != SQLITE_BUSY && jrc != SQLITE_LOCKED) || attempt >= 400) {
+      exec("PRAGMA journal_mode = WAL");  // throws with the message
+      break;
+    }
+    usleep(25000);
+  }
   exec("PRAGMA synchronous = NORMAL");  // with WAL: a committed transaction survives a crash
   exec("PRAGMA foreign_keys = ON");
   migrate();
@@ -300,20 +110,24 @@ int Store::schema_version() {
 }
 
 void Store::migrate() {
-  const int v = schema_version();
+  int v = schema_version();
   if (v > kSchemaVersion)
     throw StoreError(str(path_, ": schema version ", v, " is newer than this cibench understands (",
                          kSchemaVersion, "); upgrade cibench"));
-  for (const Migration& m : kMigrations) {
+  if (v == kSchemaVersion) return;
+  // Read the version again under the write lock: another process opening the same new store may
+  // have migrated it in between, and each migration must run exactly once.
+  Transaction t(*this);
+  v = schema_version();
+  for (const Migration& m : migrations()) {
     if (m.version <= v) continue;
-    Transaction t(*this);
     exec(m.sql);
     insert("schema_migrations", {{"version", int64_t{m.version}},
                                  {"description", std::string(m.description)},
                                  {"applied_utc", utc_now_iso()}});
     exec(str("PRAGMA user_version = ", m.version));
-    t.commit();
   }
+  t.commit();
 }
 
 void Store::exec(const std::string& sql) {

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/core/error.h"
+#include "harness/schema/migrations.h"
+#include "harness/schema/sql_value.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -27,16 +29,6 @@ class StoreError : public Error {
   using Error::Error;
 };
 
-// One SQL value: NULL, integer, real or text.
-using SqlValue = std::variant<std::monostate, int64_t, double, std::string>;
-inline SqlValue sql_null() { return std::monostate{}; }
-template <typename T>
-SqlValue sql_opt(const std::optional<T>& v) {
-  if (!v) return std::monostate{};
-  if constexpr (std::is_integral_v<T>) return static_cast<int64_t>(*v);
-  else if constexpr (std::is_floating_point_v<T>) return static_cast<double>(*v);
-  else return std::string(*v);
-}
 using Fields = std::vector<std::pair<std::string, SqlValue>>;
 
 struct QueryResult {
@@ -50,7 +42,6 @@ struct QueryResult {
 std::string sql_to_string(const SqlValue& v);  // "" for NULL
 nlohmann::json sql_to_json(const SqlValue& v);
 
-constexpr int kSchemaVersion = 3;
 
 class Store {
  public:

@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <vector>
 #include <fstream>
 
 #include "harness/lib/store.h"
@@ -39,6 +41,53 @@ TEST(HarnessStore, SchemaIsVersionedAndWal) {
   // Reopening does not re-apply migrations.
   Store again(p);
   EXPECT_EQ(again.schema_version(), kSchemaVersion);
+}
+
+// The migrations list is the schema: versions 1..kSchemaVersion in order, each described.
+TEST(HarnessStore, MigrationsAreNumberedInOrderUpToTheSchemaVersion) {
+  const auto& m = migrations();
+  ASSERT_EQ(m.size(), static_cast<size_t>(kSchemaVersion));
+  for (size_t i = 0; i < m.size(); ++i) {
+    EXPECT_EQ(m[i].version, static_cast<int>(i + 1));
+    EXPECT_GT(std::string(m[i].description).size(), 10u);
+  }
+}
+
+// Several processes opening one new store at once (a fleet writing one file): every one opens it,
+// each migration is applied exactly once, and every process's run is stored.
+TEST(HarnessStore, ProcessesOpeningANewStoreAtOnceMigrateItOnce) {
+  for (int round = 0; round < 3; ++round) {
+    const std::string p = temp_db("race" + std::to_string(round) + ".sqlite");
+    constexpr int kProcs = 6;
+    std::vector<pid_t> kids;
+    for (int i = 0; i < kProcs; ++i) {
+      const pid_t pid = fork();
+      ASSERT_GE(pid, 0);
+      if (pid == 0) {
+        int rc = 0;
+        try {
+          Store s(p);
+          Store::Transaction t(s);
+          s.insert("runs", minimal_run(getpid()));
+          t.commit();
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "process %d: %s\n", i, e.what());
+          rc = 1;
+        }
+        _exit(rc);
+      }
+      kids.push_back(pid);
+    }
+    for (pid_t k : kids) {
+      int status = 0;
+      waitpid(k, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round;
+    }
+    Store s(p);
+    EXPECT_EQ(s.schema_version(), kSchemaVersion);
+    EXPECT_EQ(s.query("SELECT version FROM schema_migrations").rows.size(), static_cast<size_t>(kSchemaVersion));
+    EXPECT_EQ(std::get<int64_t>(s.query("SELECT COUNT(*) FROM runs").rows[0][0]), kProcs);
+  }
 }
 
 TEST(HarnessStore, CountersNeedAValueOrAReasonNeverBoth) {
