@@ -1,9 +1,6 @@
 #include "reports/query.h"
 
-#include "reports/sqlite_row.h"
-
-#include "engines/core/splitmix.h"
-
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -15,10 +12,12 @@
 #include <sstream>
 #include <variant>
 
+#include "engines/core/splitmix.h"
+#include "harness/schema/sql_value.h"
+
 namespace cibench::reports {
 namespace {
 
-using Value = SqlCell;
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -36,20 +35,16 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
-std::string as_text(const Value& v) {
+std::string as_text(const SqlValue& v) {
   if (std::holds_alternative<std::monostate>(v)) return "";
   if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (auto* d = std::get_if<double>(&v)) return fmt_num(*d, 6);
   return std::get<std::string>(v);
 }
 
-std::optional<double> as_num(const Value& v) {
-  if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
-  if (auto* d = std::get_if<double>(&v)) return *d;
-  return std::nullopt;
-}
+std::optional<double> as_num(const SqlValue& v) { return sql_number(v); }
 
-int64_t as_int(const Value& v, int64_t dflt = 0) {
+int64_t as_int(const SqlValue& v, int64_t dflt = 0) {
   if (auto* i = std::get_if<int64_t>(&v)) return *i;
   if (auto* d = std::get_if<double>(&v)) return static_cast<int64_t>(*d);
   return dflt;
@@ -205,7 +200,7 @@ const std::vector<Axis>& y_axes() {
   static const std::vector<Axis> a{
       {"top1_agreement", "top-1 agreement with the reference", "", true, 1},
       {"task_accuracy", "task accuracy", "", true, 1},
-      {"task_accuracy_delta", "task accuracy delta vs f32", "", true, 1},
+      {"accuracy_delta", "task accuracy delta vs the reference", "", true, 1},
       {"kl_mean", "KL divergence, mean", "nats", false, 1},
       {"kl_p99", "KL divergence, p99", "nats", false, 1},
       {"ppl_ratio", "perplexity ratio to the reference", "", false, 1},
@@ -359,7 +354,7 @@ std::map<std::string, std::string> scan_toml_scalars(const std::string& toml) {
 
 struct Db::Rows {
   std::vector<std::string> cols;
-  std::vector<std::vector<Value>> rows;
+  std::vector<std::vector<SqlValue>> rows;
   int col(const std::string& name) const {
     for (size_t i = 0; i < cols.size(); ++i)
       if (cols[i] == name) return static_cast<int>(i);
@@ -451,14 +446,14 @@ Db::~Db() { sqlite3_close(db_); }
 int64_t Db::data_version() { return as_int(select("PRAGMA data_version").rows.at(0).at(0)); }
 
 namespace {
-RunInfo run_from(const std::vector<std::string>& cols, const std::vector<Value>& row) {
+RunInfo run_from(const std::vector<std::string>& cols, const std::vector<SqlValue>& row) {
   RunInfo r;
-  auto get = [&](const char* name) -> const Value* {
+  auto get = [&](const char* name) -> const SqlValue* {
     for (size_t i = 0; i < cols.size(); ++i)
       if (cols[i] == name) return &row[i];
     return nullptr;
   };
-  auto text = [&](const char* name) { const Value* v = get(name); return v ? as_text(*v) : std::string(); };
+  auto text = [&](const char* name) { const SqlValue* v = get(name); return v ? as_text(*v) : std::string(); };
   r.run_id = get("run_id") ? as_int(*get("run_id")) : 0;
   r.status = text("status");
   r.started_utc = text("started_utc");
@@ -539,48 +534,73 @@ std::string Db::scenario_toml(int64_t run_id) {
   return rs.rows.empty() ? std::string() : as_text(rs.rows[0][0]);
 }
 
+namespace {
+// A typed JSON column of the run, or nullopt when the column is absent (older schema) or NULL.
+std::optional<nlohmann::json> run_json(const std::vector<std::string>& cols, const std::vector<SqlValue>& row,
+                                       const char* name) {
+  for (size_t i = 0; i < cols.size(); ++i)
+    if (cols[i] == name) {
+      const auto* t = std::get_if<std::string>(&row[i]);
+      if (!t) return std::nullopt;
+      try {
+        return nlohmann::json::parse(*t);
+      } catch (const nlohmann::json::exception& e) {
+        throw DbError(str("runs.", name, " is not JSON: ", e.what()));
+      }
+    }
+  return std::nullopt;
+}
+}  // namespace
+
 std::vector<Slo> Db::slos(int64_t run_id) {
+  Rows rs = select("SELECT * FROM runs WHERE run_id = ?", {std::to_string(run_id)});
+  if (rs.rows.empty()) throw DbError(str("no run ", run_id, " in ", path_));
+  if (auto j = run_json(rs.cols, rs.rows[0], "slos_json")) {
+    try {
+      return slos_from_json(*j);
+    } catch (const Error& e) {
+      throw DbError(str(path_, ": run ", run_id, ": ", e.what()));
+    }
+  }
+  // Runs written before schema 4: the stored scenario's [slo] keys, same grammar as the parser.
   std::vector<Slo> out;
   for (const auto& [k, v] : scan_toml_scalars(scenario_toml(run_id))) {
     if (k.rfind("slo.", 0) != 0) continue;
-    Slo s;
-    s.key = k.substr(4);
-    // [metric_](pNN|max)_ms
-    std::string rest = s.key;
-    if (rest.size() < 4 || rest.substr(rest.size() - 3) != "_ms") continue;
-    rest = rest.substr(0, rest.size() - 3);
-    const size_t us = rest.rfind('_');
-    s.metric = us == std::string::npos ? "latency" : rest.substr(0, us);
-    const std::string pct = us == std::string::npos ? rest : rest.substr(us + 1);
-    if (pct != "max" && (pct.size() < 2 || pct[0] != 'p')) continue;
-    s.column = s.metric + "_" + pct + "_ms";
+    auto s = parse_slo_key(k.substr(4));
+    if (!s) continue;
     char* end = nullptr;
-    s.limit_ms = std::strtod(v.c_str(), &end);
-    if (end == v.c_str()) continue;
-    out.push_back(s);
+    s->limit_ms = std::strtod(v.c_str(), &end);
+    if (end != v.c_str()) out.push_back(*s);
+  }
+  return out;
+}
+
+std::vector<QualityFloor> Db::floors(int64_t run_id) {
+  Rows rs = select("SELECT * FROM runs WHERE run_id = ?", {std::to_string(run_id)});
+  if (rs.rows.empty()) throw DbError(str("no run ", run_id, " in ", path_));
+  if (auto j = run_json(rs.cols, rs.rows[0], "floors_json")) {
+    try {
+      return floors_from_json(*j);
+    } catch (const Error& e) {
+      throw DbError(str(path_, ": run ", run_id, ": ", e.what()));
+    }
+  }
+  // Runs written before schema 4: the stored scenario's [accuracy] floor keys.
+  std::vector<QualityFloor> out;
+  const auto scalars = scan_toml_scalars(scenario_toml(run_id));
+  for (const FloorKind& k : quality_floor_kinds()) {
+    auto it = scalars.find(std::string("accuracy.") + k.key);
+    if (it == scalars.end()) continue;
+    char* end = nullptr;
+    const double v = std::strtod(it->second.c_str(), &end);
+    if (end != it->second.c_str()) out.push_back(QualityFloor::make(k.key, v));
   }
   return out;
 }
 
 std::optional<std::pair<std::string, double>> Db::scenario_floor(int64_t run_id, const std::string& y_key) {
-  static const std::map<std::string, std::vector<std::string>> keys{
-      {"top1_agreement", {"accuracy.min_top1_agreement"}},
-      {"kl_mean", {"accuracy.max_kl_mean"}},
-      {"kl_p99", {"accuracy.max_kl_p99"}},
-      {"ppl_ratio", {"accuracy.max_ppl_ratio"}},
-      {"task_accuracy", {"accuracy.min_task_accuracy", "accuracy.min_accuracy"}},
-      {"task_accuracy_delta", {"accuracy.min_accuracy_delta"}},
-  };
-  auto it = keys.find(y_key);
-  if (it == keys.end()) return std::nullopt;
-  const auto scalars = scan_toml_scalars(scenario_toml(run_id));
-  for (const auto& k : it->second) {
-    auto s = scalars.find(k);
-    if (s == scalars.end()) continue;
-    char* end = nullptr;
-    const double v = std::strtod(s->second.c_str(), &end);
-    if (end != s->second.c_str()) return std::pair<std::string, double>{k.substr(k.find('.') + 1), v};
-  }
+  for (const QualityFloor& f : floors(run_id))
+    if (f.column == y_key) return std::pair<std::string, double>{f.key, f.bound};
   return std::nullopt;
 }
 
@@ -596,7 +616,7 @@ std::vector<Variant> Db::variants(const std::vector<int64_t>& run_ids) {
     Variant v;
     for (size_t i = 0; i < rs.cols.size(); ++i) {
       const std::string& c = rs.cols[i];
-      const Value& val = row[i];
+      const SqlValue& val = row[i];
       if (auto n = as_num(val)) v.num[c] = *n;
       else if (auto* s = std::get_if<std::string>(&val)) v.text[c] = *s;
     }
@@ -640,8 +660,9 @@ std::vector<Variant> representatives(const std::vector<Variant>& all) {
 }
 
 std::optional<double> axis_value(const Axis& a, const Variant& v, const std::vector<Variant>& reps) {
-  if (a.key == "task_accuracy_delta") {
-    if (auto d = v.get("task_accuracy_delta")) return d;
+  if (a.key == "accuracy_delta") {
+    if (auto d = v.get("accuracy_delta")) return d;
+    // Rows without the stored delta: against the run's f32 dense variant.
     auto acc = v.get("task_accuracy");
     if (!acc) return std::nullopt;
     for (const Variant& r : reps)  // the reference: the run's f32 dense variant with an accuracy

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engines/core/error.h"
+#include "harness/schema/slo.h"
 
 struct sqlite3;
 
@@ -88,7 +89,7 @@ struct Variant {
 // ---- axes and the Pareto frontier ---------------------------------------------------------
 
 struct Axis {
-  std::string key;    // a variants column, or a derived name (task_accuracy_delta)
+  std::string key;    // a variants column
   std::string label;  // "latency p95"
   std::string unit;   // "ms", "queries/s", "MiB", ""
   bool higher_is_better = false;
@@ -139,13 +140,6 @@ struct CdfSeries {
   std::string source;         // "requests" (every request) or "histogram"
   std::vector<Point> points;  // x: latency in ms (ascending), y: fraction of requests <= x
   int64_t count = 0;
-};
-
-struct Slo {
-  std::string key;     // "p95_ms", "ttft_p99_ms"
-  std::string metric;  // latency | ttft | tpot | queue | service
-  std::string column;  // the variants column it bounds: "latency_p95_ms"
-  double limit_ms = 0;
 };
 
 struct LoadCurve {
@@ -259,8 +253,13 @@ class Db {
   int64_t resolve_run(const std::string& ref);
   // Every non-empty column of the run, in schema order (key, value).
   std::vector<std::pair<std::string, std::string>> provenance(int64_t run_id);
+  // The SLOs and quality floors the run was judged by: the typed copies stored with the run
+  // (runs.slos_json / floors_json, schema 4), or for older runs the stored scenario's [slo] and
+  // [accuracy] keys read with the same definitions (harness/schema/slo.h).
   std::vector<Slo> slos(int64_t run_id);
-  // The scenario's quality floor for a y axis (min_top1_agreement, max_ppl_ratio, ...), if set.
+  std::vector<QualityFloor> floors(int64_t run_id);
+  // The run's quality floor on a y axis (its variants column), if the scenario set one:
+  // (scenario key, bound on the column), e.g. ("max_accuracy_drop", -0.01) for accuracy_delta.
   std::optional<std::pair<std::string, double>> scenario_floor(int64_t run_id, const std::string& y_key);
 
   std::vector<Variant> variants(const std::vector<int64_t>& run_ids);

@@ -123,12 +123,12 @@ Table slo_table(const ReportData& d) {
       std::vector<std::string> met, missed, none;
       for (const auto& p : d.tradeoff.points) {
         if (p.v.run_id != d.runs[r].run_id) continue;
-        const auto v = p.v.get(s.column);
+        const auto v = p.v.get(s.column());
         (!v ? none : *v <= s.limit_ms ? met : missed).push_back(p.v.short_name() + (v ? " (" + fmt_num(*v) + ")" : ""));
       }
       for (const auto& [v, why] : d.tradeoff.unplotted) {
         if (v.run_id != d.runs[r].run_id || v.status != "ok") continue;
-        const auto x = v.get(s.column);
+        const auto x = v.get(s.column());
         (!x ? none : *x <= s.limit_ms ? met : missed).push_back(v.short_name() + (x ? " (" + fmt_num(*x) + ")" : ""));
       }
       auto join = [](const std::vector<std::string>& v) {
@@ -381,16 +381,7 @@ details { margin: 6px 0; } pre { background: #f7f7f7; padding: 8px; font-size: 1
 
 std::string slo_verdict(const Variant& v, const std::vector<Slo>& slos) {
   if (slos.empty()) return "no SLO";
-  std::string missed;
-  bool any = false;
-  for (const Slo& s : slos) {
-    const auto x = v.get(s.column);
-    if (!x) continue;
-    any = true;
-    if (*x > s.limit_ms) missed += (missed.empty() ? "" : "; ") + s.key + " " + fmt_num(*x) + " > " + fmt_num(s.limit_ms);
-  }
-  if (!missed.empty()) return "missed: " + missed;
-  return any ? "met" : "not measured";
+  return judge_slos(slos, [&](const Slo& s) { return v.get(s.column()); }).summary();
 }
 
 ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const ReportOptions& opt) {

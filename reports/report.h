@@ -37,7 +37,7 @@ struct RankedVariant {
   Variant v;
   std::optional<double> x, y;
   std::string floor_verdict;  // "meets floor" | "below floor" | "no floor" | "not measured"
-  std::string slo_verdict;    // "met" | "missed: p95_ms 1200 > 1000" | "no SLO" | "not measured"
+  std::string slo_verdict;    // "met" | "missed: p95_ms 1200 > 1000" | "no SLO" | "not measured: ttft_p99_ms"
   bool on_frontier = false;
   std::string note;           // why it was not placed
 };
@@ -46,7 +46,8 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
 // Ranking: variants meeting both the floor and the SLOs first, then the others; within a group
 // frontier variants first, then by the x axis (best first). Unplaced variants last, rank 0.
 std::vector<RankedVariant> rank_variants(const ReportData& d);
-// "met" / "missed: ..." / "no SLO" / "not measured" for a variant against its run's SLOs.
+// "met" / "missed: ..." / "no SLO" / "not measured: KEYS" for a variant against its run's SLOs
+// (the harness's judgement, harness/schema/slo.h, on the stored columns).
 std::string slo_verdict(const Variant& v, const std::vector<Slo>& slos);
 
 std::string render_html(const ReportData& d);

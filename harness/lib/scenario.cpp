@@ -343,19 +343,6 @@ LengthDist read_length(Reader& r, const std::string& key, const LengthDist& def)
   return d;
 }
 
-// Parses an SLO key: [metric_]pNN_ms or [metric_]max_ms.
-std::optional<Slo> parse_slo_key(const std::string& key) {
-  static const std::regex re(R"(^(?:(latency|ttft|tpot|queue|service)_)?(p50|p90|p95|p99|p99_9|p999|max)_ms$)");
-  std::smatch m;
-  if (!std::regex_match(key, m, re)) return std::nullopt;
-  Slo s;
-  s.key = key;
-  s.metric = m[1].matched ? m[1].str() : "latency";
-  const std::string p = m[2].str();
-  s.percentile = p == "max" ? 100 : (p == "p99_9" || p == "p999") ? 99.9 : std::stod(p.substr(1));
-  return s;
-}
-
 void apply_override(toml::table& root, const std::string& ov) {
   const auto eq = ov.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -638,7 +625,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
       for (auto&& [k, v] : *t) {
         const std::string key(k.str());
         auto slo = parse_slo_key(key);
-        if (!slo) r.fail(v, key, "unknown SLO key (use [metric_]pNN_ms or [metric_]max_ms; metric: latency, ttft, tpot, queue, service; pNN: p50 p90 p95 p99 p999 max)");
+        if (!slo) r.fail(v, key, str("unknown SLO key (use ", slo_key_grammar(), ")"));
         slo->limit_ms = *r.num_opt(key, 0, 1e12);
         s.slos.push_back(*slo);
       }
@@ -765,6 +752,17 @@ Scenario parse_scenario_file(const std::string& path, const std::vector<std::str
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_scenario_text(ss.str(), path, overrides);
+}
+
+std::vector<QualityFloor> AccuracySpec::floors() const {
+  std::vector<QualityFloor> out;
+  const std::pair<const char*, const std::optional<double>*> set[] = {
+      {"min_top1_agreement", &min_top1_agreement}, {"max_kl_mean", &max_kl_mean},
+      {"max_kl_p99", &max_kl_p99},                 {"max_ppl_ratio", &max_ppl_ratio},
+      {"min_task_accuracy", &min_task_accuracy},   {"max_accuracy_drop", &max_accuracy_drop}};
+  for (const auto& [key, value] : set)
+    if (*value) out.push_back(QualityFloor::make(key, **value));
+  return out;
 }
 
 }  // namespace cibench

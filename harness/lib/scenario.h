@@ -11,6 +11,7 @@
 
 #include "engines/core/error.h"
 #include "harness/lib/schedule.h"
+#include "harness/schema/slo.h"
 
 namespace cibench {
 
@@ -32,15 +33,6 @@ struct SourcePos {
   std::string message(const std::string& what) const;
 };
 
-// An SLO is an upper bound on one percentile of one metric, e.g. p95_ms = 100 (latency),
-// ttft_p99_ms = 500, tpot_p95_ms = 50, queue_p99_ms = 20.
-struct Slo {
-  std::string key;     // as written: "ttft_p99_ms"
-  std::string metric;  // latency | ttft | tpot | queue | service
-  double percentile;   // 50, 90, 95, 99, 99.9 or 100 (max)
-  double limit_ms;
-};
-
 struct AccuracySpec {
   bool enabled = false;
   std::string eval_set;           // text file (path, or relative to the shared folder)
@@ -56,6 +48,8 @@ struct AccuracySpec {
   // paired bootstrap of the intervals.
   std::optional<double> max_accuracy_drop;  // reference accuracy - variant accuracy <= this
   std::optional<double> min_task_accuracy;
+  // Every floor set above, as the schema's typed floors (stored with the run for the readers).
+  std::vector<QualityFloor> floors() const;
   int bootstrap_resamples = 1000;
   uint64_t bootstrap_seed = 1;
 };

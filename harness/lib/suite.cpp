@@ -181,36 +181,21 @@ Fields distribution_fields(const Recorder& rec) {
   return f;
 }
 
-// SLO verdict: 1 all met, 0 one failed, NULL none defined or one unmeasured (and none failed).
+// SLO verdict (harness/schema/slo.h judge_slos): 1 all met, 0 one failed, NULL none defined or
+// one unmeasured (and none failed); the detail names every SLO's value.
 std::pair<SqlValue, std::string> check_slos(const Scenario& sc, const Recorder& rec) {
-  if (sc.slos.empty()) return {sql_null(), "no SLOs in the scenario"};
-  bool any_fail = false, any_unmeasured = false;
-  std::string report;
-  for (const Slo& s : sc.slos) {
+  const SloVerdict v = judge_slos(sc.slos, [&](const Slo& s) -> std::optional<double> {
     Metric m = Metric::latency;
     if (s.metric == "ttft") m = Metric::ttft;
     else if (s.metric == "tpot") m = Metric::tpot;
     else if (s.metric == "queue") m = Metric::queue;
     else if (s.metric == "service") m = Metric::service;
     const Distribution d = rec.distribution(m);
-    std::string line;
-    if (d.count == 0) {
-      any_unmeasured = true;
-      line = str(s.key, ": ", s.metric, " not measured (no data)");
-    } else {
-      const double v = static_cast<double>(d.at(s.percentile)) * 1e-6;
-      const bool ok = v <= s.limit_ms;
-      any_fail |= !ok;
-      std::ostringstream os;
-      os << std::setprecision(4) << s.key << ": " << s.metric << " p" << s.percentile << " = " << v
-         << " ms " << (ok ? "<=" : ">") << " " << s.limit_ms << " ms " << (ok ? "(met)" : "(BROKEN)");
-      line = os.str();
-    }
-    report += (report.empty() ? "" : "; ") + line;
-  }
-  if (any_fail) return {int64_t{0}, report};
-  if (any_unmeasured) return {sql_null(), report};
-  return {int64_t{1}, report};
+    if (d.count == 0) return std::nullopt;
+    return static_cast<double>(d.at(s.percentile)) * 1e-6;
+  });
+  if (!v.met) return {sql_null(), v.detail};
+  return {int64_t{*v.met ? 1 : 0}, v.detail};
 }
 
 std::string fmt_ms(const SqlValue& v) {
@@ -669,7 +654,10 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
              {"thp", readable(si.thp)},
              {"thp_reason", reason(si.thp)},
              {"pid", static_cast<int64_t>(getpid())},
-             {"warnings", warnings.empty() ? sql_null() : SqlValue(warnings)}};
+             {"warnings", warnings.empty() ? sql_null() : SqlValue(warnings)},
+             // The SLOs and quality floors in force, typed: what the reports and the GUI read.
+             {"slos_json", slos_to_json(sc.slos).dump()},
+             {"floors_json", floors_to_json(sc.accuracy.floors()).dump()}};
   SuiteResult res;
   {
     Store::Transaction t(st);

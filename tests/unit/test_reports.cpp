@@ -157,6 +157,174 @@ TEST(Reports, RunsListAndFilters) {
   EXPECT_EQ(find("governor"), "<absent>");  // NULL is not shown as an empty value
 }
 
+// The writer and the readers share one definition of SLOs and quality floors
+// (harness/schema/slo.h): a run stores the ones in force as typed JSON and the reports read them
+// back, every metric and percentile form and every floor kind, including the classifier's
+// max_accuracy_drop (a floor on the stored accuracy_delta column, whose stored value and bootstrap
+// interval the trade-off uses). The run's scenario TOML says something else on purpose: the
+// readers must not re-scan it when the typed columns are there.
+TEST(Reports, StoredSlosAndEveryFloorKindReadBackTyped) {
+  const std::string path = (fs::temp_directory_path() / ("cibench_schema_" + std::to_string(getpid()) + ".sqlite")).string();
+  fs::remove(path);
+  std::vector<Slo> slos;
+  for (const char* key : {"p50_ms", "latency_p90_ms", "ttft_p99_ms", "tpot_p95_ms", "queue_p999_ms",
+                          "service_p99_9_ms", "max_ms"}) {
+    auto slo = parse_slo_key(key);
+    ASSERT_TRUE(slo) << key;
+    slo->limit_ms = 10.0 + static_cast<double>(slos.size());
+    slos.push_back(*slo);
+  }
+  EXPECT_FALSE(parse_slo_key("p97_ms"));
+  EXPECT_FALSE(parse_slo_key("ttft_p95"));
+  std::vector<QualityFloor> floors;
+  double value = 0.01;
+  for (const FloorKind& k : quality_floor_kinds()) floors.push_back(QualityFloor::make(k.key, value += 0.01));
+  ASSERT_EQ(floors.size(), 6u);
+  EXPECT_THROW(QualityFloor::make("min_accuracy_delta", 0.1), Error);
+  int64_t run = 0;
+  {
+    Store st(path);
+    Fields f = test::fixture_run("typed", "[slo]\np95_ms = 1\n[accuracy]\nmin_top1_agreement = 0.5\n", "hostA",
+                           "2026-01-01T00:00:00Z", "server");
+    f.emplace_back("slos_json", slos_to_json(slos).dump());
+    f.emplace_back("floors_json", floors_to_json(floors).dump());
+    run = st.insert("runs", f);
+    // Two classifier variants: f32 (the reference) and int8 with a stored delta and interval.
+    for (int i = 0; i < 2; ++i)
+      st.insert("variants", {{"run_id", run}, {"variant_index", int64_t{i}}, {"step_index", int64_t{0}},
+                             {"label", std::string(i ? "int8 t1 w1" : "f32 t1 w1")}, {"status", std::string("ok")},
+                             {"format", std::string(i ? "int8" : "f32")}, {"sparsity", 0.0},
+                             {"threads", int64_t{1}}, {"workers", int64_t{1}}, {"latency_p95_ms", 5.0 + i},
+                             {"task_accuracy", i ? 0.80 : 0.813}, {"accuracy_delta", i ? -0.013 : 0.0},
+                             {"accuracy_delta_lo", i ? -0.02 : 0.0}, {"accuracy_delta_hi", i ? -0.005 : 0.0}});
+  }
+  Db db(path);
+  const auto got = db.slos(run);
+  ASSERT_EQ(got.size(), slos.size());
+  const std::vector<std::string> columns{"latency_p50_ms", "latency_p90_ms", "ttft_p99_ms", "tpot_p95_ms",
+                                         "queue_p999_ms", "service_p999_ms", "latency_max_ms"};
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].key, slos[i].key);
+    EXPECT_EQ(got[i].column(), columns[i]) << got[i].key;
+    EXPECT_EQ(got[i].limit_ms, slos[i].limit_ms);
+  }
+  // Every SLO column exists in the variants table the store creates.
+  {
+    Store st(path);
+    std::set<std::string> have;
+    for (const auto& row : st.query("PRAGMA table_info(variants)").rows) have.insert(std::get<std::string>(row[1]));
+    for (const auto& c : columns) EXPECT_TRUE(have.count(c)) << c;
+    for (const FloorKind& k : quality_floor_kinds()) EXPECT_TRUE(have.count(k.column)) << k.column;
+  }
+  const auto fl = db.floors(run);
+  ASSERT_EQ(fl.size(), floors.size());
+  for (size_t i = 0; i < fl.size(); ++i) {
+    EXPECT_EQ(fl[i].key, floors[i].key);
+    EXPECT_EQ(fl[i].column, floors[i].column);
+    EXPECT_DOUBLE_EQ(fl[i].bound, floors[i].bound);
+  }
+  const auto drop = db.scenario_floor(run, "accuracy_delta");
+  ASSERT_TRUE(drop);
+  EXPECT_EQ(drop->first, "max_accuracy_drop");
+  EXPECT_DOUBLE_EQ(drop->second, -0.07);  // the sixth floor: value 0.07, a drop of at most 0.07
+  EXPECT_DOUBLE_EQ(db.scenario_floor(run, "top1_agreement")->second, 0.02);  // not the TOML's 0.5
+  // The trade-off on the stored delta: the floor from the run, the delta as stored.
+  const Tradeoff t = db.tradeoff({run}, "latency_p95_ms", "accuracy_delta");
+  EXPECT_EQ(t.floor_source, "scenario: max_accuracy_drop");
+  ASSERT_EQ(t.points.size(), 2u);
+  for (const auto& pt : t.points) {
+    EXPECT_DOUBLE_EQ(pt.y, pt.v.format == "int8" ? -0.013 : 0.0);
+    EXPECT_TRUE(pt.meets_floor);
+  }
+  fs::remove(path);
+}
+
+// Runs stored before the typed columns: the stored scenario read with the same definitions,
+// including the forms the old readers missed (p99_9, the classifier's max_accuracy_drop).
+TEST(Reports, OlderRunsFallBackToTheStoredScenarioWithTheSameGrammar) {
+  const std::string path = (fs::temp_directory_path() / ("cibench_schema_old_" + std::to_string(getpid()) + ".sqlite")).string();
+  fs::remove(path);
+  int64_t run = 0;
+  {
+    Store st(path);
+    run = st.insert("runs", test::fixture_run("old", "[slo]\nqueue_p99_9_ms = 20\n\n[accuracy]\nmax_accuracy_drop = 0.02\n"
+                                               "min_task_accuracy = 0.7\n", "hostA", "2026-01-01T00:00:00Z", "server"));
+  }
+  Db db(path);
+  const auto slos = db.slos(run);
+  ASSERT_EQ(slos.size(), 1u);
+  EXPECT_EQ(slos[0].column(), "queue_p999_ms");
+  EXPECT_EQ(slos[0].limit_ms, 20);
+  EXPECT_DOUBLE_EQ(db.scenario_floor(run, "accuracy_delta")->second, -0.02);
+  EXPECT_DOUBLE_EQ(db.scenario_floor(run, "task_accuracy")->second, 0.7);
+  fs::remove(path);
+}
+
+// A store written by the previous release (schema 3: a quickstart run and a classifier run,
+// tests/fixtures/store-schema3.sqlite, made by `cibench run` at that release) opens and reads: as
+// is, read-only, and after the store has migrated it to the current schema, with the SLOs and
+// floors recovered from the stored scenarios and every earlier value unchanged.
+TEST(Reports, StoreFromTheLastReleaseOpensAndReadsBeforeAndAfterMigration) {
+  const fs::path fixture = fs::path(CIBENCH_SOURCE_DIR) / "tests/fixtures/store-schema3.sqlite";
+  ASSERT_TRUE(fs::exists(fixture)) << fixture;
+  const fs::path dir = fs::temp_directory_path() / ("cibench_v3_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string old_path = (dir / "as-is.sqlite").string(), migrated = (dir / "migrated.sqlite").string();
+  fs::copy_file(fixture, old_path, fs::copy_options::overwrite_existing);
+  fs::copy_file(fixture, migrated, fs::copy_options::overwrite_existing);
+
+  auto read_all = [](const std::string& path) {
+    Db db(path);
+    std::vector<std::string> out;
+    for (const RunInfo& r : db.runs()) {
+      out.push_back(r.scenario_name + " " + r.status);
+      for (const Slo& s : db.slos(r.run_id)) out.push_back(s.key + "=" + fmt_num(s.limit_ms) + " on " + s.column());
+      for (const QualityFloor& f : db.floors(r.run_id)) out.push_back(f.describe());
+      for (const Variant& v : db.variants({r.run_id})) {
+        std::string row = v.label + " " + v.status;
+        for (const auto& [c, x] : v.num)
+          if (c != "variant_id") row += " " + c + "=" + fmt_num(x, 8);
+        out.push_back(row);
+      }
+    }
+    return out;
+  };
+  {
+    Db db(old_path);
+    EXPECT_EQ(db.schema_version(), 3);
+    const auto runs = db.runs();
+    ASSERT_EQ(runs.size(), 2u);
+  }
+  const auto before = read_all(old_path);
+  {
+    Store st(migrated);  // applies migration 4
+    EXPECT_EQ(st.schema_version(), kSchemaVersion);
+  }
+  const auto after = read_all(migrated);
+  EXPECT_EQ(before, after);
+  // What the old runs were judged by, recovered with the schema's definitions.
+  Db db(migrated);
+  int64_t quick = 0, classifier = 0;
+  for (const RunInfo& r : db.runs()) (r.scenario_name == "quickstart" ? quick : classifier) = r.run_id;
+  ASSERT_GT(quick, 0);
+  ASSERT_GT(classifier, 0);
+  std::map<std::string, std::string> cols;
+  for (const Slo& s : db.slos(quick)) cols[s.key] = s.column();
+  EXPECT_EQ(cols.at("p95_ms"), "latency_p95_ms");
+  EXPECT_EQ(cols.at("ttft_p99_ms"), "ttft_p99_ms");
+  std::map<std::string, std::string> ccols;
+  for (const Slo& s : db.slos(classifier)) ccols[s.key] = s.column();
+  EXPECT_EQ(ccols.at("p99_9_ms"), "latency_p999_ms");  // the form the old scanner dropped
+  const auto drop = db.scenario_floor(classifier, "accuracy_delta");
+  ASSERT_TRUE(drop);
+  EXPECT_EQ(drop->first, "max_accuracy_drop");
+  EXPECT_DOUBLE_EQ(drop->second, -0.01);
+  const Tradeoff t = db.tradeoff({classifier}, "latency_p95_ms", "accuracy_delta");
+  EXPECT_EQ(t.floor_source, "scenario: max_accuracy_drop");
+  EXPECT_FALSE(t.points.empty());
+  fs::remove_all(dir);
+}
+
 TEST(Reports, TomlScalarsSlosAndFloor) {
   const auto m = scan_toml_scalars("[a]\nx = 1.5 # c\ns = \"q\"\narr = [\n 1,\n 2\n]\n[b]\ny = 'z'\n");
   EXPECT_EQ(m.at("a.x"), "1.5");
@@ -169,10 +337,10 @@ TEST(Reports, TomlScalarsSlosAndFloor) {
   ASSERT_EQ(slos.size(), 2u);
   std::map<std::string, Slo> by;
   for (const auto& s : slos) by[s.key] = s;
-  EXPECT_EQ(by.at("p95_ms").column, "latency_p95_ms");
+  EXPECT_EQ(by.at("p95_ms").column(), "latency_p95_ms");
   EXPECT_EQ(by.at("p95_ms").limit_ms, 100);
   EXPECT_EQ(by.at("ttft_p99_ms").metric, "ttft");
-  EXPECT_EQ(by.at("ttft_p99_ms").column, "ttft_p99_ms");
+  EXPECT_EQ(by.at("ttft_p99_ms").column(), "ttft_p99_ms");
   EXPECT_EQ(db.scenario_floor(fx.run_formats, "top1_agreement")->second, 0.95);
   EXPECT_EQ(db.scenario_floor(fx.run_formats, "ppl_ratio")->second, 1.05);
   EXPECT_FALSE(db.scenario_floor(fx.run_formats, "kl_mean"));
