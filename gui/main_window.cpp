@@ -175,10 +175,12 @@ bool MainWindow::openDatabase(const QString& path) {
   fillRuns();
   if (db_ && runs_->rowCount() > 0 && runs_->selectedItems().isEmpty()) runs_->selectRow(0);
   runsSelectionChanged();
-  if (db_) statusBar()->showMessage(QString("%1 runs; schema version %2").arg(runs_->rowCount()).arg(db_->schema_version()));
+  const int n = runs_->rowCount();
+  const QString runs_text = QString("%1 run%2").arg(n).arg(n == 1 ? "" : "s");
+  if (db_) statusBar()->showMessage(QString("%1; schema version %2").arg(runs_text).arg(db_->schema_version()));
   // The title names the database and what it holds, so a window list (or a test) tells which is open.
   const QString file = QFileInfo(path).fileName();
-  setWindowTitle(db_ ? QString("cibench-gui - %1 (%2 runs)").arg(file).arg(runs_->rowCount())
+  setWindowTitle(db_ ? QString("cibench-gui - %1 (%2)").arg(file, runs_text)
                      : QString("cibench-gui - %1 (not opened)").arg(file));
   return db_ != nullptr;
 }

@@ -48,7 +48,7 @@ xvfb-run -a -s "-screen 0 1600x1000x24" bash "$tmp/inner.sh" "$gui" "$tmp/dash.s
 }
 title=$(cat "$tmp/title.txt")
 echo "window: $title; $(tr '\n' ' ' <"$tmp/geometry.txt")"
-want="cibench-gui - dash.sqlite ($runs runs)"
+if [ "$runs" = 1 ]; then want="cibench-gui - dash.sqlite (1 run)"; else want="cibench-gui - dash.sqlite ($runs runs)"; fi
 if [ "$title" != "$want" ]; then
   echo "expected the title '$want', got '$title'" >&2
   exit 1
