@@ -7,29 +7,21 @@
 #include <iostream>
 #include <sstream>
 
-#include "engines/core/cpu.h"
 #include "engines/core/error.h"
-#include "engines/quant/calibration.h"
 #include "harness/lib/accuracy.h"
 #include "harness/lib/build_info.h"
+#include "harness/lib/family.h"
 #include "harness/lib/load.h"
-#include "harness/lib/sut_bert.h"
-#include "harness/lib/sut_llama.h"
 #include "harness/lib/sysinfo.h"
+#include "harness/lib/traffic.h"
 
 namespace cibench {
 namespace {
 
 // What the scenario needs, opened once per run before any row is written.
 struct Prepared {
-  std::unique_ptr<LlamaModels> models;  // null for test SUTs
-  std::unique_ptr<Tokenizer> tokenizer;
-  std::shared_ptr<const PromptSource> prompts;
-  int64_t n_samples = 1;
-  std::unique_ptr<AccuracyReference> accuracy;  // built lazily at the first variant
-  std::string accuracy_error;
-  std::unique_ptr<ClassifierBench> classifier;  // BERT/DistilBERT models
-  std::shared_ptr<const Traffic> traffic;       // workload.sampling (null: uniform by choose_query)
+  std::unique_ptr<ModelFamily> family;
+  std::shared_ptr<const Traffic> traffic;  // workload.sampling (null: uniform by choose_query)
 };
 
 // workload.sampling over the prepared samples.
@@ -43,120 +35,10 @@ std::shared_ptr<const Traffic> make_traffic(const Scenario& sc, int64_t n) {
   return nullptr;
 }
 
-// A quantised model file fixes the format, the recipe and the pruning of its weights.
-void prepare_recipes(const Scenario& sc, Prepared& p) {
-  const QuantizedModelFile* q = p.models->quantized();
-  if (!q) return;
-  for (const auto& f : sc.formats)
-    if (f != q->meta.format && f != sc.accuracy.reference_format)
-      throw ScenarioError(sc.pos("matrix.format").message(
-          str("format ", f, ": ", q->path, " holds ", q->meta.format, " weights (", q->meta.recipe_spec, ")")));
-  for (const auto& r : sc.recipes)
-    if (!r.empty())
-      throw ScenarioError(sc.pos("matrix.recipe").message(
-          str(q->path, " is already quantised (", q->meta.recipe_spec, "): remove matrix.recipe")));
-  for (double s : sc.sparsities)
-    if (s != 0)
-      throw ScenarioError(sc.pos("matrix.sparsity").message(
-          str(q->path, " is already quantised (sparsity ", q->meta.sparsity, " recorded): remove matrix.sparsity")));
-  if (sc.calibration.enabled)
-    throw ScenarioError(sc.pos("calibration.slice").message(
-        str(q->path, " records its own calibration (", q->meta.calib_slice, "): remove [calibration]")));
-}
-
-// Calibration windows for the recipes, checked disjoint from the accuracy eval text.
-void prepare_calibration(const Scenario& sc, Prepared& p) {
-  if (!sc.calibration.enabled) return;
-  const SourcePos pos = sc.pos("calibration.slice");
-  if (!p.tokenizer) throw ScenarioError(pos.message("calibration needs a tokenizer: set model.tokenizer"));
-  try {
-    const LoadedSlice cs = load_slice(TextSlice::parse(sc.calibration.slice));
-    if (sc.accuracy.enabled && !sc.accuracy.eval_set.empty())
-      check_disjoint(cs, load_slice(TextSlice::parse(sc.accuracy.eval_set)));
-    bool hessians = false;
-    for (const auto& r : sc.recipes) hessians |= r.rfind("gptq", 0) == 0;
-    p.models->set_calibration(std::make_shared<const CalibrationSet>(make_calibration(
-                                  cs, *p.tokenizer, sc.calibration.samples, sc.calibration.seq_len,
-                                  sc.calibration.seed)),
-                              hessians, 1);
-  } catch (const ScenarioError&) {
-    throw;
-  } catch (const Error& e) {
-    throw ScenarioError(pos.message(e.what()));
-  }
-}
-
-Prepared prepare_model(const Scenario& sc);
-
 Prepared prepare(const Scenario& sc) {
-  Prepared p = prepare_model(sc);
-  p.traffic = make_traffic(sc, p.n_samples);
-  if (!p.classifier) {  // keys only a classifier SUT implements
-    for (const auto& shape : sc.shapes)
-      if (shape != "dynamic")
-        throw ScenarioError(sc.pos("matrix.shapes").message("padded shapes are implemented for BERT/DistilBERT classifiers"));
-    for (int64_t c : sc.caches)
-      if (c != 0) throw ScenarioError(sc.pos("matrix.cache").message("the result cache is implemented for BERT/DistilBERT classifiers"));
-  }
-  return p;
-}
-
-Prepared prepare_model(const Scenario& sc) {
   Prepared p;
-  for (size_t i = 0; i < sc.kv_modes.size(); ++i) {
-    try {
-      parse_kv_mode(sc.kv_modes[i]);
-    } catch (const Error& e) {
-      throw ScenarioError(sc.pos("matrix.kv_mode").message(e.what()));
-    }
-  }
-  if (sc.is_test_sut()) {
-    try {
-      make_test_sut(sc.model);
-    } catch (const Error& e) {
-      throw ScenarioError(sc.model_pos.message(e.what()));
-    }
-    p.n_samples = sc.synthetic_samples;
-    return p;
-  }
-  if (is_bert_spec(sc.model)) {
-    p.classifier = std::make_unique<ClassifierBench>(sc);
-    p.n_samples = p.classifier->inputs()->size();
-    return p;
-  }
-  try {
-    p.models = std::make_unique<LlamaModels>(sc.model, sc.source_model);
-  } catch (const Error& e) {
-    throw ScenarioError(sc.model_pos.message(e.what()));
-  }
-  prepare_recipes(sc, p);
-  std::string tok_path = sc.tokenizer;
-  if (tok_path.empty() && sc.model.size() > 5 && sc.model.substr(sc.model.size() - 5) == ".gguf") tok_path = sc.model;
-  const int vocab = p.models->source().config.vocab_size;
-  if (!tok_path.empty()) {
-    try {
-      p.tokenizer = open_tokenizer(tok_path, vocab);
-    } catch (const Error& e) {
-      throw ScenarioError(sc.pos("model.tokenizer").message(e.what()));
-    }
-  }
-  if (sc.workload_source == "eval") {
-    if (!p.tokenizer)
-      throw ScenarioError(sc.pos("workload.source").message(
-          "an eval-set workload needs a tokenizer: set model.tokenizer"));
-    p.prompts = std::make_shared<const PromptSource>(PromptSource::eval_text(sc.eval_set, *p.tokenizer));
-  } else {
-    p.prompts = std::make_shared<const PromptSource>(PromptSource::synthetic(vocab, sc.seed_samples, sc.synthetic_samples));
-  }
-  p.n_samples = p.prompts->size();
-  prepare_calibration(sc, p);
-  if (sc.accuracy.enabled && !sc.accuracy.eval_set.empty() && !p.tokenizer && !p.models->synthetic())
-    throw ScenarioError(sc.pos("accuracy.eval_set").message("scoring eval text needs a tokenizer: set model.tokenizer"));
-  try {
-    format_by_name(sc.accuracy.reference_format);
-  } catch (const Error& e) {
-    throw ScenarioError(sc.pos("accuracy.reference_format").message(e.what()));
-  }
+  p.family = open_model_family(sc);
+  p.traffic = make_traffic(sc, p.family->samples());
   return p;
 }
 
@@ -242,8 +124,8 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
                      double rate, Prepared& p, const SuiteOptions& o, Progress& prog) {
   const Pattern pattern = sc.pattern == Pattern::stepped ? Pattern::server : sc.pattern;
   const double offered = sc.pattern == Pattern::stepped ? rate : sc.target_qps;
-  const bool test = sc.is_test_sut();
-  std::string label = test ? str("t", v.threads, " w", v.workers) : v.label();
+  ModelFamily& family = *p.family;
+  std::string label = family.label(v);
   if (sc.pattern == Pattern::stepped) label += str(" @", rate, " qps");
   Fields cfg{{"run_id", run_id},
              {"variant_index", int64_t{v.index}},
@@ -251,34 +133,17 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
              {"label", label},
              {"status", std::string("running")},
              {"started_utc", utc_now_iso()},
-             {"format", test ? sql_null() : SqlValue(v.format)},
-             {"sparsity", test ? sql_null() : SqlValue(v.sparsity)},
              {"threads", int64_t{v.threads}},
              {"workers", int64_t{v.workers}},
-             {"kv_mode", test ? sql_null() : SqlValue(v.kv_mode)},
              {"isa_requested", v.isa},
              {"pattern", std::string(pattern_name(sc.pattern))},
              {"offered_qps", pattern == Pattern::server ? SqlValue(offered) : sql_null()},
              {"clients", sc.pattern == Pattern::closed_loop ? SqlValue(int64_t{sc.clients})
                          : sc.pattern == Pattern::single_stream ? SqlValue(int64_t{1}) : sql_null()},
-             {"counters_mode", sc.counters_enabled ? SqlValue(sc.counters_mode) : SqlValue(std::string("off"))}};
-  cfg.emplace_back("max_batch", int64_t{v.max_batch});
-  cfg.emplace_back("max_wait_ms", v.max_batch > 1 ? SqlValue(sc.classifier.max_wait_ms) : sql_null());
-  if (p.classifier) {
-    cfg.emplace_back("shape", v.shape);
-    cfg.emplace_back("pad_to", v.shape == "padded" ? SqlValue(int64_t{sc.classifier.pad_to}) : sql_null());
-    cfg.emplace_back("cache_enabled", int64_t{v.cache});
-    cfg.emplace_back("cache_limit_entries", v.cache && v.cache_entries > 0 ? SqlValue(v.cache_entries) : sql_null());
-    cfg.emplace_back("cache_limit_bytes", v.cache && v.cache_bytes > 0 ? SqlValue(v.cache_bytes) : sql_null());
-  }
-  if (!test && !p.classifier) {
-    const RecipeRecord rr = p.models->record(v.format, v.sparsity, v.recipe);
-    auto text_or_null = [](const std::string& x) { return x.empty() ? sql_null() : SqlValue(x); };
-    cfg.emplace_back("recipe", text_or_null(rr.recipe));
-    cfg.emplace_back("recipe_params", text_or_null(rr.params_json));
-    cfg.emplace_back("calibration", text_or_null(rr.calibration_json));
-    cfg.emplace_back("quantized_file", text_or_null(rr.quantized_file));
-  }
+             {"counters_mode", sc.counters_enabled ? SqlValue(sc.counters_mode) : SqlValue(std::string("off"))},
+             {"max_batch", int64_t{v.max_batch}},
+             {"max_wait_ms", v.max_batch > 1 ? SqlValue(sc.classifier.max_wait_ms) : sql_null()}};
+  family.describe(v, cfg);
   int64_t vid = 0;
   {
     Store::Transaction t(st);
@@ -288,26 +153,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
   StepOutcome out;
   out.variant_id = vid;
   try {
-    std::unique_ptr<SystemUnderTest> sut;
-    std::shared_ptr<const LlamaModel> model;
-    SessionOptions so;
-    if (test) {
-      sut = make_test_sut(sc.model);
-    } else if (p.classifier) {
-      sut = std::make_unique<BertSut>(p.classifier->model(v.format, v.sparsity), p.classifier->inputs(),
-                                      p.classifier->sut_options(v));
-    } else {
-      model = p.models->get(v.format, v.sparsity, v.recipe);
-      so.threads = v.threads;
-      so.pin_threads = v.pin_threads;
-      so.kv_mode = parse_kv_mode(v.kv_mode);
-      if (v.isa != "auto") {
-        const Isa isa = parse_isa(v.isa);
-        if (!isa_supported(isa)) throw Error(str("isa '", v.isa, "' cannot run here: ", isa_unavailable_reason(isa)));
-        so.isa = static_cast<int>(isa);
-      }
-      sut = std::make_unique<LlamaSut>(model, so, v.workers, p.prompts);
-    }
+    std::unique_ptr<SystemUnderTest> sut = family.make_sut(v);
     const bool rss_reset = reset_peak_rss();
     LoadSettings ls;
     ls.pattern = pattern;
@@ -321,7 +167,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     ls.exact_cap = sc.exact_sample_cap;
     ls.seed_arrivals = sc.seed_arrivals;
     ls.choice = ChoiceSeeds{sc.seed_samples, sc.seed_lengths};
-    ls.n_samples = p.n_samples;
+    ls.n_samples = family.samples();
     ls.prompt = sc.prompt_tokens;
     ls.gen = sc.gen_tokens;
     ls.progress = [&](double e, int64_t d, int64_t x) { prog.bar(e, d, x); };
@@ -342,8 +188,10 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     if (!lr.error.empty()) throw Error(lr.error);
     const std::optional<int64_t> rss = peak_rss_bytes();
     const SutInfo info = sut->info();
-    std::optional<CacheStats> cache;  // of the timed run (before the profiling pass)
-    if (auto* bs = dynamic_cast<BertSut*>(sut.get())) cache = bs->cache_stats();
+    // What only this family measures of its SUT in the timed run (before the profiling pass).
+    Fields family_fields;
+    std::vector<std::string> family_lines;
+    family.measured(*sut, family_fields, family_lines);
 
     // Profiling pass (counters perturb timing when read at phase boundaries): separate, after.
     int64_t counter_queries = lr.recorder->count();
@@ -364,51 +212,10 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
       counter_queries = pr.recorder->count();
     }
 
-    // Accuracy (once per build: step 0).
-    std::optional<AccuracyResult> acc;
-    const ClassifierAccuracy* cacc = nullptr;
-    std::string acc_unavailable;
-    if (!sc.accuracy.enabled) acc_unavailable = "accuracy not requested ([accuracy] absent or enabled = false)";
-    else if (test) acc_unavailable = "test SUT: no model to score";
-    else if (p.classifier) {
-      if (step == 0) cacc = &p.classifier->accuracy(v.format, v.sparsity, v.threads);
-      else acc_unavailable = "stored with step 0 of this variant";
-    } else if (step == 0) {
-      if (!p.accuracy && p.accuracy_error.empty()) {
-        try {
-          prog.line(str("  accuracy reference: ", sc.accuracy.reference_format, " build"));
-          auto ref = p.models->get(sc.accuracy.reference_format, 0.0);
-          SessionOptions ro;
-          ro.threads = v.threads;
-          std::vector<int> toks;
-          std::string kind, set;
-          if (p.models->synthetic() || sc.accuracy.eval_set.empty() || !p.tokenizer) {
-            toks = AccuracyReference::synthetic_tokens(ref->config.vocab_size, sc.seed_samples, sc.accuracy.max_tokens);
-            kind = p.models->synthetic() ? "fidelity on random weights" : "fidelity on random tokens";
-            set = str("synthetic tokens (seed ", sc.seed_samples, ")");
-          } else {
-            const TextSlice es = TextSlice::parse(sc.accuracy.eval_set);
-            toks = es.path == sc.accuracy.eval_set
-                       ? AccuracyReference::eval_tokens(sc.accuracy.eval_set, *p.tokenizer, sc.accuracy.max_tokens)
-                       : slice_tokens(load_slice(es), *p.tokenizer, sc.accuracy.max_tokens);
-            kind = str(sc.accuracy.reference_format, " reference on eval text");
-            set = sc.accuracy.eval_set;
-          }
-          p.accuracy = std::make_unique<AccuracyReference>(*ref, ro, std::move(toks), sc.accuracy.window, kind, set);
-        } catch (const std::exception& e) {
-          p.accuracy_error = e.what();
-        }
-      }
-      if (p.accuracy) {
-        SessionOptions ao = so;
-        ao.threads = v.threads;
-        acc = p.accuracy->evaluate(*model, ao, sc.accuracy);
-      } else {
-        acc_unavailable = "accuracy reference failed: " + p.accuracy_error;
-      }
-    } else {
-      acc_unavailable = "stored with step 0 of this variant";
-    }
+    // Quality (once per build: step 0).
+    const VariantQuality quality = family.quality(v, step, [&](const std::string& n) { prog.line("  " + n); });
+    const std::optional<AccuracyResult>& acc = quality.lm;
+    const ClassifierAccuracy* cacc = quality.classifier;
 
     // Validity.
     const Recorder& rec = *lr.recorder;
@@ -434,8 +241,8 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     const double dur = lr.duration_s;
     int64_t prompt_tokens = 0;
     auto records = rec.records();
-    if (p.classifier)  // the sentence's token count ([CLS] and [SEP] included)
-      for (auto& r : records) r.prompt_tokens = static_cast<int32_t>(p.classifier->inputs()->ids[static_cast<size_t>(r.sample_index)].size());
+    for (auto& r : records)
+      if (auto n = family.prompt_tokens(r.sample_index)) r.prompt_tokens = *n;
     for (const auto& r : records) prompt_tokens += r.prompt_tokens;
     Fields f{{"status", std::string("ok")},
              {"finished_utc", utc_now_iso()},
@@ -468,20 +275,13 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
       if (p.traffic) {
         f.emplace_back("traffic", p.traffic->describe());
         f.emplace_back("expected_duplicate_rate", p.traffic->expected_duplicate_rate(rec.count()));
-      } else if (!test || p.n_samples > 0) {
-        f.emplace_back("traffic", str("uniform (seed ", sc.seed_samples, ") over ", p.n_samples, " samples"));
-        f.emplace_back("expected_duplicate_rate", Traffic::uniform(p.n_samples, sc.seed_samples).expected_duplicate_rate(rec.count()));
+      } else if (family.has_samples()) {
+        const int64_t n = family.samples();
+        f.emplace_back("traffic", str("uniform (seed ", sc.seed_samples, ") over ", n, " samples"));
+        f.emplace_back("expected_duplicate_rate", Traffic::uniform(n, sc.seed_samples).expected_duplicate_rate(rec.count()));
       }
     }
-    if (cache) {
-      f.emplace_back("cache_hits", cache->hits);
-      f.emplace_back("cache_misses", cache->misses);
-      f.emplace_back("cache_hit_rate", cache->hits + cache->misses ? SqlValue(cache->hit_rate()) : sql_null());
-      f.emplace_back("cache_evictions", cache->evictions);
-      f.emplace_back("cache_entries", cache->entries);
-      f.emplace_back("cache_bytes", cache->bytes);
-      f.emplace_back("cache_peak_bytes", cache->peak_bytes);
-    }
+    for (auto& x : family_fields) f.push_back(std::move(x));
     if (cacc) {
       f.emplace_back("acc_kind", cacc->kind);
       f.emplace_back("acc_eval_set", cacc->eval_set);
@@ -514,7 +314,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
       f.emplace_back("quality_verdict", acc->verdict);
       f.emplace_back("quality_reasons", acc->reasons);
     } else {
-      f.emplace_back("acc_unavailable_reason", acc_unavailable);
+      f.emplace_back("acc_unavailable_reason", quality.unavailable);
     }
 
     Store::Transaction t(st);
@@ -567,9 +367,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
                   rec.output_tokens() > 0 && dur > 0 ? str(static_cast<double>(rec.output_tokens()) / dur, " tok/s; ") : "",
                   why.empty() ? "valid" : "INVALID: " + reasons));
     prog.line("  SLO: " + slo_report);
-    if (cache)
-      prog.line(str("  cache: ", cache->hits, " hits, ", cache->misses, " misses (hit rate ", cache->hit_rate(), "), ",
-                    cache->entries, " entries, ", cache->bytes, " bytes"));
+    for (const auto& l : family_lines) prog.line("  " + l);
     if (cacc)
       prog.line(str("  accuracy (", cacc->kind, "): agreement ", cacc->agreement,
                     cacc->stats ? str(", accuracy ", cacc->stats->accuracy, " [", cacc->stats->accuracy_ci.lo, ", ",
@@ -622,12 +420,6 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
              {"seed_samples", static_cast<int64_t>(sc.seed_samples)},
              {"seed_lengths", static_cast<int64_t>(sc.seed_lengths)},
              {"model_spec", sc.model},
-             {"model_hash", p.models ? SqlValue(p.models->source().content_hash)
-                            : p.classifier ? SqlValue(p.classifier->source().content_hash) : sql_null()},
-             {"model_container", p.models ? SqlValue(p.models->source().container)
-                                 : p.classifier ? SqlValue(p.classifier->source().container) : SqlValue(std::string("test-sut"))},
-             {"model_params", p.models ? SqlValue(p.models->source().config.parameter_count())
-                              : p.classifier ? SqlValue(p.classifier->source().config.parameter_count()) : sql_null()},
              {"cibench_version", b.version},
              {"cibench_commit", b.commit},
              {"compiler", b.compiler},
@@ -658,6 +450,7 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
              // The SLOs and quality floors in force, typed: what the reports and the GUI read.
              {"slos_json", slos_to_json(sc.slos).dump()},
              {"floors_json", floors_to_json(sc.accuracy.floors()).dump()}};
+  for (auto& x : p.family->model_provenance()) run.push_back(std::move(x));
   SuiteResult res;
   {
     Store::Transaction t(st);
@@ -678,7 +471,7 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
       std::string knee_note;
       for (size_t k = 0; k < rates.size(); ++k) {
         prog.line(str("variant ", v.index + 1, "/", variants.size(), ": ",
-                      sc.is_test_sut() ? str(sc.model, " t", v.threads, " w", v.workers) : v.label(),
+                      sc.is_test_sut() ? str(sc.model, " ", p.family->label(v)) : p.family->label(v),
                       sc.pattern == Pattern::stepped ? str(" @ ", rates[k], " qps") : std::string()));
         const StepOutcome so = run_step(st, res.run_id, sc, v, static_cast<int>(k), rates[k], p, o, prog);
         res.variant_ids.push_back(so.variant_id);

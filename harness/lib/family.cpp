@@ -1,0 +1,303 @@
+// The three model families: Llama-family decoders, BERT/DistilBERT classifiers, test SUTs.
+#include "harness/lib/family.h"
+
+#include "engines/core/cpu.h"
+#include "engines/core/error.h"
+#include "engines/quant/calibration.h"
+#include "harness/lib/sut_llama.h"
+
+namespace cibench {
+namespace {
+
+// Keys only a classifier implements, refused for the other families.
+void refuse_classifier_keys(const Scenario& sc) {
+  for (const auto& shape : sc.shapes)
+    if (shape != "dynamic")
+      throw ScenarioError(sc.pos("matrix.shapes").message("padded shapes are implemented for BERT/DistilBERT classifiers"));
+  for (int64_t c : sc.caches)
+    if (c != 0) throw ScenarioError(sc.pos("matrix.cache").message("the result cache is implemented for BERT/DistilBERT classifiers"));
+}
+
+void check_kv_modes(const Scenario& sc) {
+  for (const auto& m : sc.kv_modes) {
+    try {
+      parse_kv_mode(m);
+    } catch (const Error& e) {
+      throw ScenarioError(sc.pos("matrix.kv_mode").message(e.what()));
+    }
+  }
+}
+
+// ---- the harness's own SUTs (sut:null, sut:sleep:...) ------------------------------------------
+
+class TestFamily : public ModelFamily {
+ public:
+  explicit TestFamily(const Scenario& sc) : sc_(sc) {
+    check_kv_modes(sc);
+    refuse_classifier_keys(sc);
+    try {
+      make_test_sut(sc.model);
+    } catch (const Error& e) {
+      throw ScenarioError(sc.model_pos.message(e.what()));
+    }
+  }
+  Fields model_provenance() const override {
+    return {{"model_hash", sql_null()}, {"model_container", std::string("test-sut")}, {"model_params", sql_null()}};
+  }
+  int64_t samples() const override { return sc_.synthetic_samples; }
+  bool has_samples() const override { return sc_.synthetic_samples > 0; }
+  std::string label(const Variant& v) const override { return str("t", v.threads, " w", v.workers); }
+  void describe(const Variant&, Fields&) const override {}  // no format, sparsity or KV mode
+  std::unique_ptr<SystemUnderTest> make_sut(const Variant&) override { return make_test_sut(sc_.model); }
+  VariantQuality quality(const Variant&, int, const NoteFn&) override {
+    VariantQuality q;
+    q.unavailable = sc_.accuracy.enabled ? "test SUT: no model to score"
+                                         : "accuracy not requested ([accuracy] absent or enabled = false)";
+    return q;
+  }
+
+ private:
+  const Scenario& sc_;
+};
+
+// ---- BERT / DistilBERT classifiers -------------------------------------------------------------
+
+class BertFamily : public ModelFamily {
+ public:
+  explicit BertFamily(const Scenario& sc) : sc_(sc), bench_(sc) { check_kv_modes(sc); }
+  Fields model_provenance() const override {
+    return {{"model_hash", bench_.source().content_hash},
+            {"model_container", bench_.source().container},
+            {"model_params", bench_.source().config.parameter_count()}};
+  }
+  int64_t samples() const override { return static_cast<int64_t>(bench_.inputs()->size()); }
+  void describe(const Variant& v, Fields& cfg) const override {
+    cfg.emplace_back("format", v.format);
+    cfg.emplace_back("sparsity", v.sparsity);
+    cfg.emplace_back("kv_mode", v.kv_mode);
+    cfg.emplace_back("shape", v.shape);
+    cfg.emplace_back("pad_to", v.shape == "padded" ? SqlValue(int64_t{sc_.classifier.pad_to}) : sql_null());
+    cfg.emplace_back("cache_enabled", int64_t{v.cache});
+    cfg.emplace_back("cache_limit_entries", v.cache && v.cache_entries > 0 ? SqlValue(v.cache_entries) : sql_null());
+    cfg.emplace_back("cache_limit_bytes", v.cache && v.cache_bytes > 0 ? SqlValue(v.cache_bytes) : sql_null());
+  }
+  std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) override {
+    return std::make_unique<BertSut>(bench_.model(v.format, v.sparsity), bench_.inputs(), bench_.sut_options(v));
+  }
+  void measured(SystemUnderTest& sut, Fields& f, std::vector<std::string>& lines) override {
+    // The result cache's counts of the timed run (the SUT is a BertSut: make_sut made it).
+    const std::optional<CacheStats> cache = static_cast<BertSut&>(sut).cache_stats();
+    if (!cache) return;
+    f.emplace_back("cache_hits", cache->hits);
+    f.emplace_back("cache_misses", cache->misses);
+    f.emplace_back("cache_hit_rate", cache->hits + cache->misses ? SqlValue(cache->hit_rate()) : sql_null());
+    f.emplace_back("cache_evictions", cache->evictions);
+    f.emplace_back("cache_entries", cache->entries);
+    f.emplace_back("cache_bytes", cache->bytes);
+    f.emplace_back("cache_peak_bytes", cache->peak_bytes);
+    lines.push_back(str("cache: ", cache->hits, " hits, ", cache->misses, " misses (hit rate ", cache->hit_rate(), "), ",
+                        cache->entries, " entries, ", cache->bytes, " bytes"));
+  }
+  // The sentence's token count ([CLS] and [SEP] included).
+  std::optional<int32_t> prompt_tokens(int64_t sample) const override {
+    return static_cast<int32_t>(bench_.inputs()->ids[static_cast<size_t>(sample)].size());
+  }
+  VariantQuality quality(const Variant& v, int step, const NoteFn&) override {
+    VariantQuality q;
+    if (!sc_.accuracy.enabled) q.unavailable = "accuracy not requested ([accuracy] absent or enabled = false)";
+    else if (step > 0) q.unavailable = "stored with step 0 of this variant";
+    else q.classifier = &bench_.accuracy(v.format, v.sparsity, v.threads);
+    return q;
+  }
+
+ private:
+  const Scenario& sc_;
+  ClassifierBench bench_;
+};
+
+// ---- Llama-family decoders ---------------------------------------------------------------------
+
+class LlamaFamily : public ModelFamily {
+ public:
+  explicit LlamaFamily(const Scenario& sc) : sc_(sc) {
+    check_kv_modes(sc);
+    refuse_classifier_keys(sc);
+    try {
+      models_ = std::make_unique<LlamaModels>(sc.model, sc.source_model);
+    } catch (const Error& e) {
+      throw ScenarioError(sc.model_pos.message(e.what()));
+    }
+    check_quantized_file();
+    open_tokenizer_and_prompts();
+    prepare_calibration();
+    if (sc.accuracy.enabled && !sc.accuracy.eval_set.empty() && !tokenizer_ && !models_->synthetic())
+      throw ScenarioError(sc.pos("accuracy.eval_set").message("scoring eval text needs a tokenizer: set model.tokenizer"));
+    try {
+      format_by_name(sc.accuracy.reference_format);
+    } catch (const Error& e) {
+      throw ScenarioError(sc.pos("accuracy.reference_format").message(e.what()));
+    }
+  }
+
+  Fields model_provenance() const override {
+    return {{"model_hash", models_->source().content_hash},
+            {"model_container", models_->source().container},
+            {"model_params", models_->source().config.parameter_count()}};
+  }
+  int64_t samples() const override { return prompts_->size(); }
+  void describe(const Variant& v, Fields& cfg) const override {
+    cfg.emplace_back("format", v.format);
+    cfg.emplace_back("sparsity", v.sparsity);
+    cfg.emplace_back("kv_mode", v.kv_mode);
+    const RecipeRecord rr = models_->record(v.format, v.sparsity, v.recipe);
+    auto text_or_null = [](const std::string& x) { return x.empty() ? sql_null() : SqlValue(x); };
+    cfg.emplace_back("recipe", text_or_null(rr.recipe));
+    cfg.emplace_back("recipe_params", text_or_null(rr.params_json));
+    cfg.emplace_back("calibration", text_or_null(rr.calibration_json));
+    cfg.emplace_back("quantized_file", text_or_null(rr.quantized_file));
+  }
+  std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) override {
+    return std::make_unique<LlamaSut>(models_->get(v.format, v.sparsity, v.recipe), session_options(v), v.workers,
+                                      prompts_);
+  }
+  VariantQuality quality(const Variant& v, int step, const NoteFn& note) override {
+    VariantQuality q;
+    if (!sc_.accuracy.enabled) {
+      q.unavailable = "accuracy not requested ([accuracy] absent or enabled = false)";
+      return q;
+    }
+    if (step > 0) {
+      q.unavailable = "stored with step 0 of this variant";
+      return q;
+    }
+    if (!reference_ && reference_error_.empty()) build_reference(v, note);
+    if (!reference_) {
+      q.unavailable = "accuracy reference failed: " + reference_error_;
+      return q;
+    }
+    q.lm = reference_->evaluate(*models_->get(v.format, v.sparsity, v.recipe), session_options(v), sc_.accuracy);
+    return q;
+  }
+
+ private:
+  SessionOptions session_options(const Variant& v) const {
+    SessionOptions so;
+    so.threads = v.threads;
+    so.pin_threads = v.pin_threads;
+    so.kv_mode = parse_kv_mode(v.kv_mode);
+    if (v.isa != "auto") {
+      const Isa isa = parse_isa(v.isa);
+      if (!isa_supported(isa)) throw Error(str("isa '", v.isa, "' cannot run here: ", isa_unavailable_reason(isa)));
+      so.isa = static_cast<int>(isa);
+    }
+    return so;
+  }
+
+  // A quantised model file fixes the format, the recipe and the pruning of its weights.
+  void check_quantized_file() const {
+    const QuantizedModelFile* q = models_->quantized();
+    if (!q) return;
+    for (const auto& f : sc_.formats)
+      if (f != q->meta.format && f != sc_.accuracy.reference_format)
+        throw ScenarioError(sc_.pos("matrix.format").message(
+            str("format ", f, ": ", q->path, " holds ", q->meta.format, " weights (", q->meta.recipe_spec, ")")));
+    for (const auto& r : sc_.recipes)
+      if (!r.empty())
+        throw ScenarioError(sc_.pos("matrix.recipe").message(
+            str(q->path, " is already quantised (", q->meta.recipe_spec, "): remove matrix.recipe")));
+    for (double s : sc_.sparsities)
+      if (s != 0)
+        throw ScenarioError(sc_.pos("matrix.sparsity").message(
+            str(q->path, " is already quantised (sparsity ", q->meta.sparsity, " recorded): remove matrix.sparsity")));
+    if (sc_.calibration.enabled)
+      throw ScenarioError(sc_.pos("calibration.slice").message(
+          str(q->path, " records its own calibration (", q->meta.calib_slice, "): remove [calibration]")));
+  }
+
+  void open_tokenizer_and_prompts() {
+    std::string tok_path = sc_.tokenizer;
+    if (tok_path.empty() && sc_.model.size() > 5 && sc_.model.substr(sc_.model.size() - 5) == ".gguf") tok_path = sc_.model;
+    const int vocab = models_->source().config.vocab_size;
+    if (!tok_path.empty()) {
+      try {
+        tokenizer_ = open_tokenizer(tok_path, vocab);
+      } catch (const Error& e) {
+        throw ScenarioError(sc_.pos("model.tokenizer").message(e.what()));
+      }
+    }
+    if (sc_.workload_source == "eval") {
+      if (!tokenizer_)
+        throw ScenarioError(sc_.pos("workload.source").message("an eval-set workload needs a tokenizer: set model.tokenizer"));
+      prompts_ = std::make_shared<const PromptSource>(PromptSource::eval_text(sc_.eval_set, *tokenizer_));
+    } else {
+      prompts_ = std::make_shared<const PromptSource>(PromptSource::synthetic(vocab, sc_.seed_samples, sc_.synthetic_samples));
+    }
+  }
+
+  // Calibration windows for the recipes, checked disjoint from the accuracy eval text.
+  void prepare_calibration() {
+    if (!sc_.calibration.enabled) return;
+    const SourcePos pos = sc_.pos("calibration.slice");
+    if (!tokenizer_) throw ScenarioError(pos.message("calibration needs a tokenizer: set model.tokenizer"));
+    try {
+      const LoadedSlice cs = load_slice(TextSlice::parse(sc_.calibration.slice));
+      if (sc_.accuracy.enabled && !sc_.accuracy.eval_set.empty())
+        check_disjoint(cs, load_slice(TextSlice::parse(sc_.accuracy.eval_set)));
+      bool hessians = false;
+      for (const auto& r : sc_.recipes) hessians |= r.rfind("gptq", 0) == 0;
+      models_->set_calibration(std::make_shared<const CalibrationSet>(make_calibration(
+                                   cs, *tokenizer_, sc_.calibration.samples, sc_.calibration.seq_len,
+                                   sc_.calibration.seed)),
+                               hessians, 1);
+    } catch (const ScenarioError&) {
+      throw;
+    } catch (const Error& e) {
+      throw ScenarioError(pos.message(e.what()));
+    }
+  }
+
+  // The reference build scored on the eval text (or synthetic tokens), once per run, at the
+  // first variant scored.
+  void build_reference(const Variant& v, const NoteFn& note) {
+    try {
+      note(str("accuracy reference: ", sc_.accuracy.reference_format, " build"));
+      auto ref = models_->get(sc_.accuracy.reference_format, 0.0);
+      SessionOptions ro;
+      ro.threads = v.threads;
+      std::vector<int> toks;
+      std::string kind, set;
+      if (models_->synthetic() || sc_.accuracy.eval_set.empty() || !tokenizer_) {
+        toks = AccuracyReference::synthetic_tokens(ref->config.vocab_size, sc_.seed_samples, sc_.accuracy.max_tokens);
+        kind = models_->synthetic() ? "fidelity on random weights" : "fidelity on random tokens";
+        set = str("synthetic tokens (seed ", sc_.seed_samples, ")");
+      } else {
+        const TextSlice es = TextSlice::parse(sc_.accuracy.eval_set);
+        toks = es.path == sc_.accuracy.eval_set
+                   ? AccuracyReference::eval_tokens(sc_.accuracy.eval_set, *tokenizer_, sc_.accuracy.max_tokens)
+                   : slice_tokens(load_slice(es), *tokenizer_, sc_.accuracy.max_tokens);
+        kind = str(sc_.accuracy.reference_format, " reference on eval text");
+        set = sc_.accuracy.eval_set;
+      }
+      reference_ = std::make_unique<AccuracyReference>(*ref, ro, std::move(toks), sc_.accuracy.window, kind, set);
+    } catch (const std::exception& e) {
+      reference_error_ = e.what();
+    }
+  }
+
+  const Scenario& sc_;
+  std::unique_ptr<LlamaModels> models_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::shared_ptr<const PromptSource> prompts_;
+  std::unique_ptr<AccuracyReference> reference_;
+  std::string reference_error_;
+};
+
+}  // namespace
+
+std::unique_ptr<ModelFamily> open_model_family(const Scenario& sc) {
+  if (sc.is_test_sut()) return std::make_unique<TestFamily>(sc);
+  if (is_bert_spec(sc.model)) return std::make_unique<BertFamily>(sc);
+  return std::make_unique<LlamaFamily>(sc);
+}
+
+}  // namespace cibench
