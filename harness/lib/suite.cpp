@@ -14,6 +14,7 @@
 #include "harness/lib/load.h"
 #include "harness/lib/sysinfo.h"
 #include "harness/lib/traffic.h"
+#include "harness/lib/variant_result.h"
 
 namespace cibench {
 namespace {
@@ -42,27 +43,6 @@ Prepared prepare(const Scenario& sc) {
   return p;
 }
 
-SqlValue ms_or_null(const Distribution& d, int64_t ns) {
-  if (d.count == 0) return sql_null();
-  return static_cast<double>(ns) * 1e-6;
-}
-
-Fields distribution_fields(const Recorder& rec) {
-  Fields f;
-  for (Metric m : {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot}) {
-    const Distribution d = rec.distribution(m);
-    const std::string n = metric_name(m);
-    f.emplace_back(n + "_mean_ms", d.count ? SqlValue(d.mean_ns * 1e-6) : sql_null());
-    f.emplace_back(n + "_p50_ms", ms_or_null(d, d.p50_ns));
-    f.emplace_back(n + "_p90_ms", ms_or_null(d, d.p90_ns));
-    f.emplace_back(n + "_p95_ms", ms_or_null(d, d.p95_ns));
-    f.emplace_back(n + "_p99_ms", ms_or_null(d, d.p99_ns));
-    f.emplace_back(n + "_p999_ms", ms_or_null(d, d.p999_ns));
-    f.emplace_back(n + "_max_ms", ms_or_null(d, d.max_ns));
-  }
-  return f;
-}
-
 // SLO verdict (harness/schema/slo.h judge_slos): 1 all met, 0 one failed, NULL none defined or
 // one unmeasured (and none failed); the detail names every SLO's value.
 std::pair<SqlValue, std::string> check_slos(const Scenario& sc, const Recorder& rec) {
@@ -78,15 +58,6 @@ std::pair<SqlValue, std::string> check_slos(const Scenario& sc, const Recorder& 
   });
   if (!v.met) return {sql_null(), v.detail};
   return {int64_t{*v.met ? 1 : 0}, v.detail};
-}
-
-std::string fmt_ms(const SqlValue& v) {
-  if (auto* d = std::get_if<double>(&v)) {
-    std::ostringstream os;
-    os << std::fixed << std::setprecision(*d < 10 ? 2 : 1) << *d;
-    return os.str();
-  }
-  return "-";
 }
 
 class Progress {
@@ -214,111 +185,74 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
 
     // Quality (once per build: step 0).
     const VariantQuality quality = family.quality(v, step, [&](const std::string& n) { prog.line("  " + n); });
-    const std::optional<AccuracyResult>& acc = quality.lm;
-    const ClassifierAccuracy* cacc = quality.classifier;
 
-    // Validity.
+    // The typed result: the row and the console are both written from it.
     const Recorder& rec = *lr.recorder;
-    std::vector<std::string> why;
+    VariantResult r;
+    r.isa_used = info.isa_used;
+    r.pinning = info.pinning;
+    r.weight_bytes = info.weight_bytes;
+    r.kv_cache_bytes = info.kv_cache_bytes;
+    r.peak_rss_bytes = rss_reset ? rss : std::nullopt;
+    r.queries = rec.count();
+    r.failed_queries = rec.failed();
+    r.duration_s = lr.duration_s;
+    r.output_tokens = rec.output_tokens();
+    r.batches = lr.batches;
+    r.percentile_estimator = rec.all_kept() ? str("nearest-rank, exact (all ", rec.count(), " requests kept)")
+                                            : std::string("nearest-rank on a log-bucketed histogram (relative error <= 0.4%)");
+    for (Metric m : {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot})
+      r.metrics[static_cast<size_t>(m)] = MetricSummary::of(rec.distribution(m));
+    r.counters_queries = counters ? std::optional<int64_t>(counter_queries) : std::nullopt;
+    r.family_fields = std::move(family_fields);
+    r.family_lines = std::move(family_lines);
+    r.quality = quality;
+
+    // Validity: the run rules.
     if (rec.count() < sc.min_queries)
-      why.push_back(str("completed ", rec.count(), " queries < min_queries ", sc.min_queries));
+      r.invalid_reasons.push_back(str("completed ", rec.count(), " queries < min_queries ", sc.min_queries));
     if (lr.duration_s * 1e3 < static_cast<double>(sc.min_duration_ms))
-      why.push_back(str("ran ", lr.duration_s, " s < min_duration_ms ", sc.min_duration_ms,
-                        pattern == Pattern::offline ? ": raise min_queries so the run lasts longer" : ""));
+      r.invalid_reasons.push_back(str("ran ", lr.duration_s, " s < min_duration_ms ", sc.min_duration_ms,
+                                      pattern == Pattern::offline ? ": raise min_queries so the run lasts longer" : ""));
     if (lr.hit_max_duration) {
       if (pattern == Pattern::server || pattern == Pattern::offline)
-        why.push_back(str("stopped at max_duration_ms ", sc.max_duration_ms, " with ", rec.count(), " of ", lr.scheduled,
-                          " scheduled queries done: the system cannot keep up (lower the rate or raise max_duration_ms)"));
+        r.invalid_reasons.push_back(str("stopped at max_duration_ms ", sc.max_duration_ms, " with ", rec.count(), " of ",
+                                        lr.scheduled, " scheduled queries done: the system cannot keep up (lower the rate or raise max_duration_ms)"));
       else
-        why.push_back(str("stopped at max_duration_ms ", sc.max_duration_ms, " after ", rec.count(),
-                          " queries, before min_queries and min_duration_ms were both reached (raise max_duration_ms)"));
+        r.invalid_reasons.push_back(str("stopped at max_duration_ms ", sc.max_duration_ms, " after ", rec.count(),
+                                        " queries, before min_queries and min_duration_ms were both reached (raise max_duration_ms)"));
     }
-    std::string reasons;
-    for (const auto& w : why) reasons += (reasons.empty() ? "" : "; ") + w;
     auto [slo_met, slo_report] = check_slos(sc, rec);
     out.slo_met = slo_met;
+    if (auto* m = std::get_if<int64_t>(&slo_met)) r.slo_met = *m == 1;
+    r.slo_report = slo_report;
 
-    const double dur = lr.duration_s;
-    int64_t prompt_tokens = 0;
+    // Requests: prompt tokens (the family's count when the SUT reports none) and sampling.
     auto records = rec.records();
-    for (auto& r : records)
-      if (auto n = family.prompt_tokens(r.sample_index)) r.prompt_tokens = *n;
-    for (const auto& r : records) prompt_tokens += r.prompt_tokens;
-    Fields f{{"status", std::string("ok")},
-             {"finished_utc", utc_now_iso()},
-             {"isa_used", sql_opt(info.isa_used)},
-             {"pinning", info.pinning},
-             {"queries", rec.count()},
-             {"failed_queries", rec.failed()},
-             {"duration_s", dur},
-             {"achieved_qps", dur > 0 ? SqlValue(static_cast<double>(rec.count()) / dur) : sql_null()},
-             {"prompt_tokens", rec.all_kept() ? SqlValue(prompt_tokens) : sql_null()},
-             {"output_tokens", rec.output_tokens()},
-             {"tokens_per_s", dur > 0 && rec.output_tokens() > 0 ? SqlValue(static_cast<double>(rec.output_tokens()) / dur) : sql_null()},
-             {"percentile_estimator", rec.all_kept() ? str("nearest-rank, exact (all ", rec.count(), " requests kept)")
-                                                     : std::string("nearest-rank on a log-bucketed histogram (relative error <= 0.4%)")},
-             {"peak_rss_bytes", rss_reset ? sql_opt(rss) : sql_null()},
-             {"weight_bytes", sql_opt(info.weight_bytes)},
-             {"kv_cache_bytes", sql_opt(info.kv_cache_bytes)},
-             {"valid", int64_t{why.empty()}},
-             {"validity_reasons", why.empty() ? SqlValue(std::string("min_duration and min_queries met")) : SqlValue(reasons)},
-             {"slo_met", slo_met},
-             {"slo_report", slo_report},
-             {"counters_queries", counters ? SqlValue(counter_queries) : sql_null()}};
-    for (auto& x : distribution_fields(rec)) f.push_back(std::move(x));
-    f.emplace_back("batches", lr.batches);
+    for (auto& x : records)
+      if (auto n = family.prompt_tokens(x.sample_index)) x.prompt_tokens = *n;
+    if (rec.all_kept()) {
+      int64_t prompt_tokens = 0;
+      for (const auto& x : records) prompt_tokens += x.prompt_tokens;
+      r.prompt_tokens = prompt_tokens;
+    }
     {
       std::vector<int64_t> samples;
       samples.reserve(records.size());
-      for (const auto& r : records) samples.push_back(r.sample_index);
-      f.emplace_back("duplicate_rate", rec.all_kept() && !samples.empty() ? SqlValue(duplicate_rate(samples)) : sql_null());
+      for (const auto& x : records) samples.push_back(x.sample_index);
+      if (rec.all_kept() && !samples.empty()) r.duplicate_rate = duplicate_rate(samples);
       if (p.traffic) {
-        f.emplace_back("traffic", p.traffic->describe());
-        f.emplace_back("expected_duplicate_rate", p.traffic->expected_duplicate_rate(rec.count()));
+        r.traffic = p.traffic->describe();
+        r.expected_duplicate_rate = p.traffic->expected_duplicate_rate(rec.count());
       } else if (family.has_samples()) {
         const int64_t n = family.samples();
-        f.emplace_back("traffic", str("uniform (seed ", sc.seed_samples, ") over ", n, " samples"));
-        f.emplace_back("expected_duplicate_rate", Traffic::uniform(n, sc.seed_samples).expected_duplicate_rate(rec.count()));
+        r.traffic = str("uniform (seed ", sc.seed_samples, ") over ", n, " samples");
+        r.expected_duplicate_rate = Traffic::uniform(n, sc.seed_samples).expected_duplicate_rate(rec.count());
       }
-    }
-    for (auto& x : family_fields) f.push_back(std::move(x));
-    if (cacc) {
-      f.emplace_back("acc_kind", cacc->kind);
-      f.emplace_back("acc_eval_set", cacc->eval_set);
-      f.emplace_back("acc_tokens", cacc->examples);
-      f.emplace_back("top1_agreement", cacc->agreement);
-      if (cacc->stats) {
-        const ClassifierStats& cs = *cacc->stats;
-        f.emplace_back("task_accuracy", cs.accuracy);
-        f.emplace_back("task_accuracy_lo", cs.accuracy_ci.lo);
-        f.emplace_back("task_accuracy_hi", cs.accuracy_ci.hi);
-        f.emplace_back("macro_f1", cs.macro_f1);
-        f.emplace_back("ref_task_accuracy", sql_opt(cs.reference_accuracy));
-        f.emplace_back("accuracy_delta", sql_opt(cs.accuracy_delta));
-        f.emplace_back("accuracy_delta_lo", cs.delta_ci ? SqlValue(cs.delta_ci->lo) : sql_null());
-        f.emplace_back("accuracy_delta_hi", cs.delta_ci ? SqlValue(cs.delta_ci->hi) : sql_null());
-        f.emplace_back("bootstrap_resamples", int64_t{cs.resamples});
-      }
-      f.emplace_back("quality_verdict", cacc->verdict);
-      f.emplace_back("quality_reasons", cacc->reasons);
-    } else if (acc) {
-      f.emplace_back("acc_kind", acc->kind);
-      f.emplace_back("acc_eval_set", acc->eval_set);
-      f.emplace_back("acc_tokens", acc->tokens);
-      f.emplace_back("kl_mean", sql_opt(acc->kl_mean));
-      f.emplace_back("kl_p99", sql_opt(acc->kl_p99));
-      f.emplace_back("top1_agreement", sql_opt(acc->top1_agreement));
-      f.emplace_back("ppl", sql_opt(acc->ppl));
-      f.emplace_back("ppl_ref", sql_opt(acc->ppl_ref));
-      f.emplace_back("ppl_ratio", sql_opt(acc->ppl_ratio));
-      f.emplace_back("quality_verdict", acc->verdict);
-      f.emplace_back("quality_reasons", acc->reasons);
-    } else {
-      f.emplace_back("acc_unavailable_reason", quality.unavailable);
     }
 
     Store::Transaction t(st);
-    st.update("variants", "variant_id", vid, f);
+    st.update("variants", "variant_id", vid, r.fields());
     if (counters) {
       std::vector<std::vector<SqlValue>> rows;
       for (const auto& c : counters->rows())
@@ -330,12 +264,12 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
       std::vector<std::vector<SqlValue>> rows;
       rows.reserve(records.size());
       int64_t seq = 0;
-      for (const auto& r : records) {
-        rows.push_back({vid, seq++, r.index, int64_t{r.worker}, r.sample_index, int64_t{r.prompt_tokens},
-                        int64_t{r.output_tokens}, int64_t{r.ok}, r.scheduled_ns * 1e-6, r.queue_ns() * 1e-6,
-                        r.service_ns() * 1e-6, r.latency_ns() * 1e-6,
-                        r.ttft_ns() >= 0 ? SqlValue(r.ttft_ns() * 1e-6) : sql_null(),
-                        r.tpot_ns() >= 0 ? SqlValue(r.tpot_ns() * 1e-6) : sql_null()});
+      for (const auto& x : records) {
+        rows.push_back({vid, seq++, x.index, int64_t{x.worker}, x.sample_index, int64_t{x.prompt_tokens},
+                        int64_t{x.output_tokens}, int64_t{x.ok}, x.scheduled_ns * 1e-6, x.queue_ns() * 1e-6,
+                        x.service_ns() * 1e-6, x.latency_ns() * 1e-6,
+                        x.ttft_ns() >= 0 ? SqlValue(x.ttft_ns() * 1e-6) : sql_null(),
+                        x.tpot_ns() >= 0 ? SqlValue(x.tpot_ns() * 1e-6) : sql_null()});
       }
       st.insert_many("requests", {"variant_id", "seq", "query_index", "worker", "sample_index", "prompt_tokens",
                                   "output_tokens", "ok", "scheduled_ms", "queue_ms", "service_ms", "latency_ms",
@@ -355,30 +289,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
       st.insert_many("histograms", {"variant_id", "metric", "bucket_low_ns", "bucket_high_ns", "count"}, rows);
     }
     t.commit();
-    const Fields dist = distribution_fields(rec);
-    auto get = [&](const std::string& k) {
-      for (auto& [n, val] : dist)
-        if (n == k) return val;
-      return sql_null();
-    };
-    prog.line(str("  ", rec.count(), " queries in ", std::fixed, std::setprecision(2), dur, " s; latency p50 ",
-                  fmt_ms(get("latency_p50_ms")), " p95 ", fmt_ms(get("latency_p95_ms")), " p99 ", fmt_ms(get("latency_p99_ms")),
-                  " ms; ttft p95 ", fmt_ms(get("ttft_p95_ms")), " ms; tpot p95 ", fmt_ms(get("tpot_p95_ms")), " ms; ",
-                  rec.output_tokens() > 0 && dur > 0 ? str(static_cast<double>(rec.output_tokens()) / dur, " tok/s; ") : "",
-                  why.empty() ? "valid" : "INVALID: " + reasons));
-    prog.line("  SLO: " + slo_report);
-    for (const auto& l : family_lines) prog.line("  " + l);
-    if (cacc)
-      prog.line(str("  accuracy (", cacc->kind, "): agreement ", cacc->agreement,
-                    cacc->stats ? str(", accuracy ", cacc->stats->accuracy, " [", cacc->stats->accuracy_ci.lo, ", ",
-                                      cacc->stats->accuracy_ci.hi, "], delta ", *cacc->stats->accuracy_delta, " [",
-                                      cacc->stats->delta_ci->lo, ", ", cacc->stats->delta_ci->hi, "], macro F1 ",
-                                      cacc->stats->macro_f1)
-                                : std::string(),
-                    " -> ", cacc->verdict));
-    if (acc)
-      prog.line(str("  accuracy (", acc->kind, "): KL mean ", *acc->kl_mean, ", top-1 ", *acc->top1_agreement,
-                    acc->ppl_ratio ? str(", ppl ratio ", *acc->ppl_ratio) : "", " -> ", acc->verdict));
+    for (const auto& l : r.console_lines()) prog.line("  " + l);
   } catch (const std::exception& e) {
     out.failed = true;
     Store::Transaction t(st);

@@ -1,0 +1,150 @@
+#include "harness/lib/variant_result.h"
+
+#include <iomanip>
+#include <sstream>
+
+#include "engines/core/error.h"
+#include "harness/lib/sysinfo.h"
+
+namespace cibench {
+
+MetricSummary MetricSummary::of(const Distribution& d) {
+  MetricSummary s;
+  if (d.count == 0) return s;
+  auto ms = [](int64_t ns) { return static_cast<double>(ns) * 1e-6; };
+  s.mean_ms = d.mean_ns * 1e-6;
+  s.p50_ms = ms(d.p50_ns);
+  s.p90_ms = ms(d.p90_ns);
+  s.p95_ms = ms(d.p95_ns);
+  s.p99_ms = ms(d.p99_ns);
+  s.p999_ms = ms(d.p999_ns);
+  s.max_ms = ms(d.max_ns);
+  return s;
+}
+
+std::optional<double> VariantResult::achieved_qps() const {
+  if (duration_s <= 0) return std::nullopt;
+  return static_cast<double>(queries) / duration_s;
+}
+
+std::optional<double> VariantResult::tokens_per_s() const {
+  if (duration_s <= 0 || output_tokens <= 0) return std::nullopt;
+  return static_cast<double>(output_tokens) / duration_s;
+}
+
+Fields VariantResult::fields() const {
+  std::string reasons;
+  for (const auto& w : invalid_reasons) reasons += (reasons.empty() ? "" : "; ") + w;
+  Fields f{{"status", std::string("ok")},
+           {"finished_utc", utc_now_iso()},
+           {"isa_used", sql_opt(isa_used)},
+           {"pinning", pinning},
+           {"queries", queries},
+           {"failed_queries", failed_queries},
+           {"duration_s", duration_s},
+           {"achieved_qps", sql_opt(achieved_qps())},
+           {"prompt_tokens", sql_opt(prompt_tokens)},
+           {"output_tokens", output_tokens},
+           {"tokens_per_s", sql_opt(tokens_per_s())},
+           {"percentile_estimator", percentile_estimator},
+           {"peak_rss_bytes", sql_opt(peak_rss_bytes)},
+           {"weight_bytes", sql_opt(weight_bytes)},
+           {"kv_cache_bytes", sql_opt(kv_cache_bytes)},
+           {"valid", int64_t{valid()}},
+           {"validity_reasons", valid() ? std::string("min_duration and min_queries met") : reasons},
+           {"slo_met", slo_met ? SqlValue(int64_t{*slo_met ? 1 : 0}) : sql_null()},
+           {"slo_report", slo_report},
+           {"counters_queries", sql_opt(counters_queries)}};
+  for (Metric m : {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot}) {
+    const MetricSummary& s = metric(m);
+    const std::string n = metric_name(m);
+    f.emplace_back(n + "_mean_ms", sql_opt(s.mean_ms));
+    f.emplace_back(n + "_p50_ms", sql_opt(s.p50_ms));
+    f.emplace_back(n + "_p90_ms", sql_opt(s.p90_ms));
+    f.emplace_back(n + "_p95_ms", sql_opt(s.p95_ms));
+    f.emplace_back(n + "_p99_ms", sql_opt(s.p99_ms));
+    f.emplace_back(n + "_p999_ms", sql_opt(s.p999_ms));
+    f.emplace_back(n + "_max_ms", sql_opt(s.max_ms));
+  }
+  f.emplace_back("batches", batches);
+  f.emplace_back("duplicate_rate", sql_opt(duplicate_rate));
+  if (traffic) {
+    f.emplace_back("traffic", *traffic);
+    f.emplace_back("expected_duplicate_rate", sql_opt(expected_duplicate_rate));
+  }
+  for (const auto& x : family_fields) f.push_back(x);
+  if (const ClassifierAccuracy* c = quality.classifier) {
+    f.emplace_back("acc_kind", c->kind);
+    f.emplace_back("acc_eval_set", c->eval_set);
+    f.emplace_back("acc_tokens", c->examples);
+    f.emplace_back("top1_agreement", c->agreement);
+    if (c->stats) {
+      const ClassifierStats& cs = *c->stats;
+      f.emplace_back("task_accuracy", cs.accuracy);
+      f.emplace_back("task_accuracy_lo", cs.accuracy_ci.lo);
+      f.emplace_back("task_accuracy_hi", cs.accuracy_ci.hi);
+      f.emplace_back("macro_f1", cs.macro_f1);
+      f.emplace_back("ref_task_accuracy", sql_opt(cs.reference_accuracy));
+      f.emplace_back("accuracy_delta", sql_opt(cs.accuracy_delta));
+      f.emplace_back("accuracy_delta_lo", cs.delta_ci ? SqlValue(cs.delta_ci->lo) : sql_null());
+      f.emplace_back("accuracy_delta_hi", cs.delta_ci ? SqlValue(cs.delta_ci->hi) : sql_null());
+      f.emplace_back("bootstrap_resamples", int64_t{cs.resamples});
+    }
+    f.emplace_back("quality_verdict", c->verdict);
+    f.emplace_back("quality_reasons", c->reasons);
+  } else if (const auto& a = quality.lm) {
+    f.emplace_back("acc_kind", a->kind);
+    f.emplace_back("acc_eval_set", a->eval_set);
+    f.emplace_back("acc_tokens", a->tokens);
+    f.emplace_back("kl_mean", sql_opt(a->kl_mean));
+    f.emplace_back("kl_p99", sql_opt(a->kl_p99));
+    f.emplace_back("top1_agreement", sql_opt(a->top1_agreement));
+    f.emplace_back("ppl", sql_opt(a->ppl));
+    f.emplace_back("ppl_ref", sql_opt(a->ppl_ref));
+    f.emplace_back("ppl_ratio", sql_opt(a->ppl_ratio));
+    f.emplace_back("quality_verdict", a->verdict);
+    f.emplace_back("quality_reasons", a->reasons);
+  } else {
+    f.emplace_back("acc_unavailable_reason", quality.unavailable);
+  }
+  return f;
+}
+
+namespace {
+std::string ms(const std::optional<double>& v) {
+  if (!v) return "-";
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(*v < 10 ? 2 : 1) << *v;
+  return os.str();
+}
+}  // namespace
+
+std::vector<std::string> VariantResult::console_lines() const {
+  std::vector<std::string> out;
+  std::string reasons;
+  for (const auto& w : invalid_reasons) reasons += (reasons.empty() ? "" : "; ") + w;
+  const MetricSummary& lat = metric(Metric::latency);
+  std::ostringstream dur;
+  dur << std::fixed << std::setprecision(2) << duration_s;
+  out.push_back(str(queries, " queries in ", dur.str(), " s; latency p50 ", ms(lat.p50_ms), " p95 ", ms(lat.p95_ms),
+                    " p99 ", ms(lat.p99_ms), " ms; ttft p95 ", ms(metric(Metric::ttft).p95_ms), " ms; tpot p95 ",
+                    ms(metric(Metric::tpot).p95_ms), " ms; ",
+                    tokens_per_s() ? str(*tokens_per_s(), " tok/s; ") : std::string(),
+                    valid() ? std::string("valid") : "INVALID: " + reasons));
+  out.push_back("SLO: " + slo_report);
+  for (const auto& l : family_lines) out.push_back(l);
+  if (const ClassifierAccuracy* c = quality.classifier)
+    out.push_back(str("accuracy (", c->kind, "): agreement ", c->agreement,
+                      c->stats ? str(", accuracy ", c->stats->accuracy, " [", c->stats->accuracy_ci.lo, ", ",
+                                     c->stats->accuracy_ci.hi, "], delta ", *c->stats->accuracy_delta, " [",
+                                     c->stats->delta_ci->lo, ", ", c->stats->delta_ci->hi, "], macro F1 ",
+                                     c->stats->macro_f1)
+                               : std::string(),
+                      " -> ", c->verdict));
+  if (const auto& a = quality.lm)
+    out.push_back(str("accuracy (", a->kind, "): KL mean ", *a->kl_mean, ", top-1 ", *a->top1_agreement,
+                      a->ppl_ratio ? str(", ppl ratio ", *a->ppl_ratio) : "", " -> ", a->verdict));
+  return out;
+}
+
+}  // namespace cibench

@@ -1,0 +1,62 @@
+#pragma once
+// The measured result of one variant at one step, typed: run_step fills it, the row writer
+// (fields()) stores it in `variants` and the console reporter (console_lines()) prints it, so the
+// store and the console cannot disagree; `cibench run --json`, `show` and `export` read the stored
+// row back. Unmeasured is nullopt here and NULL in the row.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/lib/family.h"
+#include "harness/lib/metrics.h"
+#include "harness/lib/store.h"
+
+namespace cibench {
+
+// One latency metric's summary in milliseconds (nullopt when no request measured it).
+struct MetricSummary {
+  std::optional<double> mean_ms, p50_ms, p90_ms, p95_ms, p99_ms, p999_ms, max_ms;
+  static MetricSummary of(const Distribution& d);
+};
+
+struct VariantResult {
+  // What ran.
+  std::optional<std::string> isa_used;
+  std::string pinning;
+  std::optional<int64_t> weight_bytes, kv_cache_bytes, peak_rss_bytes;
+  // The timed run.
+  int64_t queries = 0, failed_queries = 0;
+  double duration_s = 0;
+  std::optional<int64_t> prompt_tokens;  // all requests kept: their sum
+  int64_t output_tokens = 0;
+  int64_t batches = 0;
+  std::string percentile_estimator;
+  std::array<MetricSummary, 5> metrics;  // indexed by Metric
+  // Traffic.
+  std::optional<std::string> traffic;
+  std::optional<double> duplicate_rate, expected_duplicate_rate;
+  // Judgements.
+  std::vector<std::string> invalid_reasons;  // empty: the run rules were met
+  std::optional<bool> slo_met;               // nullopt: no SLO, or one not measured (and none failed)
+  std::string slo_report;
+  // Counters (a separate profiling pass, or the timed run itself).
+  std::optional<int64_t> counters_queries;
+  // What only the model family measures (e.g. the result cache), and the variant's quality.
+  Fields family_fields;
+  std::vector<std::string> family_lines;
+  VariantQuality quality;
+
+  bool valid() const { return invalid_reasons.empty(); }
+  const MetricSummary& metric(Metric m) const { return metrics[static_cast<size_t>(m)]; }
+  std::optional<double> achieved_qps() const;
+  std::optional<double> tokens_per_s() const;
+
+  // The `variants` columns of a finished variant (status ok).
+  Fields fields() const;
+  // The console report, one line each.
+  std::vector<std::string> console_lines() const;
+};
+
+}  // namespace cibench
