@@ -534,66 +534,66 @@ std::string Db::scenario_toml(int64_t run_id) {
   return rs.rows.empty() ? std::string() : as_text(rs.rows[0][0]);
 }
 
-namespace {
-// A typed JSON column of the run, or nullopt when the column is absent (older schema) or NULL.
-std::optional<nlohmann::json> run_json(const std::vector<std::string>& cols, const std::vector<SqlValue>& row,
-                                       const char* name) {
-  for (size_t i = 0; i < cols.size(); ++i)
-    if (cols[i] == name) {
-      const auto* t = std::get_if<std::string>(&row[i]);
+std::optional<nlohmann::json> Db::run_json(int64_t run_id, const char* column) {
+  Rows rs = select("SELECT * FROM runs WHERE run_id = ?", {std::to_string(run_id)});
+  if (rs.rows.empty()) throw DbError(str("no run ", run_id, " in ", path_));
+  for (size_t i = 0; i < rs.cols.size(); ++i)
+    if (rs.cols[i] == column) {
+      const auto* t = std::get_if<std::string>(&rs.rows[0][i]);
       if (!t) return std::nullopt;
       try {
         return nlohmann::json::parse(*t);
       } catch (const nlohmann::json::exception& e) {
-        throw DbError(str("runs.", name, " is not JSON: ", e.what()));
+        throw DbError(str(path_, ": run ", run_id, ": runs.", column, " is not JSON: ", e.what()));
       }
     }
-  return std::nullopt;
+  return std::nullopt;  // a store older than schema 4
+}
+
+namespace {
+// Decodes a stored JSON column with the schema's decoder, naming the run on a bad value.
+template <typename T>
+T decode_stored(const std::string& path, int64_t run_id, const nlohmann::json& j,
+                T (*decode)(const nlohmann::json&)) {
+  try {
+    return decode(j);
+  } catch (const Error& e) {
+    throw DbError(str(path, ": run ", run_id, ": ", e.what()));
+  }
+}
+
+double leading_number(const std::string& text, bool* ok) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  *ok = end != text.c_str();
+  return v;
 }
 }  // namespace
 
 std::vector<Slo> Db::slos(int64_t run_id) {
-  Rows rs = select("SELECT * FROM runs WHERE run_id = ?", {std::to_string(run_id)});
-  if (rs.rows.empty()) throw DbError(str("no run ", run_id, " in ", path_));
-  if (auto j = run_json(rs.cols, rs.rows[0], "slos_json")) {
-    try {
-      return slos_from_json(*j);
-    } catch (const Error& e) {
-      throw DbError(str(path_, ": run ", run_id, ": ", e.what()));
-    }
-  }
+  if (auto j = run_json(run_id, "slos_json")) return decode_stored(path_, run_id, *j, &slos_from_json);
   // Runs written before schema 4: the stored scenario's [slo] keys, same grammar as the parser.
   std::vector<Slo> out;
-  for (const auto& [k, v] : scan_toml_scalars(scenario_toml(run_id))) {
+  for (const auto& [k, text] : scan_toml_scalars(scenario_toml(run_id))) {
     if (k.rfind("slo.", 0) != 0) continue;
     auto s = parse_slo_key(k.substr(4));
-    if (!s) continue;
-    char* end = nullptr;
-    s->limit_ms = std::strtod(v.c_str(), &end);
-    if (end != v.c_str()) out.push_back(*s);
+    bool ok = false;
+    if (s) s->limit_ms = leading_number(text, &ok);
+    if (ok) out.push_back(*s);
   }
   return out;
 }
 
 std::vector<QualityFloor> Db::floors(int64_t run_id) {
-  Rows rs = select("SELECT * FROM runs WHERE run_id = ?", {std::to_string(run_id)});
-  if (rs.rows.empty()) throw DbError(str("no run ", run_id, " in ", path_));
-  if (auto j = run_json(rs.cols, rs.rows[0], "floors_json")) {
-    try {
-      return floors_from_json(*j);
-    } catch (const Error& e) {
-      throw DbError(str(path_, ": run ", run_id, ": ", e.what()));
-    }
-  }
+  if (auto j = run_json(run_id, "floors_json")) return decode_stored(path_, run_id, *j, &floors_from_json);
   // Runs written before schema 4: the stored scenario's [accuracy] floor keys.
   std::vector<QualityFloor> out;
   const auto scalars = scan_toml_scalars(scenario_toml(run_id));
   for (const FloorKind& k : quality_floor_kinds()) {
     auto it = scalars.find(std::string("accuracy.") + k.key);
-    if (it == scalars.end()) continue;
-    char* end = nullptr;
-    const double v = std::strtod(it->second.c_str(), &end);
-    if (end != it->second.c_str()) out.push_back(QualityFloor::make(k.key, v));
+    bool ok = false;
+    const double v = it == scalars.end() ? 0 : leading_number(it->second, &ok);
+    if (ok) out.push_back(QualityFloor::make(k.key, v));
   }
   return out;
 }

@@ -288,6 +288,8 @@ class Db {
   std::vector<double> request_latencies(int64_t variant_id, const std::string& metric);
   std::vector<double> compare_samples(const Variant& v, const std::string& metric, bool* from_histogram);
   std::string scenario_toml(int64_t run_id);
+  // A JSON column of the run; nullopt when NULL or when the store predates the column.
+  std::optional<nlohmann::json> run_json(int64_t run_id, const char* column);
 
   sqlite3* db_ = nullptr;
   std::string path_;
