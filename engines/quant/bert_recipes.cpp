@@ -307,29 +307,9 @@ BertRecipeOutput apply_bert_recipe(const BertSource& src, const RecipeSpec& spec
           out.unscaled_sites.push_back(site.name);
           continue;
         }
-        const SiteStats& st = calib->site(site.name);
-        std::vector<MatView> views;
-        for (const std::string& n : site.mats) views.push_back({T(n).data.data(), T(n).rows});
-        const int64_t cols = T(site.mats[0]).cols;
-        CIBENCH_CHECK(st.cols == cols, "calibration site ", site.name, " has ", st.cols,
-                      " channels, the matrices ", cols);
-        std::vector<float> s;
-        if (spec.recipe == "smoothquant") {
-          s = smoothquant_scales(views, cols, st.absmax.data(), spec.param("alpha"), {});
-        } else {
-          AwqOptions ao;
-          ao.grid = static_cast<int>(spec.param("grid"));
-          const std::vector<float> mean = st.mean_abs();
-          AwqResult r = awq_search(views, cols, st.sample.data(), st.sample_count(), mean.data(),
-                                   *grid, ao, {}, runner);
-          s = std::move(r.scales);
-          for (const std::string& n : site.mats) exponent[n] = r.exponent;
-        }
-        for (const std::string& n : site.mats) {
-          MemTensor& m = T(n);
-          scale_columns(m.data.data(), m.rows, m.cols, s.data());
-          for (int64_t j = 0; j < cols; ++j) col_scale[n][j] *= s[j];
-        }
+        const std::vector<float> s = scale_site_channels(spec, site.name, site.mats, {}, calib->site(site.name),
+                                                         *grid, runner, T, col_scale, exponent);
+        const int64_t cols = static_cast<int64_t>(s.size());
         if (!site.fold_norm.empty()) {
           // A copy of the LayerNorm with gamma/s and beta/s: the projections' input only.
           for (const char* part : {".weight", ".bias"}) {

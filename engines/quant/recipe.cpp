@@ -206,6 +206,35 @@ std::vector<Site> layer_sites(const LlamaConfig& c, int l) {
 
 }  // namespace
 
+std::vector<float> scale_site_channels(const RecipeSpec& spec, const std::string& site,
+                                       const std::vector<std::string>& mats, const std::vector<int64_t>& tie,
+                                       const SiteStats& st, const QuantGrid& grid, MatmulRunner& runner,
+                                       const std::function<MemTensor&(const std::string&)>& tensor,
+                                       std::map<std::string, std::vector<float>>& col_scale,
+                                       std::map<std::string, double>& exponent) {
+  std::vector<MatView> views;
+  for (const std::string& n : mats) views.push_back({tensor(n).data.data(), tensor(n).rows});
+  const int64_t cols = tensor(mats[0]).cols;
+  CIBENCH_CHECK(st.cols == cols, "calibration site ", site, " has ", st.cols, " channels, the matrices ", cols);
+  std::vector<float> s;
+  if (spec.recipe == "smoothquant") {
+    s = smoothquant_scales(views, cols, st.absmax.data(), spec.param("alpha"), tie);
+  } else {
+    AwqOptions ao;
+    ao.grid = static_cast<int>(spec.param("grid"));
+    const std::vector<float> mean = st.mean_abs();
+    AwqResult r = awq_search(views, cols, st.sample.data(), st.sample_count(), mean.data(), grid, ao, tie, runner);
+    s = std::move(r.scales);
+    for (const std::string& n : mats) exponent[n] = r.exponent;
+  }
+  for (const std::string& n : mats) {
+    MemTensor& m = tensor(n);
+    scale_columns(m.data.data(), m.rows, m.cols, s.data());
+    for (int64_t j = 0; j < cols; ++j) col_scale[n][j] *= s[j];
+  }
+  return s;
+}
+
 RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
                           const CalibrationStats* calib, int threads) {
   spec.validate();
@@ -267,29 +296,9 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
   if (spec.recipe == "smoothquant" || spec.recipe == "awq") {
     for (int l = 0; l < c.n_layers; ++l) {
       for (const Site& site : layer_sites(c, l)) {
-        const SiteStats& st = calib->site(site.name);
-        std::vector<MatView> views;
-        for (const std::string& n : site.mats) views.push_back({T(n).data.data(), T(n).rows});
-        const int64_t cols = T(site.mats[0]).cols;
-        CIBENCH_CHECK(st.cols == cols, "calibration site ", site.name, " has ", st.cols,
-                      " channels, the matrices ", cols);
-        std::vector<float> s;
-        if (spec.recipe == "smoothquant") {
-          s = smoothquant_scales(views, cols, st.absmax.data(), spec.param("alpha"), site.tie);
-        } else {
-          AwqOptions ao;
-          ao.grid = static_cast<int>(spec.param("grid"));
-          const std::vector<float> mean = st.mean_abs();
-          AwqResult r = awq_search(views, cols, st.sample.data(), st.sample_count(), mean.data(),
-                                   grid, ao, site.tie, runner);
-          s = std::move(r.scales);
-          for (const std::string& n : site.mats) exponent[n] = r.exponent;
-        }
-        for (const std::string& n : site.mats) {
-          MemTensor& m = T(n);
-          scale_columns(m.data.data(), m.rows, m.cols, s.data());
-          for (int64_t j = 0; j < cols; ++j) col_scale[n][j] *= s[j];
-        }
+        const std::vector<float> s = scale_site_channels(spec, site.name, site.mats, site.tie, calib->site(site.name),
+                                                         grid, runner, T, col_scale, exponent);
+        const int64_t cols = static_cast<int64_t>(s.size());
         if (!site.fold_vector.empty()) {
           MemTensor& v = T(site.fold_vector);
           for (int64_t j = 0; j < cols; ++j) v.data[j] /= s[j];

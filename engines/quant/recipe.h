@@ -20,6 +20,7 @@
 //   w2                  <- rows of w3 (SwiGLU is linear in the up projection, so it is exact)
 // The output head (tied to the embeddings in the stories models) is not touched: it stays f32.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -111,6 +112,22 @@ struct MemTensor {
   int64_t rows = 0, cols = 0;
   std::vector<float> data;
 };
+
+class MatmulRunner;
+class QuantGrid;
+
+// Channel scaling of one calibration site for SmoothQuant or AWQ (spec.recipe), shared by the
+// Llama and BERT recipes: checks the site's statistics match its matrices, picks the per-input-
+// channel scales s (SmoothQuant from the activation maxima with spec's alpha; AWQ by its grid
+// search), multiplies the columns of every matrix of the site by s, accumulates s into
+// col_scale[matrix] and records AWQ's exponent per matrix. `tie`: channels that must share one
+// scale (empty: none). Returns s; the caller folds 1/s into what produces the site's input.
+std::vector<float> scale_site_channels(const RecipeSpec& spec, const std::string& site,
+                                       const std::vector<std::string>& mats, const std::vector<int64_t>& tie,
+                                       const SiteStats& st, const QuantGrid& grid, MatmulRunner& runner,
+                                       const std::function<MemTensor&(const std::string&)>& tensor,
+                                       std::map<std::string, std::vector<float>>& col_scale,
+                                       std::map<std::string, double>& exponent);
 LlamaSource memory_llama_source(const LlamaConfig& config, std::string origin,
                                 std::string container, std::map<std::string, MemTensor> tensors);
 // "fnv1a64:..." over the names, shapes and values of a source's tensors (read in full).
