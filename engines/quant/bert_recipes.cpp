@@ -339,21 +339,7 @@ BertRecipeOutput apply_bert_recipe(const BertSource& src, const RecipeSpec& spec
         for (const std::string& n : site.mats) {
           MemTensor& m = T(n);
           const uint8_t* k = spec.sparsity > 0 ? keep[n].data() : nullptr;
-          if (spec.recipe == "gptq") {
-            const SiteStats& st = calib->site(site.name);
-            CIBENCH_CHECK(!st.xtx.empty(), "gptq needs calibration Hessians for ", site.name);
-            GptqOptions go;
-            go.damp = spec.param("damp");
-            go.block = static_cast<int64_t>(spec.param("block"));
-            go.act_order = spec.param("act_order") != 0;
-            gptq_quantize(m.data.data(), m.rows, m.cols, st.xtx.data(), *grid, go, k);
-          } else {
-            grid->round_matrix(m.data.data(), m.rows, m.cols);
-          }
-          std::vector<float> snapped(m.data.size());
-          out.off_grid +=
-              snap_to_format(grid->format(), m.data.data(), m.rows, m.cols, snapped.data());
-          m.data.swap(snapped);
+          out.off_grid += quantize_onto_grid(spec, site.name, calib, m, *grid, k);
         }
       }
     }

@@ -235,6 +235,26 @@ std::vector<float> scale_site_channels(const RecipeSpec& spec, const std::string
   return s;
 }
 
+int64_t quantize_onto_grid(const RecipeSpec& spec, const std::string& site, const CalibrationStats* calib,
+                           MemTensor& m, const QuantGrid& grid, const uint8_t* keep) {
+  if (spec.recipe == "gptq") {
+    CIBENCH_CHECK(calib, "gptq needs calibration data for ", site);
+    const SiteStats& st = calib->site(site);
+    CIBENCH_CHECK(!st.xtx.empty(), "gptq needs calibration Hessians for ", site);
+    GptqOptions go;
+    go.damp = spec.param("damp");
+    go.block = static_cast<int64_t>(spec.param("block"));
+    go.act_order = spec.param("act_order") != 0;
+    gptq_quantize(m.data.data(), m.rows, m.cols, st.xtx.data(), grid, go, keep);
+  } else {
+    grid.round_matrix(m.data.data(), m.rows, m.cols);
+  }
+  std::vector<float> snapped(m.data.size());
+  const int64_t off = snap_to_format(grid.format(), m.data.data(), m.rows, m.cols, snapped.data());
+  m.data.swap(snapped);
+  return off;
+}
+
 RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
                           const CalibrationStats* calib, int threads) {
   spec.validate();
@@ -325,20 +345,7 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
         MemTensor& m = T(n);
         const uint8_t* k = spec.sparsity > 0 ? keep[n].data() : nullptr;
         if (spec.scale_only) continue;
-        if (spec.recipe == "gptq") {
-          const SiteStats& st = calib->site(site.name);
-          CIBENCH_CHECK(!st.xtx.empty(), "gptq needs calibration Hessians for ", site.name);
-          GptqOptions go;
-          go.damp = spec.param("damp");
-          go.block = static_cast<int64_t>(spec.param("block"));
-          go.act_order = spec.param("act_order") != 0;
-          gptq_quantize(m.data.data(), m.rows, m.cols, st.xtx.data(), grid, go, k);
-        } else {
-          grid.round_matrix(m.data.data(), m.rows, m.cols);
-        }
-        std::vector<float> snapped(m.data.size());
-        out.off_grid += snap_to_format(grid.format(), m.data.data(), m.rows, m.cols, snapped.data());
-        m.data.swap(snapped);
+        out.off_grid += quantize_onto_grid(spec, site.name, calib, m, grid, k);
       }
     }
   }

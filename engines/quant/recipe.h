@@ -128,6 +128,13 @@ std::vector<float> scale_site_channels(const RecipeSpec& spec, const std::string
                                        const std::function<MemTensor&(const std::string&)>& tensor,
                                        std::map<std::string, std::vector<float>>& col_scale,
                                        std::map<std::string, double>& exponent);
+
+// Quantises one matrix of a calibration site onto the grid in place (GPTQ with the site's
+// Hessian when spec.recipe is gptq, otherwise round to nearest; `keep`: the pruning mask GPTQ must
+// respect, or null) and then snaps it exactly onto the format's values. Returns how many values
+// were off the grid before the snap (0 when the recipe's output was exact).
+int64_t quantize_onto_grid(const RecipeSpec& spec, const std::string& site, const CalibrationStats* calib,
+                           MemTensor& m, const QuantGrid& grid, const uint8_t* keep);
 LlamaSource memory_llama_source(const LlamaConfig& config, std::string origin,
                                 std::string container, std::map<std::string, MemTensor> tensors);
 // "fnv1a64:..." over the names, shapes and values of a source's tensors (read in full).
