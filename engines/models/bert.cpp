@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "engines/core/error.h"
+#include "engines/models/hf_config.h"
 #include "engines/kernels/kernels.h"
 #include "engines/models/safetensors.h"
 #include "engines/quant/prune.h"
@@ -106,34 +107,6 @@ struct Digest64 {
   }
 };
 
-const nlohmann::json* json_field(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return (it == j.end() || it->is_null()) ? nullptr : &*it;
-}
-
-int json_int(const nlohmann::json& j, const char* key, const std::string& cfg,
-             const int* fallback = nullptr) {
-  const nlohmann::json* f = json_field(j, key);
-  if (!f) {
-    if (fallback) return *fallback;
-    throw FileError(cfg, str("missing '", key, "'"));
-  }
-  if (!f->is_number_integer())
-    throw FileError(cfg, str("'", key, "' must be an integer, got ", f->dump()));
-  const int64_t v = f->is_number_unsigned()
-                        ? static_cast<int64_t>(std::min<uint64_t>(f->get<uint64_t>(), INT64_MAX))
-                        : f->get<int64_t>();
-  if (v < INT_MIN || v > INT_MAX) throw FileError(cfg, str("'", key, "' = ", v, " is out of range"));
-  return static_cast<int>(v);
-}
-
-std::string json_string(const nlohmann::json& j, const char* key, const std::string& cfg,
-                        const std::string& fallback) {
-  const nlohmann::json* f = json_field(j, key);
-  if (!f) return fallback;
-  if (!f->is_string()) throw FileError(cfg, str("'", key, "' must be a string, got ", f->dump()));
-  return f->get<std::string>();
-}
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
@@ -248,9 +221,9 @@ BertSource open_hf_bert(const std::string& spec) {
   src.origin = dir_s;
   src.container = "hf-safetensors";
   BertConfig& c = src.config;
-  const std::string model_type = json_string(j, "model_type", cfg, "");
+  const std::string model_type = hf::get_string(j, "model_type", cfg, "");
   bool bert = model_type == "bert", distil = model_type == "distilbert";
-  if (const auto* ar = json_field(j, "architectures"); ar && ar->is_array())
+  if (const auto* ar = hf::field(j, "architectures"); ar && ar->is_array())
     for (const auto& a : *ar) {
       if (!a.is_string()) continue;
       bert = bert || a.get<std::string>() == "BertForSequenceClassification";
@@ -258,45 +231,45 @@ BertSource open_hf_bert(const std::string& spec) {
     }
   if (bert == distil)
     throw FileError(cfg, str("not a BERT or DistilBERT classifier (model_type ",
-                             json_field(j, "model_type") ? j["model_type"].dump() : "absent",
+                             hf::field(j, "model_type") ? j["model_type"].dump() : "absent",
                              ", architectures ",
-                             json_field(j, "architectures") ? j["architectures"].dump() : "absent",
+                             hf::field(j, "architectures") ? j["architectures"].dump() : "absent",
                              ")"));
   const int d512 = 512;
   if (bert) {
     c.arch = BertArch::bert;
-    c.hidden = json_int(j, "hidden_size", cfg);
-    c.n_layers = json_int(j, "num_hidden_layers", cfg);
-    c.n_heads = json_int(j, "num_attention_heads", cfg);
-    c.intermediate = json_int(j, "intermediate_size", cfg);
+    c.hidden = hf::get_int(j, "hidden_size", cfg);
+    c.n_layers = hf::get_int(j, "num_hidden_layers", cfg);
+    c.n_heads = hf::get_int(j, "num_attention_heads", cfg);
+    c.intermediate = hf::get_int(j, "intermediate_size", cfg);
     const int two = 2;
-    c.type_vocab_size = json_int(j, "type_vocab_size", cfg, &two);
-    if (const auto* eps = json_field(j, "layer_norm_eps")) {
+    c.type_vocab_size = hf::get_int(j, "type_vocab_size", cfg, &two);
+    if (const auto* eps = hf::field(j, "layer_norm_eps")) {
       if (!eps->is_number()) throw FileError(cfg, str("'layer_norm_eps' must be a number"));
       c.layer_norm_eps = eps->get<float>();
     }
-    c.activation = parse_activation(json_string(j, "hidden_act", cfg, "gelu"), cfg, "hidden_act");
-    const std::string pos = json_string(j, "position_embedding_type", cfg, "absolute");
+    c.activation = parse_activation(hf::get_string(j, "hidden_act", cfg, "gelu"), cfg, "hidden_act");
+    const std::string pos = hf::get_string(j, "position_embedding_type", cfg, "absolute");
     if (pos != "absolute")
       throw FileError(cfg, str("position_embedding_type \"", pos,
                                "\" is not supported (only absolute)"));
   } else {
     c.arch = BertArch::distilbert;
-    c.hidden = json_int(j, "dim", cfg);
-    c.n_layers = json_int(j, "n_layers", cfg);
-    c.n_heads = json_int(j, "n_heads", cfg);
-    c.intermediate = json_int(j, "hidden_dim", cfg);
+    c.hidden = hf::get_int(j, "dim", cfg);
+    c.n_layers = hf::get_int(j, "n_layers", cfg);
+    c.n_heads = hf::get_int(j, "n_heads", cfg);
+    c.intermediate = hf::get_int(j, "hidden_dim", cfg);
     c.type_vocab_size = 0;
     c.layer_norm_eps = 1e-12f;  // fixed in DistilBERT
-    c.activation = parse_activation(json_string(j, "activation", cfg, "gelu"), cfg, "activation");
+    c.activation = parse_activation(hf::get_string(j, "activation", cfg, "gelu"), cfg, "activation");
     // sinusoidal_pos_embds only changes how the (stored) position table was initialised.
   }
-  c.vocab_size = json_int(j, "vocab_size", cfg);
-  c.max_positions = json_int(j, "max_position_embeddings", cfg, &d512);
+  c.vocab_size = hf::get_int(j, "vocab_size", cfg);
+  c.max_positions = hf::get_int(j, "max_position_embeddings", cfg, &d512);
   const int zero = 0;
-  c.pad_token_id = json_int(j, "pad_token_id", cfg, &zero);
+  c.pad_token_id = hf::get_int(j, "pad_token_id", cfg, &zero);
   // Labels: id2label when present ({"0": "negative", ...}), else the classifier's rows.
-  if (const auto* id2 = json_field(j, "id2label")) {
+  if (const auto* id2 = hf::field(j, "id2label")) {
     if (!id2->is_object() || id2->empty())
       throw FileError(cfg, str("'id2label' must be a non-empty object, got ", id2->dump()));
     c.labels.assign(id2->size(), "");

@@ -12,6 +12,7 @@
 
 #include "engines/core/buffer.h"
 #include "engines/core/error.h"
+#include "engines/models/hf_config.h"
 #include "engines/models/gguf.h"
 #include "engines/models/llama_config.h"
 #include "engines/models/synthetic.h"
@@ -248,34 +249,6 @@ LlamaSource open_llama2c(const std::string& path) {
 // ---------------------------------------------------------------------------------------------
 // Hugging Face folder: config.json + model.safetensors (or sharded with an index)
 
-const nlohmann::json* json_field(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return (it == j.end() || it->is_null()) ? nullptr : &*it;
-}
-
-int json_int(const nlohmann::json& j, const char* key, const std::string& cfg,
-             const int* fallback = nullptr) {
-  const nlohmann::json* f = json_field(j, key);
-  if (!f) {
-    if (fallback) return *fallback;
-    throw FileError(cfg, str("missing '", key, "'"));
-  }
-  if (!f->is_number_integer())
-    throw FileError(cfg, str("'", key, "' must be an integer, got ", f->dump()));
-  const int64_t v = f->is_number_unsigned()
-                        ? static_cast<int64_t>(std::min<uint64_t>(f->get<uint64_t>(), INT64_MAX))
-                        : f->get<int64_t>();
-  if (v < INT_MIN || v > INT_MAX) throw FileError(cfg, str("'", key, "' = ", v, " is out of range"));
-  return static_cast<int>(v);
-}
-
-double json_number(const nlohmann::json& j, const char* key, const std::string& cfg,
-                   double fallback) {
-  const nlohmann::json* f = json_field(j, key);
-  if (!f) return fallback;
-  if (!f->is_number()) throw FileError(cfg, str("'", key, "' must be a number, got ", f->dump()));
-  return f->get<double>();
-}
 
 // A tensor found in one of the weight files.
 struct HfTensor {
@@ -305,57 +278,57 @@ LlamaSource open_hf(const std::string& spec) {
 
   // Architecture: LlamaForCausalLM (model_type llama) without features the engine lacks.
   bool is_llama = false;
-  if (const auto* mt = json_field(j, "model_type"); mt && mt->is_string())
+  if (const auto* mt = hf::field(j, "model_type"); mt && mt->is_string())
     is_llama = mt->get<std::string>() == "llama";
-  if (const auto* ar = json_field(j, "architectures"); ar && ar->is_array())
+  if (const auto* ar = hf::field(j, "architectures"); ar && ar->is_array())
     for (const auto& a : *ar)
       if (a.is_string() && a.get<std::string>() == "LlamaForCausalLM") is_llama = true;
   if (!is_llama)
     throw FileError(cfg, str("not a Llama model (model_type ",
-                             json_field(j, "model_type") ? j["model_type"].dump() : "absent",
+                             hf::field(j, "model_type") ? j["model_type"].dump() : "absent",
                              ", architectures ",
-                             json_field(j, "architectures") ? j["architectures"].dump() : "absent",
+                             hf::field(j, "architectures") ? j["architectures"].dump() : "absent",
                              "); cibench's decoder reads LlamaForCausalLM"));
-  if (const auto* act = json_field(j, "hidden_act");
+  if (const auto* act = hf::field(j, "hidden_act");
       act && !(act->is_string() && act->get<std::string>() == "silu"))
     throw FileError(cfg, str("hidden_act ", act->dump(), " is not supported (only silu)"));
-  if (const auto* rs = json_field(j, "rope_scaling"))
+  if (const auto* rs = hf::field(j, "rope_scaling"))
     throw FileError(cfg, str("rope_scaling ", rs->dump(), " is not supported"));
   for (const char* k : {"attention_bias", "mlp_bias"})
-    if (const auto* b = json_field(j, k); b && !(b->is_boolean() && !b->get<bool>()))
+    if (const auto* b = hf::field(j, k); b && !(b->is_boolean() && !b->get<bool>()))
       throw FileError(cfg, str("'", k, "' = ", b->dump(), " is not supported (no biases)"));
 
   LlamaSource src;
   src.origin = dir_s;
   src.container = "hf-safetensors";
   LlamaConfig& c = src.config;
-  c.dim = json_int(j, "hidden_size", cfg);
-  c.hidden_dim = json_int(j, "intermediate_size", cfg);
-  c.n_layers = json_int(j, "num_hidden_layers", cfg);
-  c.n_heads = json_int(j, "num_attention_heads", cfg);
-  c.n_kv_heads = json_int(j, "num_key_value_heads", cfg, &c.n_heads);
-  c.vocab_size = json_int(j, "vocab_size", cfg);
+  c.dim = hf::get_int(j, "hidden_size", cfg);
+  c.hidden_dim = hf::get_int(j, "intermediate_size", cfg);
+  c.n_layers = hf::get_int(j, "num_hidden_layers", cfg);
+  c.n_heads = hf::get_int(j, "num_attention_heads", cfg);
+  c.n_kv_heads = hf::get_int(j, "num_key_value_heads", cfg, &c.n_heads);
+  c.vocab_size = hf::get_int(j, "vocab_size", cfg);
   const int default_ctx = 2048;  // transformers' LlamaConfig default
-  c.seq_len = json_int(j, "max_position_embeddings", cfg, &default_ctx);
-  c.norm_eps = static_cast<float>(json_number(j, "rms_norm_eps", cfg, 1e-6));
-  c.rope_theta = static_cast<float>(json_number(j, "rope_theta", cfg, 10000.0));
+  c.seq_len = hf::get_int(j, "max_position_embeddings", cfg, &default_ctx);
+  c.norm_eps = static_cast<float>(hf::get_number(j, "rms_norm_eps", cfg, 1e-6));
+  c.rope_theta = static_cast<float>(hf::get_number(j, "rope_theta", cfg, 10000.0));
   bool tie = false;  // transformers' LlamaConfig default
-  if (const auto* t = json_field(j, "tie_word_embeddings")) {
+  if (const auto* t = hf::field(j, "tie_word_embeddings")) {
     if (!t->is_boolean()) throw FileError(cfg, str("'tie_word_embeddings' must be true or false"));
     tie = t->get<bool>();
   }
   const int default_bos = 1, default_eos = 2;
-  c.bos_id = json_int(j, "bos_token_id", cfg, &default_bos);
-  if (const auto* e = json_field(j, "eos_token_id"); e && e->is_array()) {
+  c.bos_id = hf::get_int(j, "bos_token_id", cfg, &default_bos);
+  if (const auto* e = hf::field(j, "eos_token_id"); e && e->is_array()) {
     if (e->empty() || !(*e)[0].is_number_integer())
       throw FileError(cfg, str("'eos_token_id' ", e->dump(), " has no integer id"));
     const nlohmann::json first = {{"eos_token_id", (*e)[0]}};
-    c.eos_id = json_int(first, "eos_token_id", cfg);
+    c.eos_id = hf::get_int(first, "eos_token_id", cfg);
   } else {
-    c.eos_id = json_int(j, "eos_token_id", cfg, &default_eos);
+    c.eos_id = hf::get_int(j, "eos_token_id", cfg, &default_eos);
   }
   c.validate(cfg);
-  if (const auto* hdim = json_field(j, "head_dim");
+  if (const auto* hdim = hf::field(j, "head_dim");
       hdim && !(hdim->is_number_integer() && hdim->get<int64_t>() == c.head_dim()))
     throw FileError(cfg, str("head_dim ", hdim->dump(), " differs from hidden_size / "
                              "num_attention_heads = ", c.head_dim(), " (not supported)"));
@@ -375,7 +348,7 @@ LlamaSource open_hf(const std::string& spec) {
     } catch (const nlohmann::json::exception& e) {
       throw FileError(index, str("not valid JSON (", e.what(), ")"));
     }
-    const nlohmann::json* wm = ij.is_object() ? json_field(ij, "weight_map") : nullptr;
+    const nlohmann::json* wm = ij.is_object() ? hf::field(ij, "weight_map") : nullptr;
     if (!wm || !wm->is_object()) throw FileError(index, "no 'weight_map' object");
     std::vector<std::string> shards;
     for (const auto& [name, shard] : wm->items()) {
