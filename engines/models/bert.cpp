@@ -16,8 +16,7 @@
 #include "engines/models/hf_config.h"
 #include "engines/kernels/kernels.h"
 #include "engines/models/safetensors.h"
-#include "engines/quant/prune.h"
-#include "engines/runtime/session.h"
+#include "engines/core/prune.h"
 
 #include "engines/core/splitmix.h"
 

@@ -18,12 +18,12 @@
 #include "engines/core/buffer.h"
 #include "engines/core/cpu.h"
 #include "engines/core/matrix.h"
+#include "engines/core/observer.h"
 #include "engines/core/thread_pool.h"
 #include "engines/models/llama_config.h"  // TensorSource
 
 namespace cibench {
 
-class ActivationObserver;  // engines/runtime/session.h
 
 enum class BertArch { bert, distilbert };
 enum class BertActivation { gelu, gelu_tanh, relu };  // feed-forward activation
@@ -102,7 +102,7 @@ struct BertBuildOptions {
   std::string format = "f32";
   std::map<std::string, std::string> class_format;
   // Magnitude pruning of the projections before packing (per row, in the pattern the format
-  // wants: see engines/quant/prune.h); 0 = none.
+  // wants: see engines/core/prune.h); 0 = none.
   double sparsity = 0.0;
 
   const std::string& format_for(const std::string& tensor_class) const;

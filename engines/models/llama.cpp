@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "engines/core/error.h"
-#include "engines/quant/prune.h"
+#include "engines/core/prune.h"
 
 namespace cibench {
 

@@ -8,7 +8,7 @@
 #include "engines/core/thread_pool.h"
 #include "engines/quant/awq.h"
 #include "engines/quant/gptq.h"
-#include "engines/quant/prune.h"
+#include "engines/core/prune.h"
 #include "engines/quant/recipe_grid.h"
 #include "engines/quant/smoothquant.h"
 

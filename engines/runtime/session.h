@@ -10,6 +10,7 @@
 #include "engines/core/cpu.h"
 #include "engines/core/matrix.h"
 #include "engines/core/thread_pool.h"
+#include "engines/core/observer.h"
 #include "engines/models/llama.h"
 
 namespace cibench {
@@ -23,17 +24,6 @@ const char* kv_mode_name(KvMode m);
 KvMode parse_kv_mode(const std::string& s);  // throws Error on unknown names, listing the known
 const std::vector<KvMode>& all_kv_modes();
 std::string kv_mode_list();  // "preallocated, none, preallocated-f16"
-
-// Sees the input of every weight matrix product (calibration for quantisation recipes:
-// activation statistics, Hessians). Called on the session's calling thread, in layer order.
-class ActivationObserver {
- public:
-  virtual ~ActivationObserver() = default;
-  // `x` holds `rows` activation rows of `cols` values entering matrix `matrix_name`
-  // (e.g. "layers.3.wq"; wq/wk/wv share one input, as do w1/w3).
-  virtual void observe(const std::string& matrix_name, const float* x, int64_t rows,
-                       int64_t cols) = 0;
-};
 
 struct SessionOptions {
   int threads = 1;

@@ -1,4 +1,4 @@
-#include "engines/quant/prune.h"
+#include "engines/core/prune.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "engines/models/quantized_file.h"
+#include "engines/quant/quantized_file.h"
 
 #include <cstring>
 #include <fstream>
