@@ -28,7 +28,7 @@
 #include "engines/core/format.h"
 #include "engines/core/matrix.h"
 #include "engines/core/thread_pool.h"
-#include "engines/quant/prune.h"
+#include "engines/core/prune.h"
 
 namespace cibench {
 namespace {

@@ -1,14 +1,14 @@
 // cibench quantize: applies a quantisation recipe (rtn, smoothquant, awq, gptq; optionally after
 // magnitude pruning) to a Llama model, calibrated on a named slice of a text file, and writes a
 // .cbq file with the packed weights, the recipe, its parameters, the calibration record and the
-// source model's content hash (engines/models/quantized_file.h).
+// source model's content hash (engines/quant/quantized_file.h).
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "engines/core/error.h"
 #include "engines/models/llama.h"
-#include "engines/models/quantized_file.h"
+#include "engines/quant/quantized_file.h"
 #include "engines/models/tokenizer.h"
 #include "engines/quant/calibration.h"
 #include "engines/quant/recipe.h"

@@ -17,7 +17,7 @@
 #include "engines/runtime/session.h"
 #include "engines/models/tokenizer.h"
 #include "engines/quant/calibration.h"
-#include "engines/quant/prune.h"
+#include "engines/core/prune.h"
 #include "engines/quant/recipe.h"
 #include "engines/quant/recipe_eval.h"
 #include "harness/cli/command.h"

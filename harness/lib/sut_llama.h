@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engines/models/llama.h"
-#include "engines/models/quantized_file.h"
+#include "engines/quant/quantized_file.h"
 #include "engines/models/tokenizer.h"
 #include "engines/quant/calibration.h"
 #include "engines/quant/recipe.h"
