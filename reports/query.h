@@ -17,6 +17,7 @@
 
 #include "engines/core/error.h"
 #include "harness/schema/slo.h"
+#include "harness/schema/stats.h"
 
 struct sqlite3;
 
@@ -221,14 +222,9 @@ struct Comparison {
   std::vector<std::string> only_in_a, only_in_b;  // variant labels without a match
 };
 
-// Bootstrap interval of (stat(b) - stat(a)) where stat is the nearest-rank percentile p
-// (0 < p <= 100) or the mean (p = 0): both samples resampled with replacement (a first, then b,
-// from one splitmix64 stream seeded with mix64(seed), as cibench compare does).
-std::pair<double, double> bootstrap_diff_ci(const std::vector<double>& a, const std::vector<double>& b,
-                                            double p, int resamples, double confidence,
-                                            uint64_t seed);
-// Nearest-rank percentile of a sample (the harness's estimator); p = 0 gives the mean.
-double sample_stat(std::vector<double> v, double p);
+// The compare's statistics (harness/schema/stats.h), shared with `cibench compare`.
+using cibench::bootstrap_diff_ci;
+using cibench::sample_stat;
 
 // ---- the database --------------------------------------------------------------------------
 

@@ -2,21 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "engines/core/error.h"
 #include "harness/lib/metrics.h"
 #include "harness/lib/schedule.h"
+#include "harness/schema/stats.h"
 
 namespace cibench {
-namespace {
-
-double percentile_of(std::vector<double>& v, double p) {
-  const size_t k = static_cast<size_t>(nearest_rank_index(static_cast<int64_t>(v.size()), p) - 1);
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-  return v[k];
-}
-
-}  // namespace
 
 std::string BootstrapCI::verdict() const {
   if (hi < 0) return "B lower";
@@ -29,22 +22,12 @@ BootstrapCI bootstrap_percentile_diff(const std::vector<double>& a, const std::v
   CIBENCH_CHECK(!a.empty() && !b.empty(), "bootstrap needs two non-empty samples (got ", a.size(), " and ", b.size(), ")");
   CIBENCH_CHECK(resamples >= 10, "bootstrap needs at least 10 resamples");
   BootstrapCI r;
-  std::vector<double> wa(a), wb(b);
-  r.a = percentile_of(wa, p);
-  r.b = percentile_of(wb, p);
+  r.a = sample_stat(a, p);
+  r.b = sample_stat(b, p);
   r.diff = r.b - r.a;
   r.resamples = resamples;
-  Rng rng(splitmix64(seed));
-  std::vector<double> diffs(static_cast<size_t>(resamples));
-  for (int k = 0; k < resamples; ++k) {
-    for (auto& x : wa) x = a[rng.next() % a.size()];
-    for (auto& x : wb) x = b[rng.next() % b.size()];
-    diffs[static_cast<size_t>(k)] = percentile_of(wb, p) - percentile_of(wa, p);
-  }
-  std::sort(diffs.begin(), diffs.end());
-  // 95 % percentile interval: the 2.5th and 97.5th nearest-rank percentiles of the differences.
-  r.lo = diffs[static_cast<size_t>(nearest_rank_index(resamples, 2.5) - 1)];
-  r.hi = diffs[static_cast<size_t>(nearest_rank_index(resamples, 97.5) - 1)];
+  // 95 % percentile interval (harness/schema/stats.h: the same as the reports compute).
+  std::tie(r.lo, r.hi) = bootstrap_diff_ci(a, b, p, resamples, 0.95, seed);
   return r;
 }
 
