@@ -158,9 +158,6 @@ std::string resolve_data_path(const std::string& p) {
 
 namespace {
 
-// Positions of every key read, collected while parsing (one parse at a time per thread).
-thread_local std::map<std::string, SourcePos>* g_positions = nullptr;
-
 const char* type_name(toml::node_type t) {
   switch (t) {
     case toml::node_type::table: return "table";
@@ -180,8 +177,10 @@ const char* type_name(toml::node_type t) {
 // finish() that rejects every key nobody asked for.
 class Reader {
  public:
-  Reader(const toml::table* t, std::string prefix, std::string file)
-      : t_(t), prefix_(std::move(prefix)), file_(std::move(file)) {}
+  // `positions`: where every key read is written down (the scenario's key_pos), or null.
+  Reader(const toml::table* t, std::string prefix, std::string file,
+         std::map<std::string, SourcePos>* positions = nullptr)
+      : t_(t), prefix_(std::move(prefix)), file_(std::move(file)), positions_(positions) {}
 
   bool present() const { return t_ != nullptr; }
 
@@ -217,7 +216,7 @@ class Reader {
   const toml::node* node(const std::string& key) {
     seen_.insert(key);
     const toml::node* n = t_ ? t_->get(key) : nullptr;
-    if (n && g_positions) (*g_positions)[full(key)] = pos_of(*n, key);
+    if (n && positions_) (*positions_)[full(key)] = pos_of(*n, key);
     return n;
   }
 
@@ -287,6 +286,7 @@ class Reader {
   void known(std::vector<std::string> keys) { known_ = std::move(keys); }
   std::string full(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
   const std::string& file() const { return file_; }
+  std::map<std::string, SourcePos>* positions() const { return positions_; }
 
  private:
   std::string known_list() const {
@@ -298,6 +298,7 @@ class Reader {
   const toml::table* t_;
   std::string prefix_;
   std::string file_;
+  std::map<std::string, SourcePos>* positions_ = nullptr;
   std::set<std::string> seen_;
   std::vector<std::string> known_;
 };
@@ -315,7 +316,7 @@ LengthDist read_length(Reader& r, const std::string& key, const LengthDist& def)
   }
   if (!n->is_table())
     r.fail(*n, key, str("expected an integer or a table {dist = ...}, got ", type_name(n->type())));
-  Reader t(n->as_table(), r.full(key), r.file());
+  Reader t(n->as_table(), r.full(key), r.file(), r.positions());
   t.known({"dist", "value", "min", "max", "median", "sigma"});
   d.dist = t.str_opt("dist").value_or("fixed");
   if (d.dist == "fixed") {
@@ -384,11 +385,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   Scenario s;
   s.path = path;
   s.overrides = overrides;
-  g_positions = &s.key_pos;
-  struct Reset {
-    ~Reset() { g_positions = nullptr; }
-  } reset;
-  Reader top(&root, "", path);
+  Reader top(&root, "", path, &s.key_pos);
   top.known({"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "calibration", "counters", "classifier"});
   // Unknown top-level tables first, so a typo there is reported before anything else.
   for (const char* k : {"scenario", "model", "matrix", "workload", "load", "run", "seeds", "slo", "accuracy", "calibration", "counters", "classifier"})
@@ -396,7 +393,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   top.finish();
 
   {  // [scenario]
-    Reader r(top.sub("scenario"), "scenario", path);
+    Reader r(top.sub("scenario"), "scenario", path, &s.key_pos);
     r.known({"name", "description", "question"});
     s.name = r.str_opt("name").value_or(std::filesystem::path(path).stem().string());
     s.description = r.str_opt("description").value_or("");
@@ -404,7 +401,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     r.finish();
   }
   {  // [model]
-    Reader r(top.sub("model"), "model", path);
+    Reader r(top.sub("model"), "model", path, &s.key_pos);
     r.known({"source", "tokenizer", "source_model"});
     const toml::node* n = r.node("source");
     if (!n) throw ScenarioError(r.table_pos("source").message(
@@ -436,7 +433,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     r.finish();
   }
   {  // [matrix]
-    Reader r(top.sub("matrix"), "matrix", path);
+    Reader r(top.sub("matrix"), "matrix", path, &s.key_pos);
     r.known({"format", "recipe", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads", "shapes", "max_batch", "cache", "layout"});
     auto as_string = [&](const std::string& key) {
       return [&r, key](const toml::node& e) -> std::string {
@@ -533,7 +530,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     r.finish();
   }
   {  // [workload]
-    Reader r(top.sub("workload"), "workload", path);
+    Reader r(top.sub("workload"), "workload", path, &s.key_pos);
     r.known({"source", "eval_set", "samples", "prompt_tokens", "gen_tokens", "sampling", "zipf_s", "replay"});
     s.workload_source = r.str_opt("source").value_or("synthetic");
     if (s.workload_source != "synthetic" && s.workload_source != "eval")
@@ -572,7 +569,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     r.finish();
   }
   {  // [load]
-    Reader r(top.sub("load"), "load", path);
+    Reader r(top.sub("load"), "load", path, &s.key_pos);
     r.known({"pattern", "target_qps", "clients", "rates_qps"});
     const std::string p = r.str_opt("pattern").value_or("single_stream");
     if (p == "single_stream") s.pattern = Pattern::single_stream;
@@ -598,7 +595,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
       throw ScenarioError(r.table_pos("rates_qps").message("required for pattern = \"stepped\""));
   }
   {  // [run]
-    Reader r(top.sub("run"), "run", path);
+    Reader r(top.sub("run"), "run", path, &s.key_pos);
     r.known({"warmup_queries", "min_duration_ms", "min_queries", "max_duration_ms", "exact_sample_cap"});
     s.warmup_queries = r.int_opt("warmup_queries", 0, 1000000).value_or(2);
     s.min_duration_ms = r.int_opt("min_duration_ms", 0, 86400000).value_or(1000);
@@ -611,7 +608,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     r.finish();
   }
   {  // [seeds]
-    Reader r(top.sub("seeds"), "seeds", path);
+    Reader r(top.sub("seeds"), "seeds", path, &s.key_pos);
     r.known({"arrivals", "samples", "lengths"});
     s.seed_arrivals = static_cast<uint64_t>(r.int_opt("arrivals", 0, INT64_MAX).value_or(1));
     s.seed_samples = static_cast<uint64_t>(r.int_opt("samples", 0, INT64_MAX).value_or(2));
@@ -620,7 +617,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   }
   {  // [slo]
     const toml::table* t = top.sub("slo");
-    Reader r(t, "slo", path);
+    Reader r(t, "slo", path, &s.key_pos);
     if (t) {
       for (auto&& [k, v] : *t) {
         const std::string key(k.str());
@@ -633,7 +630,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     r.finish();
   }
   {  // [accuracy]
-    Reader r(top.sub("accuracy"), "accuracy", path);
+    Reader r(top.sub("accuracy"), "accuracy", path, &s.key_pos);
     r.known({"enabled", "eval_set", "reference_format", "max_tokens", "window", "min_top1_agreement",
              "max_kl_mean", "max_kl_p99", "max_ppl_ratio", "max_accuracy_drop", "min_task_accuracy",
              "bootstrap_resamples", "bootstrap_seed"});
@@ -665,7 +662,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     r.finish();
   }
   {  // [calibration]
-    Reader r(top.sub("calibration"), "calibration", path);
+    Reader r(top.sub("calibration"), "calibration", path, &s.key_pos);
     r.known({"slice", "samples", "seq_len", "seed"});
     CalibrationSpec& c = s.calibration;
     c.enabled = r.present();
@@ -697,7 +694,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
           "these recipes (or w8a8_static) need calibration data: add a [calibration] table with slice = \"FILE:A-B\""));
   }
   {  // [classifier]
-    Reader r(top.sub("classifier"), "classifier", path);
+    Reader r(top.sub("classifier"), "classifier", path, &s.key_pos);
     r.known({"pad_to", "max_wait_ms", "cache_entries", "cache_bytes"});
     ClassifierSpec& c = s.classifier;
     c.pad_to = static_cast<int>(r.int_opt("pad_to", 2, 1000000).value_or(128));
@@ -714,7 +711,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
       throw ScenarioError(s.pos("matrix.max_batch").message(str("harness-formed batches need load.pattern server, stepped or offline, not ", pattern_name(s.pattern))));
   }
   {  // [counters]
-    Reader r(top.sub("counters"), "counters", path);
+    Reader r(top.sub("counters"), "counters", path, &s.key_pos);
     r.known({"enabled", "mode", "profile_queries"});
     s.counters_enabled = r.bool_opt("enabled").value_or(true);
     s.counters_mode = r.str_opt("mode").value_or("separate");
