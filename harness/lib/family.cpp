@@ -18,22 +18,12 @@ void refuse_classifier_keys(const Scenario& sc) {
     if (c != 0) throw ScenarioError(sc.pos("matrix.cache").message("the result cache is implemented for BERT/DistilBERT classifiers"));
 }
 
-void check_kv_modes(const Scenario& sc) {
-  for (const auto& m : sc.kv_modes) {
-    try {
-      parse_kv_mode(m);
-    } catch (const Error& e) {
-      throw ScenarioError(sc.pos("matrix.kv_mode").message(e.what()));
-    }
-  }
-}
 
 // ---- the harness's own SUTs (sut:null, sut:sleep:...) ------------------------------------------
 
 class TestFamily : public ModelFamily {
  public:
   explicit TestFamily(const Scenario& sc) : sc_(sc) {
-    check_kv_modes(sc);
     refuse_classifier_keys(sc);
     try {
       make_test_sut(sc.model);
@@ -64,7 +54,7 @@ class TestFamily : public ModelFamily {
 
 class BertFamily : public ModelFamily {
  public:
-  explicit BertFamily(const Scenario& sc) : sc_(sc), bench_(sc) { check_kv_modes(sc); }
+  explicit BertFamily(const Scenario& sc) : sc_(sc), bench_(sc) {}
   Fields model_provenance() const override {
     return {{"model_hash", bench_.source().content_hash},
             {"model_container", bench_.source().container},
@@ -74,7 +64,7 @@ class BertFamily : public ModelFamily {
   void describe(const Variant& v, Fields& cfg) const override {
     cfg.emplace_back("format", v.format);
     cfg.emplace_back("sparsity", v.sparsity);
-    cfg.emplace_back("kv_mode", v.kv_mode);
+    cfg.emplace_back("kv_mode", std::string(kv_mode_name(v.kv_mode)));
     cfg.emplace_back("shape", v.shape);
     cfg.emplace_back("pad_to", v.shape == "padded" ? SqlValue(int64_t{sc_.classifier.pad_to}) : sql_null());
     cfg.emplace_back("cache_enabled", int64_t{v.cache});
@@ -120,7 +110,6 @@ class BertFamily : public ModelFamily {
 class LlamaFamily : public ModelFamily {
  public:
   explicit LlamaFamily(const Scenario& sc) : sc_(sc) {
-    check_kv_modes(sc);
     refuse_classifier_keys(sc);
     try {
       models_ = std::make_unique<LlamaModels>(sc.model, sc.source_model);
@@ -148,7 +137,7 @@ class LlamaFamily : public ModelFamily {
   void describe(const Variant& v, Fields& cfg) const override {
     cfg.emplace_back("format", v.format);
     cfg.emplace_back("sparsity", v.sparsity);
-    cfg.emplace_back("kv_mode", v.kv_mode);
+    cfg.emplace_back("kv_mode", std::string(kv_mode_name(v.kv_mode)));
     const RecipeRecord rr = models_->record(v.format, v.sparsity, v.recipe);
     auto text_or_null = [](const std::string& x) { return x.empty() ? sql_null() : SqlValue(x); };
     cfg.emplace_back("recipe", text_or_null(rr.recipe));
@@ -184,11 +173,11 @@ class LlamaFamily : public ModelFamily {
     SessionOptions so;
     so.threads = v.threads;
     so.pin_threads = v.pin_threads;
-    so.kv_mode = parse_kv_mode(v.kv_mode);
-    if (v.isa != "auto") {
-      const Isa isa = parse_isa(v.isa);
-      if (!isa_supported(isa)) throw Error(str("isa '", v.isa, "' cannot run here: ", isa_unavailable_reason(isa)));
-      so.isa = static_cast<int>(isa);
+    so.kv_mode = v.kv_mode;
+    if (v.isa) {
+      if (!isa_supported(*v.isa))
+        throw Error(str("isa '", isa_name(*v.isa), "' cannot run here: ", isa_unavailable_reason(*v.isa)));
+      so.isa = static_cast<int>(*v.isa);
     }
     return so;
   }

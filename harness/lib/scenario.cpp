@@ -41,8 +41,8 @@ std::string Variant::label() const {
   if (!recipe.empty()) s += " " + recipe;
   s += str(" t", threads, " w", workers);
   if (sparsity > 0) s += str(" sparsity=", sparsity);
-  if (kv_mode != "preallocated") s += " kv=" + kv_mode;
-  if (isa != "auto") s += " isa=" + isa;
+  if (kv_mode != KvMode::preallocated) s += std::string(" kv=") + kv_mode_name(kv_mode);
+  if (isa) s += std::string(" isa=") + isa_name(*isa);
   if (pin_threads) s += " pinned";
   if (shape != "dynamic") s += " " + shape;
   if (max_batch > 1) s += str(" b", max_batch);
@@ -479,17 +479,23 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
       s.sparsities = *v;
     if (auto v = r.list_opt<int>("threads", as_int("threads", 1, 1024))) s.threads = *v;
     if (auto v = r.list_opt<int>("workers", as_int("workers", 1, 1024))) s.workers = *v;
-    if (auto v = r.list_opt<std::string>("kv_mode", as_string("kv_mode"))) s.kv_modes = *v;
-    if (auto v = r.list_opt<std::string>("isa", [&](const toml::node& e) {
-          std::string name = as_string("isa")(e);
-          if (name != "auto") {
-            try {
-              parse_isa(name);
-            } catch (const Error& err) {
-              r.fail(e, "isa", err.what());
-            }
+    if (auto v = r.list_opt<KvMode>("kv_mode", [&](const toml::node& e) {
+          const std::string name = as_string("kv_mode")(e);
+          try {
+            return parse_kv_mode(name);
+          } catch (const Error& err) {
+            r.fail(e, "kv_mode", err.what());
           }
-          return name;
+        }))
+      s.kv_modes = *v;
+    if (auto v = r.list_opt<std::optional<Isa>>("isa", [&](const toml::node& e) -> std::optional<Isa> {
+          const std::string name = as_string("isa")(e);
+          if (name == "auto") return std::nullopt;
+          try {
+            return parse_isa(name);
+          } catch (const Error& err) {
+            r.fail(e, "isa", err.what());
+          }
         }))
       s.isas = *v;
     if (auto v = r.list_opt<bool>("pin_threads", [&](const toml::node& e) {

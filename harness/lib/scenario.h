@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "engines/core/cpu.h"
 #include "engines/core/error.h"
+#include "engines/runtime/session.h"
 #include "harness/lib/schedule.h"
 #include "harness/schema/slo.h"
 
@@ -72,8 +74,8 @@ struct Variant {
   double sparsity = 0;
   int threads = 1;
   int workers = 1;
-  std::string kv_mode = "preallocated";
-  std::string isa = "auto";
+  KvMode kv_mode = KvMode::preallocated;
+  std::optional<Isa> isa;  // nullopt: "auto", the level in force
   bool pin_threads = false;
   // Classifiers: request shapes ("dynamic" | "padded"), harness-formed batch size, result cache.
   std::string shape = "dynamic";
@@ -118,8 +120,9 @@ struct Scenario {
   std::vector<double> sparsities{0.0};
   std::vector<int> threads{1};
   std::vector<int> workers{1};
-  std::vector<std::string> kv_modes{"preallocated"};
-  std::vector<std::string> isas{"auto"};
+  // Parsed once here, with the key's file:line:column in key_pos for errors raised later.
+  std::vector<KvMode> kv_modes{KvMode::preallocated};
+  std::vector<std::optional<Isa>> isas{std::nullopt};
   std::vector<bool> pin_threads{false};
   // "WxT" pairs (workers x threads per worker), e.g. ["1x2", "2x1"]: the same cores split two
   // ways; replaces the threads x workers cross product when given.

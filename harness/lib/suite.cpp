@@ -106,7 +106,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
              {"started_utc", utc_now_iso()},
              {"threads", int64_t{v.threads}},
              {"workers", int64_t{v.workers}},
-             {"isa_requested", v.isa},
+             {"isa_requested", std::string(v.isa ? isa_name(*v.isa) : "auto")},
              {"pattern", std::string(pattern_name(sc.pattern))},
              {"offered_qps", pattern == Pattern::server ? SqlValue(offered) : sql_null()},
              {"clients", sc.pattern == Pattern::closed_loop ? SqlValue(int64_t{sc.clients})

@@ -252,7 +252,7 @@ BertSutOptions ClassifierBench::sut_options(const Variant& v) const {
   o.workers = v.workers;
   o.threads = v.threads;
   o.pin_threads = v.pin_threads;
-  o.isa = v.isa == "auto" ? -1 : static_cast<int>(parse_isa(v.isa));
+  o.isa = v.isa ? static_cast<int>(*v.isa) : -1;
   o.shape = v.shape;
   o.pad_to = sc_.classifier.pad_to;
   o.max_batch = v.max_batch;
