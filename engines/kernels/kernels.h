@@ -11,6 +11,9 @@
 
 namespace cibench {
 
+// Feed-forward activations of the encoders: exact (erf) GELU, tanh-approximated GELU, ReLU.
+enum class Activation { gelu, gelu_tanh, relu };
+
 struct KernelTable {
   Isa isa;
   // y[r] = dot(W[r, :K], x) for r in [0, rows); W rows are `ldw` floats apart.
@@ -51,6 +54,16 @@ struct KernelTable {
   // y[i] = half(x[i]), round to nearest even (bit-identical at every level); and back (exact).
   void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
   void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  // The encoder's element-wise numerics (encoder_math.h; the same values at every level):
+  // x[i] = act(x[i] + bias[i]);
+  void (*bias_activation)(float* x, const float* bias, int64_t n, Activation act);
+  // x = LayerNorm(x + a + bias) with gamma w, beta b (a and bias may be null); with out2, also
+  // out2 = the same normalised values with gamma w2 and beta b2 (a folded second output);
+  void (*add_layer_norm)(float* x, const float* a, const float* bias, const float* w, const float* b,
+                         int64_t n, float eps, float* out2, const float* w2, const float* b2);
+  // softmax in place over n scores, mask[j] = 0 entries get probability 0 (mask may be null;
+  // all masked: uniform).
+  void (*masked_softmax)(float* s, const uint8_t* mask, int64_t n);
 };
 
 // The table for a level; levels without their own file fall back to the next lower one.

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "engines/kernels/encoder_math.h"
 #include "engines/kernels/kernels.h"
 #include "engines/kernels/vec_avx2.h"
 

@@ -2,6 +2,7 @@
 // Compiled without any ISA flags; written for clarity first.
 #include <cmath>
 
+#include "engines/kernels/encoder_math.h"
 #include "engines/kernels/half.h"
 #include "engines/kernels/kernels.h"
 
@@ -103,11 +104,23 @@ void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
 
 }  // namespace
 
+void bias_activation(float* x, const float* bias, int64_t n, Activation act) {
+  encoder::bias_activation_body(x, bias, n, act);
+}
+
+void add_layer_norm(float* x, const float* a, const float* bias, const float* w, const float* b, int64_t n,
+                    float eps, float* out2, const float* w2, const float* b2) {
+  encoder::add_layer_norm_body(x, a, bias, w, b, n, eps, out2, w2, b2);
+}
+
+void masked_softmax(float* s, const uint8_t* mask, int64_t n) { encoder::masked_softmax_body(s, mask, n); }
+
 const KernelTable& kernels_generic() {
-  static const KernelTable t{Isa::generic, matvec_f32, matmul_f32,    dot_f32,
-                             axpy_f32,     rmsnorm,    softmax,       swiglu,
-                             rope,         attention,  attention_f16, attention,
-                             f32_to_f16,   f16_to_f32};
+  static const KernelTable t{Isa::generic,    matvec_f32,     matmul_f32,    dot_f32,
+                             axpy_f32,        rmsnorm,        softmax,       swiglu,
+                             rope,            attention,      attention_f16, attention,
+                             f32_to_f16,      f16_to_f32,     bias_activation, add_layer_norm,
+                             masked_softmax};
   return t;
 }
 

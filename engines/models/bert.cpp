@@ -609,148 +609,6 @@ BertModel build_bert(const BertSource& src, const BertBuildOptions& opts) {
 // ---- Session --------------------------------------------------------------------------------------
 namespace {
 
-// exp(x) in float, branch-free so the loops calling it vectorise (bert.cpp is built with
-// -fno-trapping-math, which lets GCC if-convert the clamps; results are unchanged): Cephes'
-// expf (range reduction by ln 2, degree-6 polynomial), relative error below 1e-7. Inputs are
-// clamped to [-87.33, 88.72], so exp of a masked score (-1e30) is ~1e-38, i.e. 0 beside 1.
-inline float exp_approx(float x) {
-  x = std::min(88.72f, x);
-  x = std::max(-87.33f, x);
-  const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float t = x * 1.44269504088896341f + magic;
-  const float n = t - magic;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  // 2^n from n's bits in t's mantissa (t = 0x4B400000 + n as bits).
-  int32_t ti;
-  std::memcpy(&ti, &t, sizeof ti);
-  const int32_t bits = (ti - 0x4B400000 + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
-// erf(x) by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7, i.e. float resolution of
-// GELU's 0.5 * (1 + erf)); branch-free.
-inline float erf_approx(float x) {
-  const float ax = std::fabs(x);
-  const float t = 1.0f / (1.0f + 0.3275911f * ax);
-  float y = 1.061405429f;
-  y = y * t - 1.453152027f;
-  y = y * t + 1.421413741f;
-  y = y * t - 0.284496736f;
-  y = y * t + 0.254829592f;
-  y = 1.0f - y * t * exp_approx(-ax * ax);
-  return std::copysign(y, x);
-}
-
-// One feed-forward activation over n values, bias added first. The loop is written once and
-// compiled twice: for the baseline and with AVX2 enabled (8 lanes instead of SSE's 4; FMA stays
-// off, so no contraction and the same values), the session picking one by its ISA, so forcing
-// CIBENCH_ISA=generic runs the baseline copy (plain target attributes: no ifunc resolver, which
-// ThreadSanitizer's runtime could not survive at start-up).
-__attribute__((always_inline)) inline void bias_activation_body(float* x, const float* bias,
-                                                                int64_t n, BertActivation act) {
-  switch (act) {
-    case BertActivation::gelu:
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = x[i] + bias[i];
-        x[i] = 0.5f * v * (1.0f + erf_approx(v * 0.70710678118654752f));
-      }
-      break;
-    case BertActivation::gelu_tanh:
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = x[i] + bias[i];
-        // tanh(u) = 1 - 2 / (exp(2u) + 1)
-        const float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
-        x[i] = 0.5f * v * (2.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f));
-      }
-      break;
-    case BertActivation::relu:
-      for (int64_t i = 0; i < n; ++i) x[i] = std::max(0.0f, x[i] + bias[i]);
-      break;
-  }
-}
-
-using BiasActivationFn = void (*)(float*, const float*, int64_t, BertActivation);
-
-void bias_activation_generic(float* x, const float* bias, int64_t n, BertActivation act) {
-  bias_activation_body(x, bias, n, act);
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) void bias_activation_avx2(float* x, const float* bias, int64_t n,
-                                                          BertActivation act) {
-  bias_activation_body(x, bias, n, act);
-}
-#endif
-
-BiasActivationFn bias_activation_for(Isa isa) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (isa >= Isa::avx2) return bias_activation_avx2;
-#endif
-  (void)isa;
-  return bias_activation_generic;
-}
-
-// x = LayerNorm(x + a + bias) over n values (a and bias may be null). With out2, also
-// out2 = the same normalised values with gamma w2 and beta b2 (a folded second output).
-void add_layer_norm(float* x, const float* a, const float* bias, const float* w, const float* b,
-                    int64_t n, float eps, float* out2 = nullptr, const float* w2 = nullptr,
-                    const float* b2 = nullptr) {
-  if (a)
-    for (int64_t i = 0; i < n; ++i) x[i] += a[i] + bias[i];
-  float sum[8] = {0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) sum[k] += x[i + k];
-  float s = 0.0f;
-  for (; i < n; ++i) s += x[i];
-  for (int k = 0; k < 8; ++k) s += sum[k];
-  const float mean = s / static_cast<float>(n);
-  float sq[8] = {0};
-  for (i = 0; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) {
-      const float d = x[i + k] - mean;
-      sq[k] += d * d;
-    }
-  float v = 0.0f;
-  for (; i < n; ++i) v += (x[i] - mean) * (x[i] - mean);
-  for (int k = 0; k < 8; ++k) v += sq[k];
-  const float inv = 1.0f / std::sqrt(v / static_cast<float>(n) + eps);
-  if (out2)
-    for (i = 0; i < n; ++i) out2[i] = (x[i] - mean) * inv * w2[i] + b2[i];
-  for (i = 0; i < n; ++i) x[i] = (x[i] - mean) * inv * w[i] + b[i];
-}
-
-// Masked softmax in place over n scores (masked entries get probability 0; when every entry
-// is masked the row becomes uniform, as adding a large negative to all of them would give).
-void softmax_row(float* s, const uint8_t* mask, int64_t n) {
-  constexpr float kMasked = -1e30f;
-  if (mask)
-    for (int64_t j = 0; j < n; ++j) s[j] = mask[j] ? s[j] : kMasked;
-  float mx = s[0];
-  for (int64_t j = 1; j < n; ++j) mx = std::max(mx, s[j]);
-  if (mx == kMasked) {  // nothing to attend to: equal weights
-    std::fill(s, s + n, 0.0f);
-    mx = 0.0f;
-  }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) {
-    s[j] = exp_approx(s[j] - mx);
-    sum += s[j];
-  }
-  const float inv = 1.0f / sum;
-  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
-}
-
 template <typename T>
 T* buf(AlignedBuffer& b) {
   return b.as<T>();
@@ -828,6 +686,11 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
                     std::max(1, c.type_vocab_size) - 1);
   }
   const KernelTable& k = kernels_for(isa_);
+  // LayerNorm(x + a + bias), optionally with a folded second output (encoder_math.h).
+  auto layer_norm = [&k](float* xv, const float* a, const float* bias, const float* w, const float* b, int64_t n,
+                         float eps_, float* out2 = nullptr, const float* w2 = nullptr, const float* b2 = nullptr) {
+    k.add_layer_norm(xv, a, bias, w, b, n, eps_, out2, w2, b2);
+  };
   ThreadPool& pool = *pool_;
   float* x = buf<float>(x_);
   float* qkv = buf<float>(qkv_);
@@ -868,10 +731,10 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     }
     const BertLayer& L0 = model_.layers[0];
     if (L0.qkv_in_norm_w.empty())
-      add_layer_norm(xr, nullptr, nullptr, model_.emb_norm_w.data(), model_.emb_norm_b.data(), h,
+      layer_norm(xr, nullptr, nullptr, model_.emb_norm_w.data(), model_.emb_norm_b.data(), h,
                      eps);
     else
-      add_layer_norm(xr, nullptr, nullptr, model_.emb_norm_w.data(), model_.emb_norm_b.data(), h,
+      layer_norm(xr, nullptr, nullptr, model_.emb_norm_w.data(), model_.emb_norm_b.data(), h,
                      eps, xin + r * h, L0.qkv_in_norm_w.data(), L0.qkv_in_norm_b.data());
   });
 
@@ -912,7 +775,7 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
         for (int64_t qi = 0; qi < n_q; ++qi) {
           float* sr = s + qi * L;
           for (int64_t j = 0; j < L; ++j) sr[j] *= scale;
-          softmax_row(sr, mrow, L);
+          k.masked_softmax(sr, mrow, L);
         }
         // out = P V, with V transposed so the product is another X W^T
         const float* v = base + 2 * h;
@@ -940,18 +803,18 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const bool ffn_fold = !Ly.ffn_in_norm_w.empty();
     rows_parallel(m, h, [&](int64_t r) {
       if (ffn_fold)
-        add_layer_norm(xs + r * h, proj + r * h, Ly.bo.data(), Ly.attn_norm_w.data(),
+        layer_norm(xs + r * h, proj + r * h, Ly.bo.data(), Ly.attn_norm_w.data(),
                        Ly.attn_norm_b.data(), h, eps, xin + r * h, Ly.ffn_in_norm_w.data(),
                        Ly.ffn_in_norm_b.data());
       else
-        add_layer_norm(xs + r * h, proj + r * h, Ly.bo.data(), Ly.attn_norm_w.data(),
+        layer_norm(xs + r * h, proj + r * h, Ly.bo.data(), Ly.attn_norm_w.data(),
                        Ly.attn_norm_b.data(), h, eps);
     });
     // ---- feed-forward, residual, LayerNorm
     const float* ffn_in = ffn_fold ? xin : xs;
     if (obs) obs->observe(lp + "ffn_in", ffn_in, m, h);
     // Bias and activation on each thread's columns as soon as it has computed them.
-    const BiasActivationFn bias_activation = bias_activation_for(isa_);
+    const auto bias_activation = k.bias_activation;
     auto gelu_cols = [&](int64_t c0, int64_t c1) {
       for (int64_t r = 0; r < m; ++r)
         bias_activation(ffn + r * f + c0, Ly.b_in.data() + c0, c1 - c0, c.activation);
@@ -967,11 +830,11 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const bool qkv_fold = next && !next->qkv_in_norm_w.empty();
     rows_parallel(m, h, [&](int64_t r) {
       if (qkv_fold)
-        add_layer_norm(xs + r * h, proj + r * h, Ly.b_out.data(), Ly.ffn_norm_w.data(),
+        layer_norm(xs + r * h, proj + r * h, Ly.b_out.data(), Ly.ffn_norm_w.data(),
                        Ly.ffn_norm_b.data(), h, eps, xin + r * h, next->qkv_in_norm_w.data(),
                        next->qkv_in_norm_b.data());
       else
-        add_layer_norm(xs + r * h, proj + r * h, Ly.b_out.data(), Ly.ffn_norm_w.data(),
+        layer_norm(xs + r * h, proj + r * h, Ly.b_out.data(), Ly.ffn_norm_w.data(),
                        Ly.ffn_norm_b.data(), h, eps);
     });
   }

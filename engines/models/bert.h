@@ -19,6 +19,7 @@
 #include "engines/core/cpu.h"
 #include "engines/core/matrix.h"
 #include "engines/core/observer.h"
+#include "engines/kernels/kernels.h"
 #include "engines/core/thread_pool.h"
 #include "engines/models/llama_config.h"  // TensorSource
 
@@ -26,7 +27,7 @@ namespace cibench {
 
 
 enum class BertArch { bert, distilbert };
-enum class BertActivation { gelu, gelu_tanh, relu };  // feed-forward activation
+using BertActivation = Activation;  // feed-forward activation (engines/kernels/kernels.h)
 const char* bert_arch_name(BertArch a);
 const char* bert_activation_name(BertActivation a);
 

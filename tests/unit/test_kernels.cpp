@@ -6,6 +6,7 @@
 // each twin), so it holds whatever order or ISA a kernel uses and depends on nothing measured.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -156,6 +157,53 @@ void attention_ref(const float* q, const std::vector<float>& kc, const std::vect
   for (auto& v : p) v /= sum;
   for (int64_t t = 0; t < n_pos; ++t)
     for (int64_t i = 0; i < hd; ++i) o[i] += p[t] * vc[t * stride + i];
+}
+
+// The encoder's element-wise numerics (encoder_math.h) are one source compiled at every level;
+// measured against the generic twin on ragged lengths, with masks, folded second outputs and
+// every activation. They agree to the rounding of a fused multiply-add where the compiler
+// contracts one (the SIMD levels are built with FMA): each output within 8 u of its magnitude
+// (a handful of contractable products per value; the LayerNorm sums use the same 8-way partials).
+TEST_P(KernelTwin, EncoderNumericsMatchTheGenericTwin) {
+  std::mt19937 rng(6);
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{63}, int64_t{128}, int64_t{768}}) {
+    const auto bias = randv(n, rng), w = randv(n, rng), b = randv(n, rng), w2 = randv(n, rng), b2 = randv(n, rng);
+    const auto a = randv(n, rng, 2.f);
+    for (Activation act : {Activation::gelu, Activation::gelu_tanh, Activation::relu}) {
+      const auto xin = randv(n, rng, 6.f);
+      auto x0 = xin, x1 = xin;
+      ref().bias_activation(x0.data(), bias.data(), n, act);
+      fast().bias_activation(x1.data(), bias.data(), n, act);
+      // GELU = 0.5 v (1 + erf): for v < 0 the bracket cancels, so a rounding of erf (or of the
+      // tanh form's exp) is relative to 0.5 |v|, not to the small output: 8 u (|out| + |v|).
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_NEAR(x0[i], x1[i], 8 * kF32U * (std::fabs(x0[i]) + std::fabs(xin[i] + bias[i])))
+            << "activation " << int(act) << " n=" << n;
+    }
+    auto x0 = randv(n, rng, 3.f);
+    auto x1 = x0;
+    std::vector<float> o0(n), o1(n);
+    ref().add_layer_norm(x0.data(), a.data(), bias.data(), w.data(), b.data(), n, 1e-12f, o0.data(), w2.data(), b2.data());
+    fast().add_layer_norm(x1.data(), a.data(), bias.data(), w.data(), b.data(), n, 1e-12f, o1.data(), w2.data(), b2.data());
+    for (int64_t i = 0; i < n; ++i) {
+      // The normalised value (x - mean) inv is O(1); gamma and beta are in (-1, 1).
+      ASSERT_NEAR(x0[i], x1[i], (gamma_f32(n) + 8 * kF32U) * 4) << "layer_norm n=" << n;
+      ASSERT_NEAR(o0[i], o1[i], (gamma_f32(n) + 8 * kF32U) * 4) << "layer_norm out2 n=" << n;
+    }
+    std::vector<uint8_t> mask(n);
+    for (auto& m : mask) m = rng() % 4 != 0;
+    auto s0 = randv(n, rng, 4.f);
+    auto s1 = s0;
+    ref().masked_softmax(s0.data(), mask.data(), n);
+    fast().masked_softmax(s1.data(), mask.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(s0[i], s1[i], 2 * (gamma_f32(n) + 8 * kF32U) * s0[i] + 1e-30) << "softmax n=" << n;
+      // A masked score's weight is exp of the clamped input (-87.33): ~1e-38, nothing beside the rest.
+      if (!mask[i] && std::count(mask.begin(), mask.end(), 1) > 0) {
+        ASSERT_LT(s1[i], 1e-37f) << "masked entry";
+      }
+    }
+  }
 }
 
 // A bound on |computed - exact| for attention evaluated in binary32 in any order: the score

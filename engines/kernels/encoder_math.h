@@ -1,0 +1,135 @@
+#pragma once
+// The encoder's element-wise numerics (BERT/DistilBERT): the feed-forward activations, LayerNorm
+// with its residual add, and the masked softmax of attention scores. Written once, here, and
+// compiled into every level's kernel table (kernels_generic.cpp and, with that level's flags,
+// simd_kernels.inc) as bias_activation, add_layer_norm and masked_softmax. The sums are written
+// with explicit 8-way partials, so every level adds in the same order; the SIMD levels run more
+// lanes and, being built with FMA, may fuse a multiply-add (KernelTwin.EncoderNumerics bounds
+// the difference from the generic twin).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "engines/kernels/kernels.h"
+
+namespace cibench::encoder {
+
+// exp(x) in float, branch-free so the loops calling it vectorise (the kernel sources are built with
+// -fno-trapping-math, which lets GCC if-convert the clamps; results are unchanged): Cephes'
+// expf (range reduction by ln 2, degree-6 polynomial), relative error below 1e-7. Inputs are
+// clamped to [-87.33, 88.72], so exp of a masked score (-1e30) is ~1e-38, i.e. 0 beside 1.
+inline float exp_approx(float x) {
+  x = std::min(88.72f, x);
+  x = std::max(-87.33f, x);
+  const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float t = x * 1.44269504088896341f + magic;
+  const float n = t - magic;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  // 2^n from n's bits in t's mantissa (t = 0x4B400000 + n as bits).
+  int32_t ti;
+  std::memcpy(&ti, &t, sizeof ti);
+  const int32_t bits = (ti - 0x4B400000 + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+// erf(x) by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7, i.e. float resolution of
+// GELU's 0.5 * (1 + erf)); branch-free.
+inline float erf_approx(float x) {
+  const float ax = std::fabs(x);
+  const float t = 1.0f / (1.0f + 0.3275911f * ax);
+  float y = 1.061405429f;
+  y = y * t - 1.453152027f;
+  y = y * t + 1.421413741f;
+  y = y * t - 0.284496736f;
+  y = y * t + 0.254829592f;
+  y = 1.0f - y * t * exp_approx(-ax * ax);
+  return std::copysign(y, x);
+}
+
+// One feed-forward activation over n values, bias added first (branch-free, so it vectorises).
+__attribute__((always_inline)) inline void bias_activation_body(float* x, const float* bias,
+                                                                int64_t n, Activation act) {
+  switch (act) {
+    case Activation::gelu:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i] + bias[i];
+        x[i] = 0.5f * v * (1.0f + erf_approx(v * 0.70710678118654752f));
+      }
+      break;
+    case Activation::gelu_tanh:
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = x[i] + bias[i];
+        // tanh(u) = 1 - 2 / (exp(2u) + 1)
+        const float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+        x[i] = 0.5f * v * (2.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f));
+      }
+      break;
+    case Activation::relu:
+      for (int64_t i = 0; i < n; ++i) x[i] = std::max(0.0f, x[i] + bias[i]);
+      break;
+  }
+}
+
+
+// x = LayerNorm(x + a + bias) over n values (a and bias may be null). With out2, also
+// out2 = the same normalised values with gamma w2 and beta b2 (a folded second output).
+inline void add_layer_norm_body(float* x, const float* a, const float* bias, const float* w, const float* b,
+                               int64_t n, float eps, float* out2, const float* w2, const float* b2) {
+  if (a)
+    for (int64_t i = 0; i < n; ++i) x[i] += a[i] + bias[i];
+  float sum[8] = {0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) sum[k] += x[i + k];
+  float s = 0.0f;
+  for (; i < n; ++i) s += x[i];
+  for (int k = 0; k < 8; ++k) s += sum[k];
+  const float mean = s / static_cast<float>(n);
+  float sq[8] = {0};
+  for (i = 0; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) {
+      const float d = x[i + k] - mean;
+      sq[k] += d * d;
+    }
+  float v = 0.0f;
+  for (; i < n; ++i) v += (x[i] - mean) * (x[i] - mean);
+  for (int k = 0; k < 8; ++k) v += sq[k];
+  const float inv = 1.0f / std::sqrt(v / static_cast<float>(n) + eps);
+  if (out2)
+    for (i = 0; i < n; ++i) out2[i] = (x[i] - mean) * inv * w2[i] + b2[i];
+  for (i = 0; i < n; ++i) x[i] = (x[i] - mean) * inv * w[i] + b[i];
+}
+
+// Masked softmax in place over n scores (masked entries get probability 0; when every entry
+// is masked the row becomes uniform, as adding a large negative to all of them would give).
+inline void masked_softmax_body(float* s, const uint8_t* mask, int64_t n) {
+  constexpr float kMasked = -1e30f;
+  if (mask)
+    for (int64_t j = 0; j < n; ++j) s[j] = mask[j] ? s[j] : kMasked;
+  float mx = s[0];
+  for (int64_t j = 1; j < n; ++j) mx = std::max(mx, s[j]);
+  if (mx == kMasked) {  // nothing to attend to: equal weights
+    std::fill(s, s + n, 0.0f);
+    mx = 0.0f;
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = exp_approx(s[j] - mx);
+    sum += s[j];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+}
+
+}  // namespace cibench::encoder
