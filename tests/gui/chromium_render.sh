@@ -8,11 +8,9 @@ set -euo pipefail
 cibench=$1
 fixture=$2
 chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-if [ -z "$chrome" ]; then
-  if [ -n "${CI:-}" ]; then
-    echo "chromium not installed, and CI must render the report: run scripts/install-deps.sh --test" >&2
-    exit 1
-  fi
+# shellcheck source=missing_tool.sh
+. "${BASH_SOURCE[0]%/*}/missing_tool.sh"
+[ -n "$chrome" ] || missing_tool chromium
   echo "chromium not installed: skipped (scripts/install-deps.sh --test installs it)"
   exit 77
 fi

@@ -8,16 +8,9 @@
 set -euo pipefail
 gui=$1
 fixture=$2
-missing=""
-for tool in xvfb-run xdotool; do command -v "$tool" >/dev/null || missing+=" $tool"; done
-if [ -n "$missing" ]; then
-  if [ -n "${CI:-}" ]; then
-    echo "missing:$missing (scripts/install-deps.sh --test installs them)" >&2
-    exit 1
-  fi
-  echo "missing:$missing: skipped (scripts/install-deps.sh --test installs them)"
-  exit 77
-fi
+# shellcheck source=missing_tool.sh
+. "${BASH_SOURCE[0]%/*}/missing_tool.sh"
+for tool in xvfb-run xdotool; do command -v "$tool" >/dev/null || missing_tool "$tool"; done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$fixture" "$tmp/dash.sqlite" >/dev/null
