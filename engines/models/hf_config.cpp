@@ -1,5 +1,6 @@
 #include "engines/models/hf_config.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 

@@ -43,21 +43,17 @@ Prepared prepare(const Scenario& sc) {
   return p;
 }
 
-// SLO verdict (harness/schema/slo.h judge_slos): 1 all met, 0 one failed, NULL none defined or
-// one unmeasured (and none failed); the detail names every SLO's value.
-std::pair<SqlValue, std::string> check_slos(const Scenario& sc, const Recorder& rec) {
-  const SloVerdict v = judge_slos(sc.slos, [&](const Slo& s) -> std::optional<double> {
-    Metric m = Metric::latency;
-    if (s.metric == "ttft") m = Metric::ttft;
-    else if (s.metric == "tpot") m = Metric::tpot;
-    else if (s.metric == "queue") m = Metric::queue;
-    else if (s.metric == "service") m = Metric::service;
-    const Distribution d = rec.distribution(m);
-    if (d.count == 0) return std::nullopt;
-    return static_cast<double>(d.at(s.percentile)) * 1e-6;
+// The SLO verdict (harness/schema/slo.h judge_slos) on the recorded distributions.
+SloVerdict check_slos(const Scenario& sc, const Recorder& rec) {
+  return judge_slos(sc.slos, [&](const Slo& s) -> std::optional<double> {
+    for (Metric m : {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot}) {
+      if (s.metric != metric_name(m)) continue;
+      const Distribution d = rec.distribution(m);
+      if (d.count == 0) return std::nullopt;
+      return static_cast<double>(d.at(s.percentile)) * 1e-6;
+    }
+    return std::nullopt;  // parse_slo_key admits no other metric
   });
-  if (!v.met) return {sql_null(), v.detail};
-  return {int64_t{*v.met ? 1 : 0}, v.detail};
 }
 
 class Progress {
@@ -88,7 +84,7 @@ class Progress {
 struct StepOutcome {
   int64_t variant_id = 0;
   bool failed = false;
-  SqlValue slo_met;
+  std::optional<bool> slo_met;  // the step's SLO verdict (nullopt: none, or not measured)
 };
 
 StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Variant& v, int step,
@@ -222,10 +218,9 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
         r.invalid_reasons.push_back(str("stopped at max_duration_ms ", sc.max_duration_ms, " after ", rec.count(),
                                         " queries, before min_queries and min_duration_ms were both reached (raise max_duration_ms)"));
     }
-    auto [slo_met, slo_report] = check_slos(sc, rec);
-    out.slo_met = slo_met;
-    if (auto* m = std::get_if<int64_t>(&slo_met)) r.slo_met = *m == 1;
-    r.slo_report = slo_report;
+    const SloVerdict slo = check_slos(sc, rec);
+    r.slo_met = out.slo_met = slo.met;
+    r.slo_report = slo.detail;
 
     // Requests: prompt tokens (the family's count when the SUT reports none) and sampling.
     auto records = rec.records();
@@ -392,8 +387,7 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
           break;
         }
         if (sc.pattern == Pattern::stepped) {
-          const auto* met = std::get_if<int64_t>(&so.slo_met);
-          if (met && *met == 1) {
+          if (so.slo_met.value_or(false)) {
             knee = rates[k];
           } else {
             knee_note = str("SLO not met at ", rates[k], " qps; higher rates not run");

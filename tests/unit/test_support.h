@@ -32,9 +32,6 @@ inline bool have_shared(const std::string& rel) {
 
 inline std::string isa_param_name(const ::testing::TestParamInfo<Isa>& p) { return isa_name(p.param); }
 
-// Why `isa` cannot run here, or "" when it can.
-inline std::string isa_unusable_reason(Isa isa) { return isa_unavailable_reason(isa); }
-
 class IsaScope {
  public:
   explicit IsaScope(Isa isa) : before_(active_isa()) { set_active_isa(isa); }
@@ -76,6 +73,6 @@ inline double f32_dot_pair_bound(int64_t k, double sum_abs_products) {
 // Skips the running test, with the reason in the summary, when `isa` cannot run in this process.
 #define CIBENCH_REQUIRE_ISA(isa)                                                      \
   do {                                                                                \
-    const std::string cibench_isa_reason_ = ::cibench::test::isa_unusable_reason(isa); \
+    const std::string cibench_isa_reason_ = ::cibench::isa_unavailable_reason(isa); \
     if (!cibench_isa_reason_.empty()) GTEST_SKIP() << cibench_isa_reason_;            \
   } while (0)
