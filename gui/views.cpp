@@ -589,13 +589,15 @@ void ScalingView::refresh(const Selection& s) {
   QChart* l = fresh_chart(latency_, "Latency p95 against threads x workers");
   if (!s.db || s.runs.empty()) return;
   const auto series = s.db->scaling(s.runs);
+  const bool decode = reports::scaling_plots_decode(series);
+  if (decode) t->setTitle("Decode rate (cibench bench) against threads x workers");
   for (int which : {0, 1}) {
     QChart* c = which == 0 ? t : l;
     double x1 = 1, y1 = 0;
     bool any = false;
     for (const auto& sr : series)
       for (const auto& p : sr.points) {
-        const auto v = which == 0 ? p.achieved_qps : p.p95_ms;
+        const auto v = which == 0 ? p.throughput(decode) : p.p95_ms;
         if (!v) continue;
         any = true;
         x1 = std::max(x1, static_cast<double>(p.threads * p.workers));
@@ -612,7 +614,7 @@ void ScalingView::refresh(const Selection& s) {
     ax->setTickAnchor(1);
     ax->setTickInterval(x1 > 16 ? 4 : 1);
     ax->setLabelFormat("%d");
-    auto* ay = value_axis(which == 0 ? "throughput (queries/s)" : "latency p95 (ms)", 0, y1 * 1.1);
+    auto* ay = value_axis(which == 1 ? "latency p95 (ms)" : decode ? "decode (tokens/s)" : "throughput (queries/s)", 0, y1 * 1.1);
     c->addAxis(ax, Qt::AlignBottom);
     c->addAxis(ay, Qt::AlignLeft);
     for (size_t i = 0; i < series.size(); ++i) {
@@ -627,7 +629,7 @@ void ScalingView::refresh(const Selection& s) {
       pts->setColor(series_color(i));
       std::vector<QString> tips;
       for (const auto& p : series[i].points) {
-        const auto v = which == 0 ? p.achieved_qps : p.p95_ms;
+        const auto v = which == 0 ? p.throughput(decode) : p.p95_ms;
         if (!v) continue;
         const double x = static_cast<double>(p.threads * p.workers);
         ls->append(x, *v);

@@ -139,6 +139,11 @@ std::string Variant::text_of(const std::string& column) const {
   return "";
 }
 
+std::string RunInfo::origin() const {
+  if (kind == "scenario") return "scenario " + scenario_name;
+  return command.empty() ? "cibench " + kind : command;
+}
+
 std::string Variant::short_name(bool with_rate) const {
   std::string s = format.empty() ? label : format;
   const std::string recipe = text_of("recipe");  // schema 2; "" when none
@@ -191,6 +196,8 @@ const std::vector<Axis>& x_axes() {
       {"tpot_p95_ms", "time per output token p95", "ms", false, 1},
       {"achieved_qps", "throughput", "queries/s", true, 1},
       {"tokens_per_s", "throughput", "tokens/s", true, 1},
+      {"decode_tokens_per_s", "decode rate (bench)", "tokens/s", true, 1},
+      {"prefill_tokens_per_s", "prefill rate (bench)", "tokens/s", true, 1},
       {"peak_rss_bytes", "peak memory (RSS)", "MiB", false, mib},
       {"weight_bytes", "weight memory", "MiB", false, mib},
   };
@@ -433,17 +440,24 @@ RunInfo run_from(const std::vector<std::string>& cols, const std::vector<SqlValu
   r.cpu_model = text("cpu_model");
   r.isa_active = text("isa_active");
   r.cibench_commit = text("cibench_commit");
+  r.kind = text("kind");
+  if (r.kind.empty()) r.kind = "scenario";
+  r.command = text("command");
   r.variants = get("n_variants") ? as_int(*get("n_variants")) : 0;
   return r;
 }
-const char* kRunColumns =
-    "r.run_id, r.status, r.started_utc, r.finished_utc, r.error, r.scenario_name, r.question, "
-    "r.pattern, r.model_spec, r.hostname, r.cpu_model, r.isa_active, r.cibench_commit, "
-    "(SELECT COUNT(*) FROM variants v WHERE v.run_id = r.run_id) AS n_variants";
+// The runs columns RunInfo reads; kind and command exist from schema 5 (earlier runs are all
+// scenario runs).
+std::string run_columns(int version) {
+  return str("r.run_id, r.status, r.started_utc, r.finished_utc, r.error, r.scenario_name, r.question, "
+             "r.pattern, r.model_spec, r.hostname, r.cpu_model, r.isa_active, r.cibench_commit, ",
+             version >= 5 ? "r.kind, r.command, " : "'scenario' AS kind, NULL AS command, ",
+             "(SELECT COUNT(*) FROM variants v WHERE v.run_id = r.run_id) AS n_variants");
+}
 }  // namespace
 
 std::vector<RunInfo> Db::runs(const RunFilter& f) {
-  Rows rs = select(str("SELECT ", kRunColumns, " FROM runs r ORDER BY r.run_id DESC"));
+  Rows rs = select(str("SELECT ", run_columns(version_), " FROM runs r ORDER BY r.run_id DESC"));
   std::vector<RunInfo> out;
   for (const auto& row : rs.rows) {
     RunInfo r = run_from(rs.cols, row);
@@ -459,7 +473,7 @@ std::vector<RunInfo> Db::runs(const RunFilter& f) {
 }
 
 RunInfo Db::run(int64_t run_id) {
-  Rows rs = select(str("SELECT ", kRunColumns, " FROM runs r WHERE r.run_id = ?"), {std::to_string(run_id)});
+  Rows rs = select(str("SELECT ", run_columns(version_), " FROM runs r WHERE r.run_id = ?"), {std::to_string(run_id)});
   if (rs.rows.empty()) throw DbError(str(path_, ": no run ", run_id));
   return run_from(rs.cols, rs.rows[0]);
 }
@@ -654,6 +668,12 @@ std::pair<std::string, std::string> Db::default_axes(const std::vector<int64_t>&
     for (const Axis& a : x_axes())
       if (any(a)) { x = a.key; break; }
   }
+  // y: the column a run's quality floor bounds (what the user said matters), when the variants have
+  // it; otherwise the first accuracy axis any variant has.
+  for (int64_t id : run_ids)
+    for (const QualityFloor& f : floors(id))
+      for (const Axis& a : y_axes())
+        if (a.key == f.column && any(a)) return {x, a.key};
   std::string y = "top1_agreement";
   for (const Axis& a : y_axes())
     if (any(a)) { y = a.key; break; }
@@ -831,6 +851,7 @@ std::vector<ScalingSeries> Db::scaling(const std::vector<int64_t>& run_ids) {
     p.tokens_per_s = v.get("tokens_per_s");
     p.p50_ms = v.get("latency_p50_ms");
     p.p95_ms = v.get("latency_p95_ms");
+    p.decode_tokens_per_s = v.get("decode_tokens_per_s");
     out[it->second].points.push_back(p);
   }
   for (auto& s : out)
@@ -839,6 +860,16 @@ std::vector<ScalingSeries> Db::scaling(const std::vector<int64_t>& run_ids) {
       return ca != cb ? ca < cb : a.workers < b.workers;
     });
   return out;
+}
+
+bool scaling_plots_decode(const std::vector<ScalingSeries>& series) {
+  bool qps = false, decode = false;
+  for (const auto& s : series)
+    for (const auto& p : s.points) {
+      qps = qps || p.achieved_qps.has_value();
+      decode = decode || p.decode_tokens_per_s.has_value();
+    }
+  return !qps && decode;
 }
 
 std::vector<CounterSummary> Db::counters(const std::vector<int64_t>& run_ids) {

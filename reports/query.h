@@ -47,7 +47,13 @@ struct RunInfo {
   std::string cpu_model;
   std::string isa_active;
   std::string cibench_commit;
+  // "scenario" (cibench run), or the command whose results were stored with --db ("bench",
+  // "recipes", "bert-recipes"; scenario_name is then the command's name) and its command line.
+  std::string kind = "scenario";
+  std::string command;
   int64_t variants = 0;       // variant rows (all steps)
+  // What produced the run, for headings: "scenario quickstart" or the stored command line.
+  std::string origin() const;
 };
 
 // Case-insensitive substring filters; empty matches everything. Dates are compared on the first
@@ -172,12 +178,19 @@ struct ScalingPoint {
   int64_t threads = 1;
   int64_t workers = 1;
   std::optional<double> achieved_qps, tokens_per_s, p50_ms, p95_ms;
+  std::optional<double> decode_tokens_per_s;  // bench runs
+  // What a scaling chart plots as throughput: queries/s, or a bench run's decode rate.
+  std::optional<double> throughput(bool decode) const { return decode ? decode_tokens_per_s : achieved_qps; }
 };
 
 struct ScalingSeries {
   std::string name;  // everything but threads: "f32 w2" (format, sparsity, non-default settings, workers)
   std::vector<ScalingPoint> points;  // by threads x workers
 };
+
+// True when no point has queries/s but one has a decode rate (runs of `cibench bench`): the
+// throughput charts then plot decode tokens/s.
+bool scaling_plots_decode(const std::vector<ScalingSeries>& series);
 
 struct CounterValue {
   std::optional<double> value;
@@ -259,8 +272,9 @@ class Db {
   std::optional<std::pair<std::string, double>> scenario_floor(int64_t run_id, const std::string& y_key);
 
   std::vector<Variant> variants(const std::vector<int64_t>& run_ids);
-  // Default axes for these runs: x = latency p95 when measured (else throughput), y = the first
-  // accuracy axis any variant has.
+  // Default axes for these runs: x = latency p95 when measured (else throughput), y = the column
+  // of the first run's quality floor that the variants have (a classifier's max_accuracy_drop:
+  // accuracy_delta), else the first accuracy axis any variant has.
   std::pair<std::string, std::string> default_axes(const std::vector<int64_t>& run_ids);
   // One point per variant (its first step; accuracy columns from any step of that variant).
   // floor: nullopt = the scenario's floor for the y axis (of the first run that has one), or no

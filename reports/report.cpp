@@ -333,12 +333,15 @@ std::vector<svg::Chart> scaling_charts(const ReportData& d) {
   bool any = false;
   for (const auto& s : d.scaling) any = any || s.points.size() >= 2;
   if (!any) return out;
+  const bool decode = scaling_plots_decode(d.scaling);
   for (int which : {0, 1}) {
     svg::Chart c;
-    c.title = which == 0 ? "Throughput against threads x workers" : "Latency p95 against threads x workers";
+    c.title = which == 1   ? "Latency p95 against threads x workers"
+              : decode ? "Decode rate (cibench bench) against threads x workers"
+                       : "Throughput against threads x workers";
     c.x_title = "threads x workers";
     c.integer_x = true;
-    c.y_title = which == 0 ? "throughput (queries/s)" : "latency p95 (ms)";
+    c.y_title = which == 1 ? "latency p95 (ms)" : decode ? "decode (tokens/s)" : "throughput (queries/s)";
     size_t i = 0;
     for (const auto& s : d.scaling) {
       svg::Series sr;
@@ -349,7 +352,7 @@ std::vector<svg::Chart> scaling_charts(const ReportData& d) {
       pts.kind = svg::Series::Kind::scatter;
       pts.in_legend = false;
       for (const auto& p : s.points) {
-        const auto v = which == 0 ? p.achieved_qps : p.p95_ms;
+        const auto v = which == 0 ? p.throughput(decode) : p.p95_ms;
         if (!v) continue;
         const double x = static_cast<double>(p.threads * p.workers);
         sr.pts.push_back({x, *v});
@@ -464,7 +467,10 @@ std::string render_html(const ReportData& d) {
         "measurement or computed from stored measurements by the same queries as cibench-gui. "
         "n/a = not measured.</p>\n";
   for (const auto& r : d.runs) {
-    os << "<p><b>Run " << r.run_id << "</b> — scenario <b>" << xml_escape(r.scenario_name) << "</b>, "
+    os << "<p><b>Run " << r.run_id << "</b> — "
+       << (r.kind == "scenario" ? "scenario <b>" + xml_escape(r.scenario_name) + "</b>"
+                                : "<code>" + xml_escape(r.origin()) + "</code>")
+       << ", "
        << xml_escape(r.status) << ", started " << xml_escape(r.started_utc) << " on " << xml_escape(r.hostname)
        << " (" << xml_escape(r.cpu_model) << "), model <code>" << xml_escape(r.model_spec) << "</code>.";
     if (!r.question.empty()) os << "<br>Question: <i>" << xml_escape(r.question) << "</i>";
@@ -529,7 +535,8 @@ std::string render_markdown(const ReportData& d) {
   os << "# cibench report: run" << (d.runs.size() > 1 ? "s " : " ") << ids << "\n\n";
   os << "Generated " << utc_now() << " by `cibench report`; charts are in report.html. n/a = not measured.\n\n";
   for (const auto& r : d.runs) {
-    os << "- **Run " << r.run_id << "**: scenario **" << r.scenario_name << "**, " << r.status << ", started "
+    os << "- **Run " << r.run_id << "**: "
+       << (r.kind == "scenario" ? "scenario **" + r.scenario_name + "**" : "`" + r.origin() + "`") << ", " << r.status << ", started "
        << r.started_utc << " on " << r.hostname << " (" << r.cpu_model << "), model `" << r.model_spec << "`";
     if (!r.question.empty()) os << ". Question: *" << r.question << "*";
     os << "\n";

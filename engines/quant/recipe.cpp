@@ -123,6 +123,61 @@ RecipeSpec RecipeSpec::parse(const std::string& recipe, const std::string& forma
   return spec;
 }
 
+RecipeSpec RecipeSpec::parse_variant(const std::string& v, double sparsity) {
+  const auto c1 = v.find(':');
+  if (c1 == std::string::npos || c1 == 0 || c1 + 1 == v.size())
+    throw Error(str("variant '", v, "': expected RECIPE:FORMAT[:NAME=VALUE...]"));
+  const auto c2 = v.find(':', c1 + 1);
+  const std::string recipe = v.substr(0, c1);
+  const std::string format = v.substr(c1 + 1, c2 == std::string::npos ? std::string::npos : c2 - c1 - 1);
+  const std::string params = c2 == std::string::npos ? std::string() : v.substr(c2);
+  if (recipe == "prune" && format != "f32" && format != "f32_sparse")
+    throw Error(str("variant '", v, "': prune applies to f32 or f32_sparse (quantised formats prune first "
+                    "with a recipe, e.g. rtn:int8_sparse)"));
+  try {
+    if (recipe != "prune") return parse(recipe + params, format, sparsity);
+    // Pruning alone: rtn onto a format that keeps f32 values (no grid to validate against);
+    // only the pruning pattern may be set.
+    RecipeSpec spec;
+    spec.recipe = "rtn";
+    spec.format = format;
+    spec.sparsity = sparsity;
+    for (size_t at = 0; at < params.size();) {
+      const auto next = params.find(':', at + 1);
+      spec.set(params.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+      at = next == std::string::npos ? params.size() : next;
+    }
+    return spec;
+  } catch (const Error& e) {
+    throw Error(str("variant '", v, "': ", e.what()));
+  }
+}
+
+std::map<std::string, double> RecipeSpec::all_params() const {
+  std::map<std::string, double> out;
+  for (const RecipeParam& p : recipe_by_name(recipe).params) out[p.name] = param(p.name);
+  return out;
+}
+
+std::string RecipeSpec::params_text() const {
+  std::string s;
+  for (const RecipeParam& p : recipe_by_name(recipe).params) s += str(s.empty() ? "" : " ", p.name, "=", param(p.name));
+  return s;
+}
+
+std::optional<double> mean_rel_err(const std::vector<RecipeMatrixReport>& matrices, bool rtn) {
+  double sum = 0;
+  int n = 0;
+  for (const auto& m : matrices) {
+    const double e = rtn ? m.rtn_rel_err : m.rel_err;
+    if (e < 0) continue;
+    sum += e;
+    ++n;
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
+
 RecipeMatrixReport matrix_error_report(const std::string& name, const float* w, int64_t rows,
                                        int64_t cols, const std::vector<float>& orig,
                                        const std::vector<float>& row_scale,

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,16 @@ struct RecipeSpec {
   // "NAME[:PARAM=VALUE...]" (e.g. "gptq", "smoothquant:alpha=0.8") with `format` and `sparsity`;
   // validated (throws Error naming the unknown recipe or parameter).
   static RecipeSpec parse(const std::string& recipe, const std::string& format, double sparsity = 0);
+  // "RECIPE:FORMAT[:NAME=VALUE...]" as the recipes commands take it (e.g. "gptq:int4_g32",
+  // "smoothquant:w8a8:alpha=0.8"); "prune:f32" / "prune:f32_sparse" is pruning alone (rtn onto
+  // a format that stores f32 values exactly). Validated; throws Error naming the variant.
+  static RecipeSpec parse_variant(const std::string& variant, double sparsity = 0);
+  // Every parameter of the recipe with its value (defaults included), by name.
+  std::map<std::string, double> all_params() const;
+  // "alpha=0.5 grid=20" (every parameter; "" for a recipe without parameters).
+  std::string params_text() const;
+  // Pruning alone: rtn onto f32 or f32_sparse (no rounding).
+  bool prune_only() const { return recipe == "rtn" && (format == "f32" || format == "f32_sparse"); }
 };
 
 struct RecipeMatrixReport {
@@ -78,6 +89,10 @@ struct RecipeMatrixReport {
   double rtn_rel_err = -1;  // the same for plain RTN of the same (pruned) weights
   double awq_exponent = -1; // awq: the exponent a that won for this matrix's site
 };
+
+// The mean over matrices of rel_err (or of rtn_rel_err when `rtn`); nullopt when no matrix has
+// the measure (no calibration data).
+std::optional<double> mean_rel_err(const std::vector<RecipeMatrixReport>& matrices, bool rtn = false);
 
 class QuantGrid;
 class MatmulRunner;

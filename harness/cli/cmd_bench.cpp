@@ -20,6 +20,7 @@
 #include "harness/cli/command.h"
 #include "harness/cli/engine_options.h"
 #include "harness/lib/build_info.h"
+#include "harness/lib/run_record.h"
 
 namespace cibench::cli {
 namespace {
@@ -34,6 +35,7 @@ struct BenchArgs {
   int reps = 3;
   unsigned long long seed = 1;
   std::string output = "md";
+  std::string db;  // also store every row in this results database
   bool no_roofline = false;
   double probe_mib = 512;
 };
@@ -76,6 +78,13 @@ int run_bench(BenchArgs a) {
   nlohmann::json rows = nlohmann::json::array();
   for (const std::string& spec : a.models) {
     LlamaSource src = open_llama_source(spec);
+    // --db: one stored run per model, a variants row per (format, threads) as it is measured.
+    std::unique_ptr<CommandRun> stored;
+    if (!a.db.empty()) {
+      Fields model = model_fields(src);
+      model.emplace_back("model_spec", spec);
+      stored = std::make_unique<CommandRun>(a.db, "bench", invocation(), model);
+    }
     for (const std::string& fmt : a.formats) {
       EngineOptions eo = a.engine;
       eo.format = fmt;
@@ -138,6 +147,32 @@ int run_bench(BenchArgs a) {
           row["decode_fraction_of_roofline_reps"] = fraction_reps;
         }
         rows.push_back(row);
+        if (stored) {
+          Fields f{{"format", fmt},
+                   {"sparsity", 0.0},
+                   {"threads", int64_t{threads}},
+                   {"workers", int64_t{1}},
+                   {"kv_mode", std::string(kv_mode_name(so.kv_mode))},
+                   {"isa_requested", a.engine.isa.empty() ? std::string("auto") : a.engine.isa},
+                   {"isa_used", std::string(isa_name(isa))},
+                   {"repetitions", int64_t{a.reps}},
+                   {"prompt_tokens", int64_t{a.prompt_tokens}},
+                   {"output_tokens", int64_t{a.decode_tokens}},
+                   {"prefill_tokens_per_s", p.median},
+                   {"prefill_tokens_per_s_sd", a.reps > 1 ? SqlValue(p.stddev) : sql_null()},
+                   {"decode_tokens_per_s", d.median},
+                   {"decode_tokens_per_s_sd", a.reps > 1 ? SqlValue(d.stddev) : sql_null()},
+                   {"weight_bytes", static_cast<int64_t>(model.weight_bytes())},
+                   {"streamed_bytes_per_token", static_cast<int64_t>(model.streamed_bytes_per_token())},
+                   {"acc_unavailable_reason", std::string("bench measures speed only (cibench recipes or a "
+                                                          "scenario's [accuracy] measures quality)")}};
+          if (probe) {
+            f.emplace_back("read_bandwidth_gb_s", row["read_bandwidth_gb_per_s"].get<double>());
+            f.emplace_back("decode_roofline_tokens_per_s", row["decode_roofline_tokens_per_s"].get<double>());
+            f.emplace_back("roofline_fraction", row["decode_fraction_of_roofline"].get<double>());
+          }
+          stored->add(str(fmt, " t", threads), f);
+        }
         if (a.output == "md" && rows.size() == 1) {
           std::printf("| model | format | isa | threads | prefill tok/s (%d) | decode tok/s | "
                       "decode roofline tok/s | of roofline | weights MiB | RSS MiB |\n",
@@ -158,6 +193,11 @@ int run_bench(BenchArgs a) {
           std::fflush(stdout);
         }
       }
+    }
+    if (stored) {
+      stored->finish();
+      std::fprintf(stderr, "cibench: stored as run %lld in %s\n", static_cast<long long>(stored->run_id()),
+                   stored->path().c_str());
     }
   }
   if (a.output == "json") {
@@ -206,6 +246,9 @@ const RegisterCommand reg{
        sub.add_option("-o,--output", a->output, "md or json")
            ->check(CLI::IsMember({"md", "json"}))
            ->capture_default_str();
+       sub.add_option("--db", a->db,
+                      "also store the results in this results database (one run per model; "
+                      "the dashboard and reports read them)");
        sub.add_flag("--no-roofline", a->no_roofline, "skip the bandwidth measurement");
        sub.add_option("--probe-mib", a->probe_mib,
                       "buffer streamed by the bandwidth probe before every repetition (MiB; far "

@@ -17,9 +17,13 @@
 #include "engines/models/wordpiece.h"
 #include "engines/quant/bert_recipes.h"
 #include "harness/cli/command.h"
+#include "harness/lib/recipe_results.h"
 #include "harness/lib/build_info.h"
 #include "harness/lib/classifier_stats.h"
 #include "harness/lib/metrics.h"
+#include "harness/lib/run_record.h"
+#include "harness/lib/sut_bert.h"
+#include "harness/lib/variant_result.h"
 
 namespace cibench::cli {
 namespace {
@@ -38,43 +42,8 @@ struct BertRecipesArgs {
   unsigned long long boot_seed = 1;
   unsigned long long calib_seed = 1234;
   int reps = 2, warmup = 20, threads = 1, max_length = 128;
+  std::string db;  // also store every row in this results database
 };
-
-// "recipe:format[:name=value...]"; "prune:FORMAT" is pruning alone (f32 / f32_sparse).
-RecipeSpec parse_variant(const std::string& v, double sparsity) {
-  std::vector<std::string> parts;
-  std::stringstream ss(v);
-  std::string p;
-  while (std::getline(ss, p, ':')) parts.push_back(p);
-  if (parts.size() < 2)
-    throw Error(str("variant '", v, "': expected RECIPE:FORMAT[:NAME=VALUE...]"));
-  RecipeSpec s;
-  s.recipe = parts[0] == "prune" ? "rtn" : parts[0];
-  s.format = parts[1];
-  s.sparsity = sparsity;
-  for (size_t i = 2; i < parts.size(); ++i) s.set(parts[i]);
-  if (parts[0] == "prune" && (s.format != "f32" && s.format != "f32_sparse"))
-    throw Error(str("variant '", v, "': prune applies to f32 or f32_sparse (quantised formats "
-                                    "prune first with a recipe, e.g. rtn:int8_sparse)"));
-  return s;
-}
-
-std::vector<double> parse_list(const std::string& s, const char* what) {
-  std::vector<double> out;
-  std::stringstream ss(s);
-  std::string p;
-  while (std::getline(ss, p, ',')) {
-    if (p.empty()) continue;
-    try {
-      size_t used = 0;
-      out.push_back(std::stod(p, &used));
-      if (used != p.size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      throw Error(str(what, ": '", p, "' is not a number"));
-    }
-  }
-  return out;
-}
 
 std::string loadavg() {
   try {
@@ -143,18 +112,10 @@ int run_bert_recipes(const BertRecipesArgs& a) {
   CIBENCH_CHECK(a.threads >= 1, "--threads must be >= 1");
   CIBENCH_CHECK(a.resamples >= 1000, "--resamples must be >= 1000, got ", a.resamples);
   CIBENCH_CHECK(a.max_drop >= 0, "--max-drop must be >= 0, got ", a.max_drop);
-  std::vector<RecipeSpec> specs;
-  {
-    std::stringstream ss(a.variants);
-    std::string v;
-    while (std::getline(ss, v, ','))
-      if (!v.empty()) specs.push_back(parse_variant(v, 0.0));
-    for (double sp : parse_list(a.sparsities, "--sparsities")) {
-      CIBENCH_CHECK(sp > 0 && sp < 1, "--sparsities: ", sp, " is outside (0, 1)");
-      std::stringstream sv(a.sparse_variants);
-      while (std::getline(sv, v, ','))
-        if (!v.empty()) specs.push_back(parse_variant(v, sp));
-    }
+  std::vector<RecipeSpec> specs = parse_variant_list(a.variants, 0.0);
+  for (double sp : parse_number_list(a.sparsities, "--sparsities")) {
+    CIBENCH_CHECK(sp > 0 && sp < 1, "--sparsities: ", sp, " is outside (0, 1)");
+    for (RecipeSpec& s : parse_variant_list(a.sparse_variants, sp)) specs.push_back(std::move(s));
   }
   const std::string load_start = loadavg();
   const BertSource src = open_bert_source(a.model);
@@ -197,6 +158,41 @@ int run_bert_recipes(const BertRecipesArgs& a) {
   BootstrapOptions boot;
   boot.resamples = a.resamples;
   boot.seed = a.boot_seed;
+  // --db: this command's run, with the accuracy-drop floor it judges by (in accuracy, not points).
+  std::unique_ptr<CommandRun> stored;
+  if (!a.db.empty()) {
+    Fields model = model_fields(src);
+    model.emplace_back("model_spec", a.model);
+    stored = std::make_unique<CommandRun>(a.db, "bert-recipes", invocation(), model,
+                                          std::vector<QualityFloor>{QualityFloor::make("max_accuracy_drop", a.max_drop / 100)});
+  }
+  const std::string calib_record = nlohmann::json{{"slice", cs.slice.spec()},
+                                                  {"sentences", static_cast<int64_t>(cs.items.size())},
+                                                  {"text_hash", cs.text_hash},
+                                                  {"rows_hash", cs.rows_hash},
+                                                  {"max_length", a.max_length},
+                                                  {"seed", a.calib_seed}}
+                                       .dump();
+  // The columns of a row: the accuracy against FP32 on the evaluation sentences, batch-1 p50s.
+  auto row_fields = [&](const ClassifierStats& st, const std::string& verdict, const std::string& reasons,
+                        double p50, double ref_p50, const BertModel& m) {
+    ClassifierAccuracy acc;
+    acc.kind = "f32 reference on labelled eval set";
+    acc.eval_set = es.slice.spec();
+    acc.examples = st.n;
+    acc.stats = st;
+    acc.agreement = st.agreement.value_or(1.0);
+    acc.verdict = verdict;
+    acc.reasons = reasons;
+    Fields f{{"threads", int64_t{a.threads}},
+             {"isa_used", std::string(isa_name(active_isa()))},
+             {"queries", static_cast<int64_t>(eval_ids.size()) * std::max(1, a.reps)},
+             {"latency_p50_ms", p50},
+             {"ref_latency_p50_ms", ref_p50},
+             {"weight_bytes", static_cast<int64_t>(m.weight_bytes())}};
+    for (auto& x : accuracy_fields(acc)) f.push_back(std::move(x));
+    return f;
+  };
 
   std::printf("model %s (%s), isa %s, %d thread%s, cibench %s\n", src.origin.c_str(),
               src.content_hash.c_str(), isa_name(active_isa()), a.threads,
@@ -223,6 +219,11 @@ int run_bert_recipes(const BertRecipesArgs& a) {
                 s.accuracy, s.macro_f1, p, p50_ms(ft.ref_ns),
                 static_cast<double>(fp32.projection_bytes()) / 1e6);
     std::fflush(stdout);
+    if (stored) {
+      Fields f{{"format", std::string("f32")}, {"sparsity", 0.0}};
+      for (auto& x : row_fields(s, "pass", "the reference build", p, p50_ms(ft.ref_ns), fp32)) f.push_back(std::move(x));
+      stored->add("fp32 f32", f);
+    }
   }
   std::vector<std::string> unscaled;
   for (const RecipeSpec& spec : specs) {
@@ -233,21 +234,14 @@ int run_bert_recipes(const BertRecipesArgs& a) {
     const double d = *s.accuracy_delta * 100, lo = s.delta_ci->lo * 100, hi = s.delta_ci->hi * 100;
     const char* verdict = d < -a.max_drop ? "fail" : lo >= -a.max_drop ? "pass" : "unclear";
     const double pv = p50_ms(t.ns), pr = p50_ms(t.ref_ns);
-    double rel = 0, rtn = 0;
-    for (const auto& r : out.matrices) {
-      rel += r.rel_err;
-      rtn += r.rtn_rel_err;
-    }
-    const double nm = static_cast<double>(std::max<size_t>(1, out.matrices.size()));
-    std::string params;
-    for (const RecipeParam& p : recipe_by_name(spec.recipe).params)
-      params += str(params.empty() ? "" : " ", p.name, "=", spec.param(p.name));
-    const bool prune_only = spec.format == "f32" || spec.format == "f32_sparse";
-    char errbuf[64];
-    if (prune_only)
-      std::snprintf(errbuf, sizeof errbuf, "%.5f", rel / nm);
-    else
-      std::snprintf(errbuf, sizeof errbuf, "%.5f (%.5f)", rel / nm, rtn / nm);
+    const std::optional<double> rel = mean_rel_err(out.matrices), rtn = mean_rel_err(out.matrices, true);
+    const std::string params = spec.params_text();
+    const bool prune_only = spec.prune_only();
+    char errbuf[64] = "";
+    if (rel && (prune_only || !rtn))
+      std::snprintf(errbuf, sizeof errbuf, "%.5f", *rel);
+    else if (rel)
+      std::snprintf(errbuf, sizeof errbuf, "%.5f (%.5f)", *rel, *rtn);
     std::printf("| %s | %s | %g | %s | %.4f | %+.2f [%+.2f, %+.2f] | %.4f | %.4f | %.3f | %.3f | "
                 "%.2f | %.2f | %s | %s |%s\n",
                 prune_only ? "prune" : spec.recipe.c_str(), spec.format.c_str(), spec.sparsity,
@@ -255,6 +249,20 @@ int run_bert_recipes(const BertRecipesArgs& a) {
                 static_cast<double>(m.projection_bytes()) / 1e6, errbuf, verdict,
                 out.off_grid ? str(" (", out.off_grid, " off-grid weights!)").c_str() : "");
     std::fflush(stdout);
+    if (stored) {
+      Fields f = recipe_fields(spec);
+      f.emplace_back("calibration", calib_record);
+      f.emplace_back("calib_rel_err", sql_opt(rel));
+      f.emplace_back("rtn_calib_rel_err", prune_only ? sql_null() : sql_opt(rtn));
+      f.emplace_back("off_grid_weights", out.off_grid);
+      const std::string reasons =
+          str("accuracy delta ", d, " points [", lo, ", ", hi, "] against a floor of -", a.max_drop,
+              " points: ", verdict == std::string("pass") ? "the interval stays above it"
+                           : verdict == std::string("fail") ? "the delta is below it"
+                                                            : "the delta is within it, the interval reaches below");
+      for (auto& x : row_fields(s, verdict, reasons, pv, pr, m)) f.push_back(std::move(x));
+      stored->add(recipe_label(spec), f);
+    }
     for (const std::string& u : out.unscaled_sites)
       if (std::find(unscaled.begin(), unscaled.end(), u) == unscaled.end()) unscaled.push_back(u);
   }
@@ -269,6 +277,10 @@ int run_bert_recipes(const BertRecipesArgs& a) {
               "delta itself is below it; unclear = the delta is within the floor but the CI "
               "reaches below\n",
               a.max_drop);
+  if (stored) {
+    stored->finish();
+    std::printf("stored as run %lld in %s\n", static_cast<long long>(stored->run_id()), stored->path().c_str());
+  }
   return 0;
 }
 
@@ -309,6 +321,7 @@ const RegisterCommand reg{
        sub.add_option("-T,--threads", a->threads, "threads")->capture_default_str();
        sub.add_option("--max-length", a->max_length, "truncate sentences to this many tokens")
            ->capture_default_str();
+       sub.add_option("--db", a->db, "also store every row in this results database (the dashboard and reports read it)");
        return [a] { return run_bert_recipes(*a); };
      }}};
 

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <sstream>
 
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
@@ -21,6 +20,9 @@
 #include "engines/quant/recipe.h"
 #include "engines/quant/recipe_eval.h"
 #include "harness/cli/command.h"
+#include "harness/lib/recipe_results.h"
+#include "harness/lib/run_record.h"
+#include "harness/lib/variant_result.h"
 
 namespace cibench::cli {
 namespace {
@@ -36,15 +38,33 @@ struct RecipesArgs {
   std::string sparsities;  // pruning sweep: "0.5,0.7,0.8,0.9"
   std::string prune_formats = "f32,f32_sparse,int8,int8_sparse";
   int speed_tokens = 256, speed_reps = 5;
+  std::string db;  // also store every row in this results database
 };
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string v;
-  while (std::getline(ss, v, ','))
-    if (!v.empty()) out.push_back(v);
-  return out;
+// --db: the run of this command in the store (model provenance and the command line), or null.
+std::unique_ptr<CommandRun> open_store(const RecipesArgs& a, const LlamaSource& src) {
+  if (a.db.empty()) return nullptr;
+  Fields model = model_fields(src);
+  model.emplace_back("model_spec", a.model);
+  return std::make_unique<CommandRun>(a.db, "recipes", invocation(), model);
+}
+
+// The columns of a row measured against the FP32 reference on the evaluation slice.
+Fields quality_fields(const LmQuality& q, const LoadedSlice& es, int threads) {
+  AccuracyResult r;
+  r.kind = "f32 reference on eval text";
+  r.eval_set = es.slice.spec();
+  r.tokens = q.positions;
+  r.kl_mean = q.kl_mean;
+  r.kl_p99 = q.kl_p99;
+  r.top1_agreement = q.top1;
+  r.ppl = q.ppl;
+  r.ppl_ref = q.ppl_ref;
+  r.ppl_ratio = q.ppl_ratio;
+  r.verdict = "no floor";
+  Fields f{{"threads", int64_t{threads}}, {"isa_used", std::string(isa_name(active_isa()))}};
+  for (auto& x : accuracy_fields(r)) f.push_back(std::move(x));
+  return f;
 }
 
 // Seconds for one greedy-free decode pass: `tokens` fed one per step (the decode path: one
@@ -77,13 +97,7 @@ std::pair<double, double> decode_tok_s(const LlamaModel& m, const LlamaModel& ba
 
 int run_pruning(const RecipesArgs& a) {
   std::vector<double> sps{0.0};
-  for (const std::string& v : split_list(a.sparsities)) {
-    double x = 0;
-    try {
-      x = std::stod(v);
-    } catch (const std::exception&) {
-      throw Error(str("--sparsities: '", v, "' is not a number"));
-    }
+  for (double x : parse_number_list(a.sparsities, "--sparsities")) {
     CIBENCH_CHECK(x > 0 && x < 1, "--sparsities: ", x, " is not in (0, 1)");
     sps.push_back(x);
   }
@@ -95,6 +109,7 @@ int run_pruning(const RecipesArgs& a) {
   const std::vector<int> eval = slice_tokens(es, *tok, a.eval_tokens);
   const LlamaModel fp32 = build_llama(src);
   const LmReference ref(fp32, eval, a.window, a.threads);
+  const auto stored = open_store(a, src);
   const int n_speed = std::min<int>({a.speed_tokens, static_cast<int>(eval.size()), src.config.seq_len});
   const std::vector<int> speed(eval.begin(), eval.begin() + n_speed);
 
@@ -120,37 +135,31 @@ int run_pruning(const RecipesArgs& a) {
                   q.kl_mean, q.kl_p99, q.top1, q.ppl_ratio,
                   static_cast<double>(m.streamed_bytes_per_token()) / 1e6, ts, tb, ts / tb);
       std::fflush(stdout);
+      if (stored) {
+        Fields row{{"format", f},
+                   {"sparsity", sp},
+                   {"weight_bytes", static_cast<int64_t>(m.weight_bytes())},
+                   {"streamed_bytes_per_token", static_cast<int64_t>(m.streamed_bytes_per_token())},
+                   {"output_tokens", int64_t{n_speed}},
+                   {"repetitions", int64_t{a.speed_reps}},
+                   {"decode_tokens_per_s", ts},
+                   {"ref_decode_tokens_per_s", tb}};
+        for (auto& x : quality_fields(q, es, a.threads)) row.push_back(std::move(x));
+        stored->add(sp > 0 ? str(f, " sp", sp) : f, row);
+      }
     }
   }
+  if (stored) {
+    stored->finish();
+    std::printf("\nstored as run %lld in %s\n", static_cast<long long>(stored->run_id()), stored->path().c_str());
+  }
   return 0;
-}
-
-// "recipe:format[:name=value...]"
-RecipeSpec parse_variant(const std::string& v, double sparsity) {
-  std::vector<std::string> parts;
-  std::stringstream ss(v);
-  std::string p;
-  while (std::getline(ss, p, ':')) parts.push_back(p);
-  if (parts.size() < 2) throw Error(str("variant '", v, "': expected RECIPE:FORMAT[:NAME=VALUE...]"));
-  RecipeSpec s;
-  s.recipe = parts[0];
-  s.format = parts[1];
-  s.sparsity = sparsity;
-  for (size_t i = 2; i < parts.size(); ++i) s.set(parts[i]);
-  s.validate();
-  return s;
 }
 
 int run_recipes(const RecipesArgs& a) {
   if (!a.sparsities.empty()) return run_pruning(a);
   using clock = std::chrono::steady_clock;
-  std::vector<RecipeSpec> specs;
-  {
-    std::stringstream ss(a.variants);
-    std::string v;
-    while (std::getline(ss, v, ','))
-      if (!v.empty()) specs.push_back(parse_variant(v, a.sparsity));
-  }
+  const std::vector<RecipeSpec> specs = parse_variant_list(a.variants, a.sparsity);
   LlamaSource src = open_llama_source(a.model);
   auto tok = open_tokenizer(a.tokenizer, src.config.vocab_size);
   CIBENCH_CHECK(!a.calib.empty(), "cibench recipes: --calib FILE:A-B is required (except with --sparsities)");
@@ -166,6 +175,10 @@ int run_recipes(const RecipesArgs& a) {
   const std::vector<int> eval = slice_tokens(es, *tok, a.eval_tokens);
   const LlamaModel fp32 = build_llama(src);
   const LmReference ref(fp32, eval, a.window, a.threads);
+  const auto stored = open_store(a, src);
+  const std::string calib_record =
+      calibration_json(cs.slice.spec(), static_cast<int64_t>(cs.docs.size()), cs.hash, calib.samples,
+                       calib.seq_len, calib.seed, calib.token_hash);
 
   std::printf("model %s (%s), isa %s, %d thread%s\n", src.origin.c_str(), src.content_hash.c_str(),
               isa_name(active_isa()), a.threads, a.threads == 1 ? "" : "s");
@@ -181,6 +194,14 @@ int run_recipes(const RecipesArgs& a) {
     const double es_s = std::chrono::duration<double>(clock::now() - e0).count();
     std::printf("| fp32 | f32 | | %.5f | %.5f | %.4f | %.4f | %.4f | | | | %.0f |\n", q.kl_mean,
                 q.kl_p99, q.top1, q.ppl, q.ppl_ratio, static_cast<double>(q.positions) / es_s);
+    if (stored) {
+      Fields row{{"format", std::string("f32")},
+                 {"sparsity", 0.0},
+                 {"weight_bytes", static_cast<int64_t>(fp32.weight_bytes())},
+                 {"eval_tokens_per_s", static_cast<double>(q.positions) / es_s}};
+      for (auto& x : quality_fields(q, es, a.threads)) row.push_back(std::move(x));
+      stored->add("fp32 f32", row);
+    }
   }
   for (const RecipeSpec& s : specs) {
     const auto q0 = clock::now();
@@ -190,22 +211,38 @@ int run_recipes(const RecipesArgs& a) {
     const auto e0 = clock::now();
     const LmQuality q = ref.compare(m);
     const double e_s = std::chrono::duration<double>(clock::now() - e0).count();
-    double rel = 0, rtn = 0;
-    for (const auto& r : out.matrices) {
-      rel += r.rel_err;
-      rtn += r.rtn_rel_err;
-    }
-    const double n = static_cast<double>(std::max<size_t>(1, out.matrices.size()));
-    std::string params;
-    for (const RecipeParam& p : recipe_by_name(s.recipe).params) params += str(p.name, "=", s.param(p.name), " ");
+    const std::optional<double> rel = mean_rel_err(out.matrices), rtn = mean_rel_err(out.matrices, true);
+    std::string params = s.params_text();
     if (s.sparsity > 0)
-      params += str("sparsity=", s.sparsity, " prune=",
+      params += str(params.empty() ? "" : " ", "sparsity=", s.sparsity, " prune=",
                     s.prune_pattern.empty() ? prune_pattern_for_format(s.format) : s.prune_pattern);
-    std::printf("| %s | %s | %s | %.5f | %.5f | %.4f | %.4f | %.4f | %.5f | %.5f | %.2f | %.0f |%s\n",
+    auto num = [](const std::optional<double>& x) {
+      char b[32] = "";
+      if (x) std::snprintf(b, sizeof b, "%.5f", *x);
+      return std::string(b);
+    };
+    std::printf("| %s | %s | %s | %.5f | %.5f | %.4f | %.4f | %.4f | %s | %s | %.2f | %.0f |%s\n",
                 s.recipe.c_str(), s.format.c_str(), params.c_str(), q.kl_mean, q.kl_p99, q.top1,
-                q.ppl, q.ppl_ratio, rel / n, rtn / n, q_s, static_cast<double>(q.positions) / e_s,
+                q.ppl, q.ppl_ratio, num(rel).c_str(), num(rtn).c_str(), q_s,
+                static_cast<double>(q.positions) / e_s,
                 out.off_grid ? str(" (", out.off_grid, " off-grid weights!)").c_str() : "");
     std::fflush(stdout);
+    if (stored) {
+      Fields row = recipe_fields(s);
+      row.emplace_back("calibration", calib_record);
+      row.emplace_back("weight_bytes", static_cast<int64_t>(m.weight_bytes()));
+      row.emplace_back("calib_rel_err", sql_opt(rel));
+      row.emplace_back("rtn_calib_rel_err", sql_opt(rtn));
+      row.emplace_back("quantize_s", q_s);
+      row.emplace_back("off_grid_weights", out.off_grid);
+      row.emplace_back("eval_tokens_per_s", static_cast<double>(q.positions) / e_s);
+      for (auto& x : quality_fields(q, es, a.threads)) row.push_back(std::move(x));
+      stored->add(recipe_label(s), row);
+    }
+  }
+  if (stored) {
+    stored->finish();
+    std::printf("\nstored as run %lld in %s\n", static_cast<long long>(stored->run_id()), stored->path().c_str());
   }
   return 0;
 }
@@ -232,6 +269,7 @@ const RegisterCommand reg{
        sub.add_option("--eval-tokens", a->eval_tokens, "held-out tokens scored")->capture_default_str();
        sub.add_option("--window", a->window, "teacher-forced window (context) length")->capture_default_str();
        sub.add_option("-T,--threads", a->threads, "threads")->capture_default_str();
+       sub.add_option("--db", a->db, "also store every row in this results database (the dashboard and reports read it)");
        return [a] { return run_recipes(*a); };
      }}};
 

@@ -1,6 +1,7 @@
 // cibench show RUN [--db PATH] [--json]: one run's provenance and every variant's result.
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "harness/cli/command.h"
@@ -26,6 +27,62 @@ std::string num(const SqlValue& v, int prec = 2) {
   if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (std::holds_alternative<std::monostate>(v)) return "-";
   return std::get<std::string>(v);
+}
+
+// The rows of a command's run (bench, recipes, bert-recipes --db): that command's own measures.
+void print_command_rows(Store& st, int64_t id, const std::string& kind) {
+  struct Col {
+    const char* header;
+    const char* column;
+    int decimals;  // -1: text
+    double scale;
+  };
+  static const std::map<std::string, std::vector<Col>> kCols{
+      {"bench",
+       {{"format", "format", -1, 1}, {"threads", "threads", 0, 1}, {"isa", "isa_used", -1, 1},
+        {"prefill tok/s", "prefill_tokens_per_s", 1, 1}, {"sd", "prefill_tokens_per_s_sd", 1, 1},
+        {"decode tok/s", "decode_tokens_per_s", 2, 1}, {"sd", "decode_tokens_per_s_sd", 2, 1},
+        {"GB/s", "read_bandwidth_gb_s", 1, 1}, {"roofline tok/s", "decode_roofline_tokens_per_s", 1, 1},
+        {"of roofline", "roofline_fraction", 2, 1}, {"weights MiB", "weight_bytes", 1, 1.0 / 1048576}}},
+      {"recipes",
+       {{"recipe", "recipe", -1, 1}, {"format", "format", -1, 1}, {"sparsity", "sparsity", 2, 1},
+        {"KL mean", "kl_mean", 5, 1}, {"KL p99", "kl_p99", 5, 1}, {"top-1", "top1_agreement", 4, 1},
+        {"ppl ratio", "ppl_ratio", 4, 1}, {"calib err", "calib_rel_err", 5, 1},
+        {"rtn calib err", "rtn_calib_rel_err", 5, 1}, {"decode tok/s", "decode_tokens_per_s", 0, 1},
+        {"f32 tok/s", "ref_decode_tokens_per_s", 0, 1}, {"weights MiB", "weight_bytes", 2, 1.0 / 1048576}}},
+      {"bert-recipes",
+       {{"recipe", "recipe", -1, 1}, {"format", "format", -1, 1}, {"sparsity", "sparsity", 2, 1},
+        {"accuracy", "task_accuracy", 4, 1}, {"delta", "accuracy_delta", 4, 1}, {"lo", "accuracy_delta_lo", 4, 1},
+        {"hi", "accuracy_delta_hi", 4, 1}, {"agree", "top1_agreement", 4, 1}, {"p50 ms", "latency_p50_ms", 3, 1},
+        {"f32 p50 ms", "ref_latency_p50_ms", 3, 1}, {"verdict", "quality_verdict", -1, 1},
+        {"weights MiB", "weight_bytes", 2, 1.0 / 1048576}}}};
+  const auto it = kCols.find(kind);
+  if (it == kCols.end()) throw StoreError(str("run ", id, ": unknown kind '", kind, "'"));
+  std::string sql = "SELECT label, status";
+  std::vector<std::string> headers{"variant", "status"};
+  for (const Col& c : it->second) {
+    sql += str(", ", c.column);
+    headers.push_back(c.header);
+  }
+  const auto v = st.query(sql + " FROM variants WHERE run_id = ? ORDER BY variant_index", {id});
+  TextTable t(headers);
+  for (const auto& row : v.rows) {
+    std::vector<std::string> cells{sql_to_string(row[0]), sql_to_string(row[1])};
+    for (size_t i = 0; i < it->second.size(); ++i) {
+      const Col& c = it->second[i];
+      const SqlValue& x = row[i + 2];
+      if (std::holds_alternative<std::monostate>(x)) {
+        cells.push_back("-");
+      } else if (c.decimals < 0 || std::holds_alternative<std::string>(x)) {
+        cells.push_back(sql_to_string(x));
+      } else {
+        const double d = std::holds_alternative<int64_t>(x) ? static_cast<double>(std::get<int64_t>(x)) : std::get<double>(x);
+        cells.push_back(num(SqlValue(d * c.scale), c.decimals));
+      }
+    }
+    t.add(cells);
+  }
+  t.print(std::cout);
 }
 
 RegisterCommand reg{Command{
@@ -54,8 +111,11 @@ RegisterCommand reg{Command{
           const std::string v = f(c);
           return v.empty() ? "unknown (" + f((std::string(c) + "_reason").c_str()) + ")" : v;
         };
-        std::cout << "run " << id << "  " << f("status") << "  " << f("started_utc") << " .. " << f("finished_utc") << "\n"
-                  << "scenario   " << f("scenario_name") << " (" << f("scenario_path") << ", hash " << f("scenario_hash")
+        std::cout << "run " << id << "  " << f("status") << "  " << f("started_utc") << " .. " << f("finished_utc") << "\n";
+        if (f("kind") != "scenario")
+          std::cout << "command    " << f("command") << "\n";
+        else
+          std::cout << "scenario   " << f("scenario_name") << " (" << f("scenario_path") << ", hash " << f("scenario_hash")
                   << ", seeds arrivals=" << f("seed_arrivals") << " samples=" << f("seed_samples")
                   << " lengths=" << f("seed_lengths") << ")\n";
         if (!f("question").empty()) std::cout << "question   " << f("question") << "\n";
@@ -71,6 +131,10 @@ RegisterCommand reg{Command{
         if (!f("warnings").empty()) std::cout << "warnings   " << f("warnings") << "\n";
         if (!f("error").empty()) std::cout << "error      " << f("error") << "\n";
         std::cout << "\n";
+        if (f("kind") != "scenario") {
+          print_command_rows(st, id, f("kind"));
+          return 0;
+        }
         const auto v = st.query(
             "SELECT label, status, queries, achieved_qps, offered_qps, tokens_per_s, latency_p50_ms, latency_p95_ms, "
             "latency_p99_ms, ttft_p95_ms, tpot_p95_ms, valid, slo_met, quality_verdict, kl_mean, top1_agreement, "

@@ -19,6 +19,10 @@ struct Command {
 
 std::vector<Command>& command_registry();
 
+// The command line this process was started with ("cibench", "bench", ...): stored with the
+// results of a command that writes to the store.
+std::vector<std::string>& invocation();
+
 struct RegisterCommand {
   explicit RegisterCommand(Command c) { command_registry().push_back(std::move(c)); }
 };

@@ -12,10 +12,16 @@ std::vector<Command>& command_registry() {
   static std::vector<Command> r;
   return r;
 }
+std::vector<std::string>& invocation() {
+  static std::vector<std::string> v;
+  return v;
+}
 }  // namespace cibench::cli
 
 int main(int argc, char** argv) {
   using namespace cibench::cli;
+  invocation().assign(argv, argv + argc);
+  if (!invocation().empty()) invocation()[0] = "cibench";
   CLI::App app{"cibench: which build of your model meets your latency, throughput and quality "
                "targets on this CPU"};
   app.set_version_flag("--version", "cibench " + cibench::build_info().version + " (" +

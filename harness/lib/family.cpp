@@ -4,6 +4,7 @@
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
 #include "engines/quant/calibration.h"
+#include "harness/lib/run_record.h"
 #include "harness/lib/sut_llama.h"
 
 namespace cibench {
@@ -56,9 +57,7 @@ class BertFamily : public ModelFamily {
  public:
   explicit BertFamily(const Scenario& sc) : sc_(sc), bench_(sc) {}
   Fields model_provenance() const override {
-    return {{"model_hash", bench_.source().content_hash},
-            {"model_container", bench_.source().container},
-            {"model_params", bench_.source().config.parameter_count()}};
+    return model_fields(bench_.source());
   }
   int64_t samples() const override { return static_cast<int64_t>(bench_.inputs()->size()); }
   void describe(const Variant& v, Fields& cfg) const override {
@@ -129,9 +128,7 @@ class LlamaFamily : public ModelFamily {
   }
 
   Fields model_provenance() const override {
-    return {{"model_hash", models_->source().content_hash},
-            {"model_container", models_->source().container},
-            {"model_params", models_->source().config.parameter_count()}};
+    return model_fields(models_->source());
   }
   int64_t samples() const override { return prompts_->size(); }
   void describe(const Variant& v, Fields& cfg) const override {

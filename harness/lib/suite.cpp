@@ -12,6 +12,7 @@
 #include "harness/lib/build_info.h"
 #include "harness/lib/family.h"
 #include "harness/lib/load.h"
+#include "harness/lib/run_record.h"
 #include "harness/lib/sysinfo.h"
 #include "harness/lib/traffic.h"
 #include "harness/lib/variant_result.h"
@@ -305,16 +306,11 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
   Progress prog(o);
   Store st(o.db_path);
   const SystemInfo si = collect_system_info();
-  const BuildInfo& b = build_info();
-  std::string warnings;
-  for (const auto& w : si.warnings) warnings += (warnings.empty() ? "" : "; ") + w;
   std::string overrides;
   for (const auto& ov : sc.overrides) overrides += (overrides.empty() ? "" : " ") + ov;
-  auto readable = [](const Readable& r) { return r.value ? SqlValue(*r.value) : sql_null(); };
-  auto reason = [](const Readable& r) { return r.value ? sql_null() : SqlValue(r.reason); };
-  auto readable_int = [](const Readable& r) { return r.value ? SqlValue(static_cast<int64_t>(std::stoll(*r.value))) : sql_null(); };
   Fields run{{"status", std::string("running")},
              {"started_utc", utc_now_iso()},
+             {"kind", std::string("scenario")},
              {"scenario_name", sc.name},
              {"scenario_path", sc.path},
              {"scenario_hash", sc.hash},
@@ -326,36 +322,10 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
              {"seed_samples", static_cast<int64_t>(sc.seed_samples)},
              {"seed_lengths", static_cast<int64_t>(sc.seed_lengths)},
              {"model_spec", sc.model},
-             {"cibench_version", b.version},
-             {"cibench_commit", b.commit},
-             {"compiler", b.compiler},
-             {"cxx_flags", b.cxx_flags},
-             {"build_type", b.build_type},
-             {"sanitizer", b.sanitizer.empty() ? sql_null() : SqlValue(b.sanitizer)},
-             {"hostname", si.hostname},
-             {"kernel", si.kernel},
-             {"cpu_vendor", si.cpu_vendor},
-             {"cpu_model", si.cpu_model},
-             {"cpu_flags", si.cpu_flags},
-             {"isa_best", si.isa_best},
-             {"isa_active", si.isa_active},
-             {"logical_cpus", int64_t{si.logical_cpus}},
-             {"physical_cores", readable_int(si.physical_cores)},
-             {"physical_cores_reason", reason(si.physical_cores)},
-             {"mem_total_bytes", readable_int(si.mem_total_bytes)},
-             {"governor", readable(si.governor)},
-             {"governor_reason", reason(si.governor)},
-             {"turbo", readable(si.turbo)},
-             {"turbo_reason", reason(si.turbo)},
-             {"smt", readable(si.smt)},
-             {"smt_reason", reason(si.smt)},
-             {"thp", readable(si.thp)},
-             {"thp_reason", reason(si.thp)},
-             {"pid", static_cast<int64_t>(getpid())},
-             {"warnings", warnings.empty() ? sql_null() : SqlValue(warnings)},
              // The SLOs and quality floors in force, typed: what the reports and the GUI read.
              {"slos_json", slos_to_json(sc.slos).dump()},
              {"floors_json", floors_to_json(sc.accuracy.floors()).dump()}};
+  for (auto& x : run_provenance_fields(si)) run.push_back(std::move(x));
   for (auto& x : p.family->model_provenance()) run.push_back(std::move(x));
   SuiteResult res;
   {

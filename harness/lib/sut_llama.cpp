@@ -8,6 +8,7 @@
 #include "engines/core/error.h"
 #include "engines/quant/calibration.h"
 #include "engines/runtime/sampler.h"
+#include "harness/lib/run_record.h"
 #include "harness/lib/schedule.h"
 
 namespace cibench {
@@ -35,19 +36,12 @@ void LlamaModels::set_calibration(std::shared_ptr<const CalibrationSet> calib, b
 RecipeRecord LlamaModels::record(const std::string& format, double sparsity,
                                  const std::string& recipe) const {
   RecipeRecord r;
-  auto calib_json = [](const std::string& slice, int64_t docs, const std::string& text_hash,
-                       int samples, int seq_len, uint64_t seed, const std::string& token_hash) {
-    return nlohmann::json{{"slice", slice},     {"docs", docs},       {"text_hash", text_hash},
-                          {"samples", samples}, {"seq_len", seq_len}, {"seed", seed},
-                          {"token_hash", token_hash}}
-        .dump();
-  };
   if (cbq_ && recipe.empty() && format == cbq_->meta.format && sparsity == 0) {
     const QuantizedMeta& m = cbq_->meta;
     r.recipe = m.recipe;
     r.params_json = nlohmann::json(m.params).dump();
     if (!m.calib_slice.empty())
-      r.calibration_json = calib_json(m.calib_slice, m.calib_docs, m.calib_text_hash, m.calib_samples,
+      r.calibration_json = calibration_json(m.calib_slice, m.calib_docs, m.calib_text_hash, m.calib_samples,
                                        m.calib_seq_len, m.calib_seed, m.calib_hash);
     r.quantized_file = cbq_->path;
     return r;
@@ -55,11 +49,9 @@ RecipeRecord LlamaModels::record(const std::string& format, double sparsity,
   if (recipe.empty()) return r;
   const RecipeSpec spec = RecipeSpec::parse(recipe, format, sparsity);
   r.recipe = spec.recipe;
-  nlohmann::json params = nlohmann::json::object();
-  for (const RecipeParam& p : recipe_by_name(spec.recipe).params) params[p.name] = spec.param(p.name);
-  r.params_json = params.dump();
+  r.params_json = nlohmann::json(spec.all_params()).dump();
   if (calib_)
-    r.calibration_json = calib_json(calib_->source.slice.spec(), static_cast<int64_t>(calib_->source.docs.size()),
+    r.calibration_json = calibration_json(calib_->source.slice.spec(), static_cast<int64_t>(calib_->source.docs.size()),
                                     calib_->source.hash, calib_->samples, calib_->seq_len, calib_->seed,
                                     calib_->token_hash);
   return r;

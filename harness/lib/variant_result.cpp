@@ -32,6 +32,39 @@ std::optional<double> VariantResult::tokens_per_s() const {
   return static_cast<double>(output_tokens) / duration_s;
 }
 
+Fields accuracy_fields(const ClassifierAccuracy& c) {
+  Fields f{{"acc_kind", c.kind}, {"acc_eval_set", c.eval_set}, {"acc_tokens", c.examples}, {"top1_agreement", c.agreement}};
+  if (c.stats) {
+    const ClassifierStats& cs = *c.stats;
+    f.emplace_back("task_accuracy", cs.accuracy);
+    f.emplace_back("task_accuracy_lo", cs.accuracy_ci.lo);
+    f.emplace_back("task_accuracy_hi", cs.accuracy_ci.hi);
+    f.emplace_back("macro_f1", cs.macro_f1);
+    f.emplace_back("ref_task_accuracy", sql_opt(cs.reference_accuracy));
+    f.emplace_back("accuracy_delta", sql_opt(cs.accuracy_delta));
+    f.emplace_back("accuracy_delta_lo", cs.delta_ci ? SqlValue(cs.delta_ci->lo) : sql_null());
+    f.emplace_back("accuracy_delta_hi", cs.delta_ci ? SqlValue(cs.delta_ci->hi) : sql_null());
+    f.emplace_back("bootstrap_resamples", int64_t{cs.resamples});
+  }
+  f.emplace_back("quality_verdict", c.verdict);
+  f.emplace_back("quality_reasons", c.reasons);
+  return f;
+}
+
+Fields accuracy_fields(const AccuracyResult& a) {
+  return {{"acc_kind", a.kind},
+          {"acc_eval_set", a.eval_set},
+          {"acc_tokens", a.tokens},
+          {"kl_mean", sql_opt(a.kl_mean)},
+          {"kl_p99", sql_opt(a.kl_p99)},
+          {"top1_agreement", sql_opt(a.top1_agreement)},
+          {"ppl", sql_opt(a.ppl)},
+          {"ppl_ref", sql_opt(a.ppl_ref)},
+          {"ppl_ratio", sql_opt(a.ppl_ratio)},
+          {"quality_verdict", a.verdict},
+          {"quality_reasons", a.reasons}};
+}
+
 Fields VariantResult::fields() const {
   std::string reasons;
   for (const auto& w : invalid_reasons) reasons += (reasons.empty() ? "" : "; ") + w;
@@ -74,36 +107,9 @@ Fields VariantResult::fields() const {
   }
   for (const auto& x : family_fields) f.push_back(x);
   if (const ClassifierAccuracy* c = quality.classifier) {
-    f.emplace_back("acc_kind", c->kind);
-    f.emplace_back("acc_eval_set", c->eval_set);
-    f.emplace_back("acc_tokens", c->examples);
-    f.emplace_back("top1_agreement", c->agreement);
-    if (c->stats) {
-      const ClassifierStats& cs = *c->stats;
-      f.emplace_back("task_accuracy", cs.accuracy);
-      f.emplace_back("task_accuracy_lo", cs.accuracy_ci.lo);
-      f.emplace_back("task_accuracy_hi", cs.accuracy_ci.hi);
-      f.emplace_back("macro_f1", cs.macro_f1);
-      f.emplace_back("ref_task_accuracy", sql_opt(cs.reference_accuracy));
-      f.emplace_back("accuracy_delta", sql_opt(cs.accuracy_delta));
-      f.emplace_back("accuracy_delta_lo", cs.delta_ci ? SqlValue(cs.delta_ci->lo) : sql_null());
-      f.emplace_back("accuracy_delta_hi", cs.delta_ci ? SqlValue(cs.delta_ci->hi) : sql_null());
-      f.emplace_back("bootstrap_resamples", int64_t{cs.resamples});
-    }
-    f.emplace_back("quality_verdict", c->verdict);
-    f.emplace_back("quality_reasons", c->reasons);
+    for (auto& x : accuracy_fields(*c)) f.push_back(std::move(x));
   } else if (const auto& a = quality.lm) {
-    f.emplace_back("acc_kind", a->kind);
-    f.emplace_back("acc_eval_set", a->eval_set);
-    f.emplace_back("acc_tokens", a->tokens);
-    f.emplace_back("kl_mean", sql_opt(a->kl_mean));
-    f.emplace_back("kl_p99", sql_opt(a->kl_p99));
-    f.emplace_back("top1_agreement", sql_opt(a->top1_agreement));
-    f.emplace_back("ppl", sql_opt(a->ppl));
-    f.emplace_back("ppl_ref", sql_opt(a->ppl_ref));
-    f.emplace_back("ppl_ratio", sql_opt(a->ppl_ratio));
-    f.emplace_back("quality_verdict", a->verdict);
-    f.emplace_back("quality_reasons", a->reasons);
+    for (auto& x : accuracy_fields(*a)) f.push_back(std::move(x));
   } else {
     f.emplace_back("acc_unavailable_reason", quality.unavailable);
   }

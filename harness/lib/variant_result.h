@@ -21,6 +21,12 @@ struct MetricSummary {
   static MetricSummary of(const Distribution& d);
 };
 
+// The accuracy columns of a variants row (acc_kind .. quality_reasons): a classifier's task
+// accuracy with its intervals, or a language model's KL, top-1 and perplexity. Shared by the
+// suite's rows and the rows of the recipes commands.
+Fields accuracy_fields(const ClassifierAccuracy& c);
+Fields accuracy_fields(const AccuracyResult& a);
+
 struct VariantResult {
   // What ran.
   std::optional<std::string> isa_used;

@@ -203,6 +203,28 @@ ALTER TABLE variants ADD COLUMN bootstrap_resamples INTEGER;
 ALTER TABLE runs ADD COLUMN slos_json TEXT;
 ALTER TABLE runs ADD COLUMN floors_json TEXT;
 )SQL"},
+    {5, "runs.kind and runs.command: results of bench, recipes and bert-recipes stored beside scenario runs; "
+        "variants: their measures (prefill/decode rates, roofline, recipe errors, reference timings)", R"SQL(
+ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'scenario'
+  CHECK (kind IN ('scenario','bench','recipes','bert-recipes'));
+ALTER TABLE runs ADD COLUMN command TEXT;
+ALTER TABLE variants ADD COLUMN repetitions INTEGER;
+ALTER TABLE variants ADD COLUMN prefill_tokens_per_s REAL;
+ALTER TABLE variants ADD COLUMN prefill_tokens_per_s_sd REAL;
+ALTER TABLE variants ADD COLUMN decode_tokens_per_s REAL;
+ALTER TABLE variants ADD COLUMN decode_tokens_per_s_sd REAL;
+ALTER TABLE variants ADD COLUMN streamed_bytes_per_token INTEGER;
+ALTER TABLE variants ADD COLUMN read_bandwidth_gb_s REAL;
+ALTER TABLE variants ADD COLUMN decode_roofline_tokens_per_s REAL;
+ALTER TABLE variants ADD COLUMN roofline_fraction REAL;
+ALTER TABLE variants ADD COLUMN ref_decode_tokens_per_s REAL;
+ALTER TABLE variants ADD COLUMN ref_latency_p50_ms REAL;
+ALTER TABLE variants ADD COLUMN eval_tokens_per_s REAL;
+ALTER TABLE variants ADD COLUMN calib_rel_err REAL;
+ALTER TABLE variants ADD COLUMN rtn_calib_rel_err REAL;
+ALTER TABLE variants ADD COLUMN quantize_s REAL;
+ALTER TABLE variants ADD COLUMN off_grid_weights INTEGER;
+)SQL"},
 };
 
 }  // namespace

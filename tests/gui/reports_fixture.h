@@ -13,13 +13,27 @@
 // Run 2: the same scenario on hostB, every latency 10 ms higher (for the compare view).
 // Run 3 "fixture-threads": f32 at threads x workers 1x1, 2x1, 1x2, 2x2 (scaling view).
 // Run 4 "fixture-stepped": f32 t2 at offered 1, 2, 4, 8 queries/s, p95 20, 25, 60, 300 ms.
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "harness/lib/store.h"
 
 namespace cibench::test {
+
+// A path for a new database in a per-process folder of the temporary directory
+// (cibench_PREFIX_PID/NAME), with any file left there by an earlier test removed.
+inline std::string fresh_db_path(const std::string& prefix, const std::string& name) {
+  namespace fs = std::filesystem;
+  const auto dir = fs::temp_directory_path() / ("cibench_" + prefix + "_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto p = dir / name;
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(p.string() + suffix);
+  return p.string();
+}
 
 struct ReportsFixture {
   int64_t run_formats = 0, run_formats_b = 0, run_threads = 0, run_stepped = 0;

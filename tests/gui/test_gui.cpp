@@ -36,13 +36,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_path(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("cibench_gui_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const auto p = dir / name;
-  for (const char* s : {"", "-wal", "-shm"}) fs::remove(p.string() + s);
-  return p.string();
-}
+std::string temp_path(const std::string& name) { return test::fresh_db_path("gui", name); }
 
 struct Fx {
   std::string path;

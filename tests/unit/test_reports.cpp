@@ -27,13 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_path(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("cibench_reports_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const auto p = dir / name;
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(p.string() + suffix);
-  return p.string();
-}
+std::string temp_path(const std::string& name) { return test::fresh_db_path("reports", name); }
 
 const test::ReportsFixture& fixture(std::string* path_out = nullptr) {
   static std::string path = temp_path("fixture.sqlite");
@@ -445,6 +439,7 @@ TEST(Reports, LoadSweepAndScaling) {
     for (const auto& p : s.points) tw.emplace_back(p.threads, p.workers);
   EXPECT_EQ(tw, (std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 1}, {1, 2}, {2, 2}}));
   EXPECT_DOUBLE_EQ(*sc[1].points[1].p95_ms, 75);
+  EXPECT_FALSE(scaling_plots_decode(sc));  // a scenario run plots queries/s
 }
 
 // ---- counters ----
