@@ -12,8 +12,8 @@ namespace {
 
 // Keys only a classifier implements, refused for the other families.
 void refuse_classifier_keys(const Scenario& sc) {
-  for (const auto& shape : sc.shapes)
-    if (shape != "dynamic")
+  for (const Shape shape : sc.shapes)
+    if (shape != Shape::dynamic)
       throw ScenarioError(sc.pos("matrix.shapes").message("padded shapes are implemented for BERT/DistilBERT classifiers"));
   for (int64_t c : sc.caches)
     if (c != 0) throw ScenarioError(sc.pos("matrix.cache").message("the result cache is implemented for BERT/DistilBERT classifiers"));
@@ -61,17 +61,17 @@ class BertFamily : public ModelFamily {
   }
   int64_t samples() const override { return static_cast<int64_t>(bench_.inputs()->size()); }
   void describe(const Variant& v, Fields& cfg) const override {
-    cfg.emplace_back("format", v.format);
+    cfg.emplace_back("format", v.format_name());
     cfg.emplace_back("sparsity", v.sparsity);
     cfg.emplace_back("kv_mode", std::string(kv_mode_name(v.kv_mode)));
-    cfg.emplace_back("shape", v.shape);
-    cfg.emplace_back("pad_to", v.shape == "padded" ? SqlValue(int64_t{sc_.classifier.pad_to}) : sql_null());
+    cfg.emplace_back("shape", std::string(shape_name(v.shape)));
+    cfg.emplace_back("pad_to", v.shape == Shape::padded ? SqlValue(int64_t{sc_.classifier.pad_to}) : sql_null());
     cfg.emplace_back("cache_enabled", int64_t{v.cache});
     cfg.emplace_back("cache_limit_entries", v.cache && v.cache_entries > 0 ? SqlValue(v.cache_entries) : sql_null());
     cfg.emplace_back("cache_limit_bytes", v.cache && v.cache_bytes > 0 ? SqlValue(v.cache_bytes) : sql_null());
   }
   std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) override {
-    return std::make_unique<BertSut>(bench_.model(v.format, v.sparsity), bench_.inputs(), bench_.sut_options(v));
+    return std::make_unique<BertSut>(bench_.model(v.format_name(), v.sparsity), bench_.inputs(), bench_.sut_options(v));
   }
   void measured(SystemUnderTest& sut, Fields& f, std::vector<std::string>& lines) override {
     // The result cache's counts of the timed run (the SUT is a BertSut: make_sut made it).
@@ -95,7 +95,7 @@ class BertFamily : public ModelFamily {
     VariantQuality q;
     if (!sc_.accuracy.enabled) q.unavailable = "accuracy not requested ([accuracy] absent or enabled = false)";
     else if (step > 0) q.unavailable = "stored with step 0 of this variant";
-    else q.classifier = &bench_.accuracy(v.format, v.sparsity, v.threads);
+    else q.classifier = &bench_.accuracy(v.format_name(), v.sparsity, v.threads);
     return q;
   }
 
@@ -132,10 +132,10 @@ class LlamaFamily : public ModelFamily {
   }
   int64_t samples() const override { return prompts_->size(); }
   void describe(const Variant& v, Fields& cfg) const override {
-    cfg.emplace_back("format", v.format);
+    cfg.emplace_back("format", v.format_name());
     cfg.emplace_back("sparsity", v.sparsity);
     cfg.emplace_back("kv_mode", std::string(kv_mode_name(v.kv_mode)));
-    const RecipeRecord rr = models_->record(v.format, v.sparsity, v.recipe);
+    const RecipeRecord rr = models_->record(v.format_name(), v.sparsity, v.recipe);
     auto text_or_null = [](const std::string& x) { return x.empty() ? sql_null() : SqlValue(x); };
     cfg.emplace_back("recipe", text_or_null(rr.recipe));
     cfg.emplace_back("recipe_params", text_or_null(rr.params_json));
@@ -143,7 +143,7 @@ class LlamaFamily : public ModelFamily {
     cfg.emplace_back("quantized_file", text_or_null(rr.quantized_file));
   }
   std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) override {
-    return std::make_unique<LlamaSut>(models_->get(v.format, v.sparsity, v.recipe), session_options(v), v.workers,
+    return std::make_unique<LlamaSut>(models_->get(v.format_name(), v.sparsity, v.recipe), session_options(v), v.workers,
                                       prompts_);
   }
   VariantQuality quality(const Variant& v, int step, const NoteFn& note) override {
@@ -161,7 +161,7 @@ class LlamaFamily : public ModelFamily {
       q.unavailable = "accuracy reference failed: " + reference_error_;
       return q;
     }
-    q.lm = reference_->evaluate(*models_->get(v.format, v.sparsity, v.recipe), session_options(v), sc_.accuracy);
+    q.lm = reference_->evaluate(*models_->get(v.format_name(), v.sparsity, v.recipe), session_options(v), sc_.accuracy);
     return q;
   }
 
@@ -183,10 +183,10 @@ class LlamaFamily : public ModelFamily {
   void check_quantized_file() const {
     const QuantizedModelFile* q = models_->quantized();
     if (!q) return;
-    for (const auto& f : sc_.formats)
-      if (f != q->meta.format && f != sc_.accuracy.reference_format)
+    for (const FormatRow* f : sc_.formats)
+      if (f->name != q->meta.format && f->name != sc_.accuracy.reference_format)
         throw ScenarioError(sc_.pos("matrix.format").message(
-            str("format ", f, ": ", q->path, " holds ", q->meta.format, " weights (", q->meta.recipe_spec, ")")));
+            str("format ", f->name, ": ", q->path, " holds ", q->meta.format, " weights (", q->meta.recipe_spec, ")")));
     for (const auto& r : sc_.recipes)
       if (!r.empty())
         throw ScenarioError(sc_.pos("matrix.recipe").message(

@@ -36,15 +36,23 @@ std::string SourcePos::message(const std::string& what) const {
   return str(file, ":", line, ":", column, ": key '", key, "': ", what);
 }
 
+const char* shape_name(Shape s) { return s == Shape::padded ? "padded" : "dynamic"; }
+
+Shape parse_shape(const std::string& name) {
+  if (name == "dynamic") return Shape::dynamic;
+  if (name == "padded") return Shape::padded;
+  throw Error(str("unknown shape '", name, "' (dynamic: each request at its own length; padded: padded to classifier.pad_to)"));
+}
+
 std::string Variant::label() const {
-  std::string s = format;
+  std::string s = format_name();
   if (!recipe.empty()) s += " " + recipe;
   s += str(" t", threads, " w", workers);
   if (sparsity > 0) s += str(" sparsity=", sparsity);
   if (kv_mode != KvMode::preallocated) s += std::string(" kv=") + kv_mode_name(kv_mode);
   if (isa) s += std::string(" isa=") + isa_name(*isa);
   if (pin_threads) s += " pinned";
-  if (shape != "dynamic") s += " " + shape;
+  if (shape != Shape::dynamic) s += std::string(" ") + shape_name(shape);
   if (max_batch > 1) s += str(" b", max_batch);
   if (cache) s += cache_entries > 0 ? str(" cache=", cache_entries) : std::string(" cache");
   return s;
@@ -56,9 +64,10 @@ SourcePos Scenario::pos(const std::string& key) const {
   return SourcePos{path, 1, 1, key};
 }
 
-std::string recipe_skip_reason(const std::string& recipe, const std::string& format, bool quantized_source) {
+std::string recipe_skip_reason(const std::string& recipe, const FormatRow& row, bool quantized_source) {
+  const std::string format = row.name;
   if (recipe.empty()) {
-    if (!quantized_source && format_by_name(format).quantize_act_static)
+    if (!quantized_source && row.quantize_act_static)
       return str(format, " needs activation scales calibrated by a recipe (rtn, smoothquant, awq, gptq) "
                  "or a .cbq written by cibench quantize");
     return "";
@@ -67,7 +76,7 @@ std::string recipe_skip_reason(const std::string& recipe, const std::string& for
   if (!QuantGrid::supports(format))
     return str("recipes target int8, w8a8, w8a8_static, int8_sparse, int8_bs, int8_24 and "
                "int4_g{32,64,128}[_asym]; ", format, " is not one of them");
-  if (name == "smoothquant" && format_by_name(format).act == ActType::f32)
+  if (name == "smoothquant" && row.act == ActType::f32)
     return str("smoothquant moves activation outliers into the weights for int8-activation "
                "formats (w8a8, w8a8_static); ", format, " keeps f32 activations");
   return "";
@@ -77,8 +86,8 @@ std::vector<std::string> Scenario::skipped() const {
   std::vector<std::string> out;
   for (const auto& f : formats)
     for (const auto& rc : recipes) {
-      const std::string why = recipe_skip_reason(rc, f, is_quantized_model_path(model));
-      if (!why.empty()) out.push_back(str(rc.empty() ? "none" : rc, " x ", f, ": ", why));
+      const std::string why = recipe_skip_reason(rc, *f, is_quantized_model_path(model));
+      if (!why.empty()) out.push_back(str(rc.empty() ? "none" : rc, " x ", f->name, ": ", why));
     }
   return out;
 }
@@ -102,7 +111,7 @@ std::vector<Variant> Scenario::variants() const {
                for (const auto& shape : shapes)
                 for (int mb : max_batches)
                  for (int64_t cache : caches) {
-                if (!recipe_skip_reason(rc, f, is_quantized_model_path(model)).empty()) continue;
+                if (!recipe_skip_reason(rc, *f, is_quantized_model_path(model)).empty()) continue;
                 Variant v;
                 v.index = static_cast<int>(out.size());
                 v.format = f;
@@ -449,14 +458,13 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
         return static_cast<int>(v);
       };
     };
-    if (auto v = r.list_opt<std::string>("format", [&](const toml::node& e) {
-          std::string f = as_string("format")(e);
+    if (auto v = r.list_opt<const FormatRow*>("format", [&](const toml::node& e) -> const FormatRow* {
+          const std::string f = as_string("format")(e);
           try {
-            format_by_name(f);
+            return &format_by_name(f);
           } catch (const Error& err) {
             r.fail(e, "format", err.what());
           }
-          return f;
         }))
       s.formats = *v;
     if (auto v = r.list_opt<std::string>("recipe", [&](const toml::node& e) {
@@ -515,11 +523,13 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
         r.fail(*r.node("layout"), "layout", "give either layout or threads/workers, not both");
       s.layouts = *v;
     }
-    if (auto v = r.list_opt<std::string>("shapes", [&](const toml::node& e) {
-          std::string sh = as_string("shapes")(e);
-          if (sh != "dynamic" && sh != "padded")
-            r.fail(e, "shapes", str("unknown shape '", sh, "' (dynamic: each request at its own length; padded: padded to classifier.pad_to)"));
-          return sh;
+    if (auto v = r.list_opt<Shape>("shapes", [&](const toml::node& e) {
+          const std::string sh = as_string("shapes")(e);
+          try {
+            return parse_shape(sh);
+          } catch (const Error& err) {
+            r.fail(e, "shapes", err.what());
+          }
         }))
       s.shapes = *v;
     if (auto v = r.list_opt<int>("max_batch", as_int("max_batch", 1, 1024))) s.max_batches = *v;
@@ -693,7 +703,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     for (const auto& rc : s.recipes) {
       if (rc.empty()) continue;
       needs |= recipe_by_name(rc.substr(0, rc.find(':'))).needs_calibration;
-      for (const auto& f : s.formats) needs |= QuantGrid::supports(f) && format_by_name(f).quantize_act_static;
+      for (const FormatRow* f : s.formats) needs |= QuantGrid::supports(f->name) && f->quantize_act_static;
     }
     if (needs && !c.enabled)
       throw ScenarioError(s.pos("matrix.recipe").message(

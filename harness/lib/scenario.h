@@ -11,6 +11,7 @@
 
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
+#include "engines/core/format.h"
 #include "engines/runtime/session.h"
 #include "harness/lib/schedule.h"
 #include "harness/schema/slo.h"
@@ -24,6 +25,13 @@ class ScenarioError : public Error {
 
 enum class Pattern { single_stream, server, offline, closed_loop, stepped };
 const char* pattern_name(Pattern p);
+
+// Classifier request shapes: each request at its own length (a batch padded to its longest), or
+// every request padded to [classifier] pad_to.
+enum class Shape { dynamic, padded };
+const char* shape_name(Shape s);
+// Throws Error naming the known shapes.
+Shape parse_shape(const std::string& name);
 
 // Where a key was written (for errors raised after parsing, e.g. a model that will not open).
 struct SourcePos {
@@ -67,7 +75,10 @@ struct ClassifierSpec {
 // One point of the variant matrix.
 struct Variant {
   int index = 0;
-  std::string format = "f32";
+  // A row of the weight-format table (engines/core/format.h), named once when the scenario was
+  // parsed; never null.
+  const FormatRow* format = &format_by_name("f32");
+  std::string format_name() const { return format->name; }
   // Quantisation recipe applied to the FP32 weights before packing ("" = none: the source's
   // weights packed straight into the format): "gptq" or "smoothquant:alpha=0.8".
   std::string recipe;
@@ -77,8 +88,8 @@ struct Variant {
   KvMode kv_mode = KvMode::preallocated;
   std::optional<Isa> isa;  // nullopt: "auto", the level in force
   bool pin_threads = false;
-  // Classifiers: request shapes ("dynamic" | "padded"), harness-formed batch size, result cache.
-  std::string shape = "dynamic";
+  // Classifiers: request shape, harness-formed batch size, result cache.
+  Shape shape = Shape::dynamic;
   int max_batch = 1;
   bool cache = false;
   int64_t cache_entries = 0;  // entry limit when cache (0 = none)
@@ -97,7 +108,7 @@ struct CalibrationSpec {
 
 // Why a (recipe, format) pair of the matrix is not run ("" = it is valid). Recipe "" is none;
 // `quantized_source`: the model is a .cbq (its weights, activation scales included, are made).
-std::string recipe_skip_reason(const std::string& recipe, const std::string& format,
+std::string recipe_skip_reason(const std::string& recipe, const FormatRow& format,
                                bool quantized_source = false);
 
 struct Scenario {
@@ -115,7 +126,8 @@ struct Scenario {
   std::string source_model;
 
   // [matrix] (cross product, in this nesting order, format outermost)
-  std::vector<std::string> formats{"f32"};
+  // Rows of the format table (parsed once; never null).
+  std::vector<const FormatRow*> formats{&format_by_name("f32")};
   std::vector<std::string> recipes{""};  // "" = no recipe
   std::vector<double> sparsities{0.0};
   std::vector<int> threads{1};
@@ -127,7 +139,7 @@ struct Scenario {
   // "WxT" pairs (workers x threads per worker), e.g. ["1x2", "2x1"]: the same cores split two
   // ways; replaces the threads x workers cross product when given.
   std::vector<std::pair<int, int>> layouts;
-  std::vector<std::string> shapes{"dynamic"};
+  std::vector<Shape> shapes{Shape::dynamic};
   std::vector<int> max_batches{1};
   std::vector<int64_t> caches{0};  // 0 = off, -1 = on with [classifier] limits, N = on with N entries
   ClassifierSpec classifier;

@@ -41,8 +41,7 @@ BertSut::BertSut(std::shared_ptr<const BertModel> model, std::shared_ptr<const C
                  const BertSutOptions& o)
     : model_(std::move(model)), in_(std::move(inputs)), o_(o) {
   CIBENCH_CHECK(o_.workers >= 1 && o_.threads >= 1 && o_.max_batch >= 1, "classifier SUT: workers, threads and max_batch must be >= 1");
-  CIBENCH_CHECK(o_.shape == "dynamic" || o_.shape == "padded", "classifier SUT: unknown shape '", o_.shape, "'");
-  CIBENCH_CHECK(o_.shape != "padded" || (o_.pad_to >= 2 && o_.pad_to <= model_->config.max_positions),
+  CIBENCH_CHECK(o_.shape != Shape::padded || (o_.pad_to >= 2 && o_.pad_to <= model_->config.max_positions),
                 "classifier SUT: pad_to ", o_.pad_to, " outside [2, ", model_->config.max_positions, "] (the model's positions)");
   if (o_.cache) cache_ = std::make_unique<ResultCache>(o_.cache_entries, o_.cache_bytes);
   workers_.resize(static_cast<size_t>(o_.workers));
@@ -53,8 +52,8 @@ BertSut::~BertSut() = default;
 SutInfo BertSut::info() const {
   SutInfo i;
   i.description = str("BERT classifier (", bert_arch_name(model_->config.arch), ", ", model_->build.describe(), "), ",
-                      o_.workers, " worker(s) x ", o_.threads, " thread(s), shape ", o_.shape,
-                      o_.shape == "padded" ? str(" ", o_.pad_to) : std::string(), ", batch <= ", o_.max_batch,
+                      o_.workers, " worker(s) x ", o_.threads, " thread(s), shape ", shape_name(o_.shape),
+                      o_.shape == Shape::padded ? str(" ", o_.pad_to) : std::string(), ", batch <= ", o_.max_batch,
                       o_.cache ? ", result cache" : "");
   i.isa_used = isa_name(o_.isa >= 0 ? static_cast<Isa>(o_.isa) : active_isa());
   i.weight_bytes = static_cast<int64_t>(model_->weight_bytes());
@@ -69,7 +68,7 @@ void BertSut::start_worker(int w) {
   so.pin_threads = o_.pin_threads;
   so.isa = o_.isa;
   so.max_batch = o_.max_batch;
-  so.max_length = o_.shape == "padded" ? o_.pad_to : std::min(model_->config.max_positions, std::max(2, in_->max_length));
+  so.max_length = o_.shape == Shape::padded ? o_.pad_to : std::min(model_->config.max_positions, std::max(2, in_->max_length));
   wk->session = std::make_unique<BertSession>(*model_, so);
   wk->seq.resize(static_cast<size_t>(o_.max_batch));
   workers_[static_cast<size_t>(w)] = std::move(wk);
@@ -95,7 +94,7 @@ void BertSut::issue_batch(int w, const Query* qs, QueryContext* const* ctxs, int
   for (int k = 0; k < n; ++k) {
     std::vector<int>& ids = wk.seq[static_cast<size_t>(k)];
     in_->encode(qs[k].sample_index, ids);
-    if (o_.shape == "padded" && static_cast<int>(ids.size()) > o_.pad_to)
+    if (o_.shape == Shape::padded && static_cast<int>(ids.size()) > o_.pad_to)
       throw Error(str("sample ", qs[k].sample_index, " has ", ids.size(), " tokens > pad_to ", o_.pad_to));
     if (cache_ && qs[k].index >= 0) {
       if (auto v = cache_->get(ResultCache::key_of(ids.data(), static_cast<int>(ids.size())))) {
@@ -109,12 +108,12 @@ void BertSut::issue_batch(int w, const Query* qs, QueryContext* const* ctxs, int
   const int m = static_cast<int>(wk.pending.size());
   if (m == 0) return;
   const float* logits = nullptr;
-  if (o_.shape == "dynamic" && m == 1) {
+  if (o_.shape == Shape::dynamic && m == 1) {
     const auto& ids = wk.seq[static_cast<size_t>(wk.pending[0])];
     logits = wk.session->classify(ids.data(), static_cast<int>(ids.size()));
   } else {
     int len = o_.pad_to;
-    if (o_.shape == "dynamic") {
+    if (o_.shape == Shape::dynamic) {
       len = 0;
       for (int k : wk.pending) len = std::max(len, static_cast<int>(wk.seq[static_cast<size_t>(k)].size()));
     }
@@ -211,7 +210,7 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
     }
   }
   bool padded = false;
-  for (const auto& s : sc.shapes) padded |= s == "padded";
+  for (const Shape s : sc.shapes) padded |= s == Shape::padded;
   if (padded) {
     if (sc.classifier.pad_to > src_.config.max_positions)
       throw ScenarioError(sc.pos("classifier.pad_to").message(str("pad_to ", sc.classifier.pad_to, " > the model's ",
@@ -224,13 +223,6 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
     if (!rc.empty())
       throw ScenarioError(sc.pos("matrix.recipe").message(
           "quantisation recipes are not applied to classifier scenarios yet (cibench bert-recipes runs them on encoders); remove matrix.recipe"));
-  for (const auto& f : sc.formats) {
-    try {
-      format_by_name(f);
-    } catch (const Error& e) {
-      throw ScenarioError(sc.pos("matrix.format").message(e.what()));
-    }
-  }
   inputs_ = std::move(in);
 }
 

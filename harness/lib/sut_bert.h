@@ -50,7 +50,7 @@ struct BertSutOptions {
   int threads = 1;
   bool pin_threads = false;
   int isa = -1;
-  std::string shape = "dynamic";  // dynamic | padded
+  Shape shape = Shape::dynamic;
   int pad_to = 128;
   int max_batch = 1;
   bool cache = false;

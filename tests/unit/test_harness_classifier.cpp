@@ -320,12 +320,12 @@ TEST(ClassifierSut, PaddedAndDynamicShapesGiveTheSamePredictions) {
     }
   }
   struct Case {
-    std::string shape;
+    Shape shape;
     int max_batch;
     bool cache;
   };
-  for (const Case& c : {Case{"dynamic", 1, false}, Case{"padded", 1, false}, Case{"dynamic", 4, false},
-                        Case{"padded", 4, true}}) {
+  for (const Case& c : {Case{Shape::dynamic, 1, false}, Case{Shape::padded, 1, false}, Case{Shape::dynamic, 4, false},
+                        Case{Shape::padded, 4, true}}) {
     BertSutOptions o;
     o.shape = c.shape;
     o.pad_to = 64;
@@ -351,7 +351,7 @@ TEST(ClassifierSut, PaddedAndDynamicShapesGiveTheSamePredictions) {
     for (const auto& [sample, labels] : got) {
       if (margin[static_cast<size_t>(sample)] < 1e-3f) continue;
       ++decided;
-      for (int l : labels) EXPECT_EQ(l, ref[static_cast<size_t>(sample)]) << c.shape << " b" << c.max_batch << " sample " << sample;
+      for (int l : labels) EXPECT_EQ(l, ref[static_cast<size_t>(sample)]) << shape_name(c.shape) << " b" << c.max_batch << " sample " << sample;
     }
     EXPECT_GT(decided, static_cast<int>(got.size()) / 2);
     if (c.cache) {
@@ -365,7 +365,7 @@ TEST(ClassifierSut, PaddedAndDynamicShapesGiveTheSamePredictions) {
   }
   // A sentence longer than pad_to is an error, never a silent truncation.
   BertSutOptions o;
-  o.shape = "padded";
+  o.shape = Shape::padded;
   o.pad_to = 8;
   BertSut sut(model, in, o);
   LoadSettings s;
@@ -451,7 +451,7 @@ TEST(ClassifierScenario, AcceptsTheClassifierKeys) {
   EXPECT_EQ(v[1].cache_bytes, 100000);
   EXPECT_EQ(v[2].cache_entries, 64);
   EXPECT_EQ(v[3].max_batch, 4);
-  EXPECT_EQ(v[6].shape, "padded");
+  EXPECT_EQ(v[6].shape, Shape::padded);
   EXPECT_EQ(v[1].label(), "f32 t1 w1 cache=500");
   EXPECT_EQ(v[11].label(), "f32 t1 w1 padded b4 cache=64");
 }

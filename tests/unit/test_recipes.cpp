@@ -720,7 +720,7 @@ TEST(RecipeScenario, MatrixCrossesRecipesAndSkipsInvalidPairsWithAReason) {
   EXPECT_EQ(v[0].label(), "w8a8_static rtn t1 w1");
   EXPECT_EQ(v[3].label(), "w8a8_static smoothquant:alpha=0.7 t1 w1 sparsity=0.5");
   EXPECT_EQ(v[6].recipe, "");
-  EXPECT_EQ(v[6].format, "int4_g32");
+  EXPECT_EQ(v[6].format_name(), "int4_g32");
   const std::vector<std::string> skipped = sc.skipped();
   ASSERT_EQ(skipped.size(), 4u);
   EXPECT_NE(skipped[0].find("none x w8a8_static: w8a8_static needs activation scales"), std::string::npos) << skipped[0];
