@@ -357,17 +357,9 @@ BertRecipeOutput apply_bert_recipe(const BertSource& src, const RecipeSpec& spec
   // the RTN baseline rounds the same pruned weights.
   if (calib) {
     for (int l = 0; l < c.n_layers; ++l) {
-      for (const BertSite& site : bert_sites(c, l)) {
-        if (!calib->has(site.name)) continue;
-        const SiteStats& st = calib->site(site.name);
-        for (const std::string& n : site.mats) {
-          const MemTensor& m = T(n);
-          RecipeMatrixReport rep = matrix_error_report(n, m.data.data(), m.rows, m.cols, orig[n], row_scale[n],
-                                                       col_scale[n], pruned[n], grid ? &*grid : nullptr, st, runner);
-          if (exponent.count(n)) rep.awq_exponent = exponent[n];
-          out.matrices.push_back(rep);
-        }
-      }
+      for (const BertSite& site : bert_sites(c, l))
+        report_site_errors(*calib, site.name, site.mats, T, orig, row_scale, col_scale, pruned,
+                           grid ? &*grid : nullptr, exponent, runner, out.matrices);
     }
   }
 

@@ -123,6 +123,25 @@ RecipeSpec RecipeSpec::parse(const std::string& recipe, const std::string& forma
   return spec;
 }
 
+void report_site_errors(const CalibrationStats& calib, const std::string& site, const std::vector<std::string>& mats,
+                        const std::function<MemTensor&(const std::string&)>& tensor,
+                        std::map<std::string, std::vector<float>>& orig,
+                        std::map<std::string, std::vector<float>>& row_scale,
+                        std::map<std::string, std::vector<float>>& col_scale,
+                        std::map<std::string, std::vector<float>>& pruned, const QuantGrid* grid,
+                        const std::map<std::string, double>& exponent, MatmulRunner& runner,
+                        std::vector<RecipeMatrixReport>& out) {
+  if (!calib.has(site)) return;
+  const SiteStats& st = calib.site(site);
+  for (const std::string& n : mats) {
+    const MemTensor& m = tensor(n);
+    RecipeMatrixReport rep = matrix_error_report(n, m.data.data(), m.rows, m.cols, orig[n], row_scale[n], col_scale[n],
+                                                 pruned[n], grid, st, runner);
+    if (auto it = exponent.find(n); it != exponent.end()) rep.awq_exponent = it->second;
+    out.push_back(rep);
+  }
+}
+
 RecipeSpec RecipeSpec::parse_variant(const std::string& v, double sparsity) {
   const auto c1 = v.find(':');
   if (c1 == std::string::npos || c1 == 0 || c1 + 1 == v.size())
@@ -426,17 +445,9 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
   // Per-matrix output error on calibration rows, in the original (unscaled) space.
   if (calib) {
     for (int l = 0; l < c.n_layers; ++l) {
-      for (const Site& site : layer_sites(c, l)) {
-        if (!calib->has(site.name)) continue;
-        const SiteStats& st = calib->site(site.name);
-        for (const std::string& n : site.mats) {
-          const MemTensor& m = T(n);
-          RecipeMatrixReport rep = matrix_error_report(n, m.data.data(), m.rows, m.cols, orig[n], row_scale[n],
-                                                       col_scale[n], pruned[n], &grid, st, runner);
-          if (exponent.count(n)) rep.awq_exponent = exponent[n];
-          out.matrices.push_back(rep);
-        }
-      }
+      for (const Site& site : layer_sites(c, l))
+        report_site_errors(*calib, site.name, site.mats, T, orig, row_scale, col_scale, pruned, &grid, exponent,
+                           runner, out.matrices);
     }
   }
 

@@ -150,6 +150,18 @@ std::vector<float> scale_site_channels(const RecipeSpec& spec, const std::string
 // were off the grid before the snap (0 when the recipe's output was exact).
 int64_t quantize_onto_grid(const RecipeSpec& spec, const std::string& site, const CalibrationStats* calib,
                            MemTensor& m, const QuantGrid& grid, const uint8_t* keep);
+// Appends to `out` the error report of each matrix of a calibration site (matrix_error_report, in
+// the original space: row and column scales divided out; RTN of the pruned weights as baseline;
+// AWQ's exponent when one was searched), when `calib` has the site. Shared by the Llama and BERT
+// recipes.
+void report_site_errors(const CalibrationStats& calib, const std::string& site, const std::vector<std::string>& mats,
+                        const std::function<MemTensor&(const std::string&)>& tensor,
+                        std::map<std::string, std::vector<float>>& orig,
+                        std::map<std::string, std::vector<float>>& row_scale,
+                        std::map<std::string, std::vector<float>>& col_scale,
+                        std::map<std::string, std::vector<float>>& pruned, const QuantGrid* grid,
+                        const std::map<std::string, double>& exponent, MatmulRunner& runner,
+                        std::vector<RecipeMatrixReport>& out);
 LlamaSource memory_llama_source(const LlamaConfig& config, std::string origin,
                                 std::string container, std::map<std::string, MemTensor> tensors);
 // "fnv1a64:..." over the names, shapes and values of a source's tensors (read in full).
