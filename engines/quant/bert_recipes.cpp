@@ -247,13 +247,8 @@ BertRecipeOutput apply_bert_recipe(const BertSource& src, const RecipeSpec& spec
   const BertConfig& c = src.config;
   c.validate(src.origin);
 
-  std::map<std::string, MemTensor> work;
-  for (const auto& [name, t] : src.tensors) work[name] = MemTensor{t.rows, t.cols, t.read_all()};
-  auto T = [&](const std::string& n) -> MemTensor& {
-    auto it = work.find(n);
-    if (it == work.end()) throw FileError(src.origin, str("missing tensor '", n, "'"));
-    return it->second;
-  };
+  std::map<std::string, MemTensor> work = read_all_tensors(src);
+  auto T = [&](const std::string& n) -> MemTensor& { return tensor_in(work, src.origin, n); };
   for (const auto& [name, t] : work)
     CIBENCH_CHECK(name.find("_in_norm.") == std::string::npos, src.origin,
                   ": the source already carries folded scales (", name,

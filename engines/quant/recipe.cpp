@@ -123,6 +123,12 @@ RecipeSpec RecipeSpec::parse(const std::string& recipe, const std::string& forma
   return spec;
 }
 
+MemTensor& tensor_in(std::map<std::string, MemTensor>& work, const std::string& origin, const std::string& name) {
+  auto it = work.find(name);
+  if (it == work.end()) throw FileError(origin, str("missing tensor '", name, "'"));
+  return it->second;
+}
+
 void report_site_errors(const CalibrationStats& calib, const std::string& site, const std::vector<std::string>& mats,
                         const std::function<MemTensor&(const std::string&)>& tensor,
                         std::map<std::string, std::vector<float>>& orig,
@@ -343,13 +349,8 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
   const LlamaConfig& c = src.config;
   c.validate(src.origin);
 
-  std::map<std::string, MemTensor> work;
-  for (const auto& [name, t] : src.tensors) work[name] = MemTensor{t.rows, t.cols, t.read_all()};
-  auto T = [&](const std::string& n) -> MemTensor& {
-    auto it = work.find(n);
-    if (it == work.end()) throw FileError(src.origin, str("missing tensor ", n));
-    return it->second;
-  };
+  std::map<std::string, MemTensor> work = read_all_tensors(src);
+  auto T = [&](const std::string& n) -> MemTensor& { return tensor_in(work, src.origin, n); };
 
   std::vector<std::string> projections;
   for (int l = 0; l < c.n_layers; ++l)

@@ -131,6 +131,16 @@ struct MemTensor {
 class MatmulRunner;
 class QuantGrid;
 
+// Every tensor of a source (a LlamaSource or a BertSource) read into memory, by name.
+template <class Source>
+std::map<std::string, MemTensor> read_all_tensors(const Source& src) {
+  std::map<std::string, MemTensor> work;
+  for (const auto& [name, t] : src.tensors) work[name] = MemTensor{t.rows, t.cols, t.read_all()};
+  return work;
+}
+// work[name], or a FileError naming `origin` and the missing tensor.
+MemTensor& tensor_in(std::map<std::string, MemTensor>& work, const std::string& origin, const std::string& name);
+
 // Channel scaling of one calibration site for SmoothQuant or AWQ (spec.recipe), shared by the
 // Llama and BERT recipes: checks the site's statistics match its matrices, picks the per-input-
 // channel scales s (SmoothQuant from the activation maxima with spec's alpha; AWQ by its grid
