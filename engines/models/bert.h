@@ -88,6 +88,9 @@ struct BertSource {
 // Every tensor is checked against the config; a missing tensor or a shape the config does not
 // imply is a FileError naming the weights file and the tensor.
 BertSource open_bert_source(const std::string& spec);
+// The shape ({rows, cols}, or {n} for a vector) a tensor of this name must have under `c`
+// (engine names: "embeddings.word", "layers.0.query.weight", ...). Loaders and build_bert check it.
+std::vector<int64_t> bert_tensor_shape(const BertConfig& c, const std::string& name);
 
 struct BertPreset {
   const char* name;

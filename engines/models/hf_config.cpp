@@ -4,9 +4,32 @@
 #include <climits>
 #include <cstdint>
 
+#include "engines/core/buffer.h"
 #include "engines/core/error.h"
 
 namespace cibench::hf {
+
+Folder open_folder(const std::string& spec) {
+  namespace fs = std::filesystem;
+  Folder f;
+  f.spec = fs::path(spec);
+  f.spec_is_dir = fs::is_directory(f.spec);
+  f.dir = f.spec_is_dir ? f.spec : f.spec.parent_path();
+  if (f.dir.empty()) f.dir = ".";
+  f.dir_s = f.dir.string();
+  f.cfg = (f.dir / "config.json").string();
+  if (!fs::exists(f.cfg))
+    throw FileError(f.dir_s, "no config.json in this folder (a Hugging Face model folder needs "
+                             "config.json and model.safetensors)");
+  f.cfg_text = read_file(f.cfg);
+  try {
+    f.config = nlohmann::json::parse(f.cfg_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(f.cfg, str("not valid JSON (", e.what(), ")"));
+  }
+  if (!f.config.is_object()) throw FileError(f.cfg, "not a JSON object");
+  return f;
+}
 
 const nlohmann::json* field(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);

@@ -104,12 +104,6 @@ class Xxh64 {
   uint64_t total_ = 0;
 };
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 void check_rows(const std::string& name, int64_t rows, int64_t r0, int64_t n) {
   if (r0 < 0 || n < 0 || r0 > rows || n > rows - r0)
     throw Error(str("tensor '", name, "': rows [", r0, ", ", r0 + n, ") are outside its ", rows,
@@ -257,24 +251,8 @@ struct HfTensor {
 };
 
 LlamaSource open_hf(const std::string& spec) {
-  const fs::path spec_path(spec);
-  const bool spec_is_dir = fs::is_directory(spec_path);
-  fs::path dir = spec_is_dir ? spec_path : spec_path.parent_path();
-  if (dir.empty()) dir = ".";
-  const std::string dir_s = dir.string();
-  const std::string cfg = (dir / "config.json").string();
-  if (!fs::exists(cfg))
-    throw FileError(dir_s, "no config.json in this folder (a Hugging Face model folder needs "
-                           "config.json and model.safetensors)");
-
-  nlohmann::json j;
-  const std::string cfg_text = read_file(cfg);
-  try {
-    j = nlohmann::json::parse(cfg_text);
-  } catch (const nlohmann::json::exception& e) {
-    throw FileError(cfg, str("not valid JSON (", e.what(), ")"));
-  }
-  if (!j.is_object()) throw FileError(cfg, "not a JSON object");
+  const hf::Folder folder = hf::open_folder(spec);
+  const auto& [spec_path, spec_is_dir, dir, dir_s, cfg, cfg_text, j] = folder;
 
   // Architecture: LlamaForCausalLM (model_type llama) without features the engine lacks.
   bool is_llama = false;

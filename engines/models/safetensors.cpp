@@ -37,12 +37,6 @@ size_t dtype_size(const std::string& d) {
   return 0;
 }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + "]";
-}
-
 // Deepest [ or { nesting outside strings; bounds the recursion of the JSON parser and printer.
 int json_nesting_depth(const char* p, size_t n) {
   int depth = 0, max_depth = 0;
@@ -74,6 +68,13 @@ int json_nesting_depth(const char* p, size_t n) {
 }
 
 }  // namespace
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
 
 int64_t SafetensorInfo::numel() const {
   int64_t n = 1;

@@ -12,6 +12,9 @@
 
 namespace cibench {
 
+// "[rows, cols]": a tensor shape in error messages.
+std::string shape_str(const std::vector<int64_t>& shape);
+
 struct SafetensorInfo {
   std::string name;
   std::string dtype;           // "F32", "F16", "BF16", ...

@@ -1,0 +1,391 @@
+// BERT-family encoders: loading Hugging Face folders (config.json + model.safetensors) and the
+// synthetic presets (published shapes, seeded random weights), beside the Llama-family loaders
+// (loaders.cpp). Packing and the session are in bert.cpp.
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "engines/core/buffer.h"
+#include "engines/core/error.h"
+#include "engines/core/splitmix.h"
+#include "engines/models/bert.h"
+#include "engines/models/hf_config.h"
+#include "engines/models/safetensors.h"
+
+namespace cibench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---- Loading helpers --------------------------------------------------------------------------------
+
+// A 64-bit digest of bytes (multiply-xorshift over 8-byte words): identifies the weights.
+struct Digest64 {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  void update(const uint8_t* p, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      mix(w);
+    }
+    uint64_t tail = n;
+    for (; i < n; ++i) tail = (tail << 8) | p[i];
+    mix(tail);
+  }
+  void mix(uint64_t w) {
+    h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+  }
+  std::string label() const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "mix64:%016llx", static_cast<unsigned long long>(h));
+    return buf;
+  }
+};
+
+
+BertActivation parse_activation(const std::string& name, const std::string& cfg, const char* key) {
+  if (name == "gelu") return BertActivation::gelu;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return BertActivation::gelu_tanh;
+  if (name == "relu") return BertActivation::relu;
+  throw FileError(cfg, str("'", key, "' = \"", name,
+                           "\" is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)"));
+}
+
+// Hugging Face tensor names of each canonical tensor.
+std::map<std::string, std::string> hf_names(const BertConfig& c) {
+  std::map<std::string, std::string> m;
+  const bool bert = c.arch == BertArch::bert;
+  const std::string e = bert ? "bert.embeddings." : "distilbert.embeddings.";
+  m["embeddings.word"] = e + "word_embeddings.weight";
+  m["embeddings.position"] = e + "position_embeddings.weight";
+  if (bert) m["embeddings.token_type"] = e + "token_type_embeddings.weight";
+  m["embeddings.norm.weight"] = e + "LayerNorm.weight";
+  m["embeddings.norm.bias"] = e + "LayerNorm.bias";
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string q = "layers." + std::to_string(l) + ".";
+    std::map<std::string, std::string> parts;
+    if (bert) {
+      const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
+      parts = {{"query", p + "attention.self.query"},
+               {"key", p + "attention.self.key"},
+               {"value", p + "attention.self.value"},
+               {"attn_out", p + "attention.output.dense"},
+               {"attn_norm", p + "attention.output.LayerNorm"},
+               {"ffn_in", p + "intermediate.dense"},
+               {"ffn_out", p + "output.dense"},
+               {"ffn_norm", p + "output.LayerNorm"}};
+    } else {
+      const std::string p = "distilbert.transformer.layer." + std::to_string(l) + ".";
+      parts = {{"query", p + "attention.q_lin"},
+               {"key", p + "attention.k_lin"},
+               {"value", p + "attention.v_lin"},
+               {"attn_out", p + "attention.out_lin"},
+               {"attn_norm", p + "sa_layer_norm"},
+               {"ffn_in", p + "ffn.lin1"},
+               {"ffn_out", p + "ffn.lin2"},
+               {"ffn_norm", p + "output_layer_norm"}};
+    }
+    for (const auto& [k, v] : parts) {
+      m[q + k + ".weight"] = v + ".weight";
+      m[q + k + ".bias"] = v + ".bias";
+    }
+  }
+  const std::string hd = bert ? "bert.pooler.dense" : "pre_classifier";
+  m["head.dense.weight"] = hd + ".weight";
+  m["head.dense.bias"] = hd + ".bias";
+  m["head.classifier.weight"] = "classifier.weight";
+  m["head.classifier.bias"] = "classifier.bias";
+  return m;
+}
+
+// The shape each canonical tensor must have: {rows, cols} for matrices, {n} for vectors.
+
+std::string describe_config(const BertConfig& c) {
+  return c.arch == BertArch::bert
+             ? str("hidden_size ", c.hidden, ", intermediate_size ", c.intermediate,
+                   ", vocab_size ", c.vocab_size, ", max_position_embeddings ", c.max_positions,
+                   ", type_vocab_size ", c.type_vocab_size, ", ", c.num_labels, " labels")
+             : str("dim ", c.hidden, ", hidden_dim ", c.intermediate, ", vocab_size ",
+                   c.vocab_size, ", max_position_embeddings ", c.max_positions, ", ",
+                   c.num_labels, " labels");
+}
+
+BertSource open_hf_bert(const std::string& spec) {
+  const hf::Folder folder = hf::open_folder(spec);
+  const auto& [spec_path, spec_is_dir, dir, dir_s, cfg, cfg_text, j] = folder;
+
+  BertSource src;
+  src.origin = dir_s;
+  src.container = "hf-safetensors";
+  BertConfig& c = src.config;
+  const std::string model_type = hf::get_string(j, "model_type", cfg, "");
+  bool bert = model_type == "bert", distil = model_type == "distilbert";
+  if (const auto* ar = hf::field(j, "architectures"); ar && ar->is_array())
+    for (const auto& a : *ar) {
+      if (!a.is_string()) continue;
+      bert = bert || a.get<std::string>() == "BertForSequenceClassification";
+      distil = distil || a.get<std::string>() == "DistilBertForSequenceClassification";
+    }
+  if (bert == distil)
+    throw FileError(cfg, str("not a BERT or DistilBERT classifier (model_type ",
+                             hf::field(j, "model_type") ? j["model_type"].dump() : "absent",
+                             ", architectures ",
+                             hf::field(j, "architectures") ? j["architectures"].dump() : "absent",
+                             ")"));
+  const int d512 = 512;
+  if (bert) {
+    c.arch = BertArch::bert;
+    c.hidden = hf::get_int(j, "hidden_size", cfg);
+    c.n_layers = hf::get_int(j, "num_hidden_layers", cfg);
+    c.n_heads = hf::get_int(j, "num_attention_heads", cfg);
+    c.intermediate = hf::get_int(j, "intermediate_size", cfg);
+    const int two = 2;
+    c.type_vocab_size = hf::get_int(j, "type_vocab_size", cfg, &two);
+    if (const auto* eps = hf::field(j, "layer_norm_eps")) {
+      if (!eps->is_number()) throw FileError(cfg, str("'layer_norm_eps' must be a number"));
+      c.layer_norm_eps = eps->get<float>();
+    }
+    c.activation = parse_activation(hf::get_string(j, "hidden_act", cfg, "gelu"), cfg, "hidden_act");
+    const std::string pos = hf::get_string(j, "position_embedding_type", cfg, "absolute");
+    if (pos != "absolute")
+      throw FileError(cfg, str("position_embedding_type \"", pos,
+                               "\" is not supported (only absolute)"));
+  } else {
+    c.arch = BertArch::distilbert;
+    c.hidden = hf::get_int(j, "dim", cfg);
+    c.n_layers = hf::get_int(j, "n_layers", cfg);
+    c.n_heads = hf::get_int(j, "n_heads", cfg);
+    c.intermediate = hf::get_int(j, "hidden_dim", cfg);
+    c.type_vocab_size = 0;
+    c.layer_norm_eps = 1e-12f;  // fixed in DistilBERT
+    c.activation = parse_activation(hf::get_string(j, "activation", cfg, "gelu"), cfg, "activation");
+    // sinusoidal_pos_embds only changes how the (stored) position table was initialised.
+  }
+  c.vocab_size = hf::get_int(j, "vocab_size", cfg);
+  c.max_positions = hf::get_int(j, "max_position_embeddings", cfg, &d512);
+  const int zero = 0;
+  c.pad_token_id = hf::get_int(j, "pad_token_id", cfg, &zero);
+  // Labels: id2label when present ({"0": "negative", ...}), else the classifier's rows.
+  if (const auto* id2 = hf::field(j, "id2label")) {
+    if (!id2->is_object() || id2->empty())
+      throw FileError(cfg, str("'id2label' must be a non-empty object, got ", id2->dump()));
+    c.labels.assign(id2->size(), "");
+    for (const auto& [k, v] : id2->items()) {
+      char* end = nullptr;
+      const long idx = std::strtol(k.c_str(), &end, 10);
+      if (k.empty() || *end != '\0' || idx < 0 || idx >= static_cast<long>(id2->size()) ||
+          !v.is_string() || !c.labels[idx].empty())
+        throw FileError(cfg, str("'id2label' must map 0..", id2->size() - 1,
+                                 " to names, got ", id2->dump()));
+      c.labels[idx] = v.get<std::string>();
+    }
+    c.num_labels = static_cast<int>(c.labels.size());
+  }
+
+  // Weights: model.safetensors beside config.json (or the file named).
+  std::string weights = (dir / "model.safetensors").string();
+  if (!spec_is_dir && spec_path.extension() == ".safetensors") weights = spec;
+  if (!fs::exists(weights))
+    throw FileError(weights, "no such file (a Hugging Face BERT folder needs model.safetensors)");
+  auto st = std::make_shared<const SafetensorsFile>(weights);
+  src.weights_path = weights;
+  if (c.num_labels == 0) {
+    const SafetensorInfo* cls = st->find("classifier.weight");
+    if (!cls) throw FileError(weights, "missing tensor 'classifier.weight'");
+    if (cls->shape.size() != 2 || cls->shape[0] <= 0 || cls->shape[0] > (1 << 16))
+      throw FileError(weights, str("tensor 'classifier.weight' has shape ",
+                                   shape_str(cls->shape), "; expected [num_labels, hidden]"));
+    c.num_labels = static_cast<int>(cls->shape[0]);
+  }
+  c.validate(cfg);
+
+  Digest64 digest;
+  digest.update(reinterpret_cast<const uint8_t*>(cfg_text.data()), cfg_text.size());
+  digest.update(st->file()->data(), st->file()->size());
+  src.content_hash = digest.label();
+
+  for (const auto& [canon, hf] : hf_names(c)) {
+    const SafetensorInfo* info = st->find(hf);
+    if (!info) throw FileError(weights, str("missing tensor '", hf, "'"));
+    if (info->dtype != "F32" && info->dtype != "F16" && info->dtype != "BF16")
+      throw FileError(weights, str("tensor '", hf, "' has dtype ", info->dtype,
+                                   "; cibench reads F32/F16/BF16 safetensors"));
+    const std::vector<int64_t> want = bert_tensor_shape(c, canon);
+    if (info->shape != want)
+      throw FileError(weights, str("tensor '", hf, "' has shape ", shape_str(info->shape),
+                                   " but ", cfg, " (", describe_config(c), ") implies ",
+                                   shape_str(want)));
+    TensorSource t;
+    t.rows = want.size() == 2 ? want[0] : 1;
+    t.cols = want.back();
+    const int64_t rows = t.rows, cols = t.cols;
+    const bool one_d = want.size() == 1;
+    t.read = [info, hf, rows, cols, one_d](int64_t r0, int64_t n, float* dst) {
+      CIBENCH_CHECK(r0 >= 0 && n >= 0 && r0 + n <= rows, "tensor '", hf, "': rows [", r0, ", ",
+                    r0 + n, ") are outside its ", rows, " rows");
+      if (one_d) info->read_rows_f32(r0 * cols, n * cols, dst);
+      else info->read_rows_f32(r0, n, dst);
+    };
+    src.tensors[canon] = std::move(t);
+    src.source_names[canon] = hf;
+  }
+  src.keepalive = st;
+  return src;
+}
+
+// ---- Synthetic presets ----------------------------------------------------------------------------
+
+// offset + uniform values in [-scale, scale]: a pure function of (seed, name, row, column), so
+// any row block can be generated on its own (packing never materialises the f32 model).
+TensorSource random_tensor(uint64_t seed, const std::string& name, int64_t rows, int64_t cols,
+                           float scale, float offset = 0.0f) {
+  const uint64_t base = splitmix64(seed ^ fnv1a64_name(name));
+  TensorSource t;
+  t.rows = rows;
+  t.cols = cols;
+  t.read = [base, cols, scale, offset](int64_t r0, int64_t n, float* dst) {
+    for (int64_t r = 0; r < n; ++r) {
+      uint64_t state = splitmix64(base + static_cast<uint64_t>(r0 + r) * 0x632be59bd9b4e019ull);
+      float* row = dst + r * cols;
+      for (int64_t col = 0; col < cols; ++col) {
+        state = splitmix64(state);
+        const float u = static_cast<float>(state >> 40) * (1.0f / 8388608.0f);  // [0, 2)
+        row[col] = offset + (u - 1.0f) * scale;
+      }
+    }
+  };
+  return t;
+}
+
+BertConfig preset_config(BertArch arch, int hidden, int layers, int heads, int inter) {
+  BertConfig c;
+  c.arch = arch;
+  c.hidden = hidden;
+  c.n_layers = layers;
+  c.n_heads = heads;
+  c.intermediate = inter;
+  c.vocab_size = 30522;
+  c.max_positions = 512;
+  c.type_vocab_size = arch == BertArch::bert ? 2 : 0;
+  c.num_labels = 2;
+  c.labels = {"LABEL_0", "LABEL_1"};
+  return c;
+}
+
+BertSource synthetic_bert_source(const std::string& spec) {
+  std::string rest = spec.substr(std::strlen("synthetic:"));
+  uint64_t seed = 1234;
+  if (auto at = rest.find('@'); at != std::string::npos) {
+    const std::string s = rest.substr(at + 1);
+    char* end = nullptr;
+    seed = std::strtoull(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0')
+      throw Error(str("synthetic model '", spec, "': seed '", s, "' is not a number"));
+    rest = rest.substr(0, at);
+  }
+  const BertPreset* preset = nullptr;
+  std::string known;
+  for (const BertPreset& p : bert_presets()) {
+    if (rest == p.name) preset = &p;
+    known += (known.empty() ? "" : ", ") + std::string(p.name);
+  }
+  if (!preset) throw Error(str("unknown synthetic encoder '", rest, "' (known: ", known, ")"));
+
+  BertSource src;
+  src.config = preset->config;
+  src.origin = str("synthetic:", rest, "@", seed);
+  src.container = "synthetic";
+  src.content_hash = src.origin;
+  const BertConfig& c = src.config;
+  c.validate(src.origin);
+  // Weights uniform with standard deviation 1/sqrt(fan-in) (unit-scale activations), biases
+  // and LayerNorm parameters near their trained values (bias ~0, gain ~1).
+  for (const auto& [canon, hf] : hf_names(c)) {
+    const std::vector<int64_t> shape = bert_tensor_shape(c, canon);
+    const int64_t rows = shape.size() == 2 ? shape[0] : 1, cols = shape.back();
+    const bool norm = canon.find("norm.") != std::string::npos;
+    const bool bias = canon.size() > 5 && canon.compare(canon.size() - 5, 5, ".bias") == 0;
+    float scale = std::sqrt(3.0f / static_cast<float>(cols)), offset = 0.0f;
+    if (canon.rfind("embeddings.", 0) == 0 && !norm) scale = 0.5f;
+    if (bias) scale = 0.05f;
+    if (norm && !bias) {
+      scale = 0.1f;
+      offset = 1.0f;
+    }
+    src.tensors[canon] = random_tensor(seed, canon, rows, cols, scale, offset);
+    src.source_names[canon] = canon;
+  }
+  return src;
+}
+
+}  // namespace
+
+std::vector<int64_t> bert_tensor_shape(const BertConfig& c, const std::string& name) {
+  const int64_t h = c.hidden, f = c.intermediate;
+  auto ends = [&](const char* s) {
+    const size_t n = std::strlen(s);
+    return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+  };
+  if (name == "embeddings.word") return {c.vocab_size, h};
+  if (name == "embeddings.position") return {c.max_positions, h};
+  if (name == "embeddings.token_type") return {c.type_vocab_size, h};
+  if (name == "head.classifier.weight") return {c.num_labels, h};
+  if (name == "head.classifier.bias") return {c.num_labels};
+  if (ends("ffn_in.weight")) return {f, h};
+  if (ends("ffn_in.bias")) return {f};
+  if (ends("ffn_out.weight")) return {h, f};
+  if (ends(".weight") && !ends("norm.weight")) return {h, h};
+  return {h};
+}
+
+const std::vector<BertPreset>& bert_presets() {
+  static const std::vector<BertPreset> p = {
+      {"distilbert-base", "DistilBERT-base shape (768, 6 layers, 12 heads, FFN 3072)",
+       preset_config(BertArch::distilbert, 768, 6, 12, 3072)},
+      {"bert-base", "BERT-base shape (768, 12 layers, 12 heads, FFN 3072)",
+       preset_config(BertArch::bert, 768, 12, 12, 3072)},
+      {"bert-mini", "BERT-mini shape (256, 4 layers, 4 heads, FFN 1024)",
+       preset_config(BertArch::bert, 256, 4, 4, 1024)},
+      {"bert-tiny", "BERT-tiny shape (128, 2 layers, 2 heads, FFN 512)",
+       preset_config(BertArch::bert, 128, 2, 2, 512)},
+      {"distilbert-mini", "a small DistilBERT (256, 2 layers, 4 heads, FFN 1024) for tests",
+       preset_config(BertArch::distilbert, 256, 2, 4, 1024)},
+  };
+  return p;
+}
+
+bool is_bert_spec(const std::string& spec) {
+  if (spec.rfind("synthetic:", 0) == 0) {
+    std::string name = spec.substr(std::strlen("synthetic:"));
+    name = name.substr(0, name.find('@'));
+    for (const BertPreset& p : bert_presets())
+      if (name == p.name) return true;
+    return false;
+  }
+  std::error_code ec;
+  const fs::path p(spec);
+  const fs::path dir = fs::is_directory(p, ec) ? p : p.parent_path();
+  const fs::path cfg = dir / "config.json";
+  if (!fs::exists(cfg, ec)) return false;
+  try {
+    const auto j = nlohmann::json::parse(read_file(cfg.string()));
+    const std::string mt = j.value("model_type", "");
+    return mt == "bert" || mt == "distilbert";
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+BertSource open_bert_source(const std::string& spec) {
+  if (spec.rfind("synthetic:", 0) == 0) return synthetic_bert_source(spec);
+  return open_hf_bert(spec);
+}
+
+
+}  // namespace cibench
