@@ -353,11 +353,95 @@ LengthDist read_length(Reader& r, const std::string& key, const LengthDist& def)
   return d;
 }
 
+}  // namespace
+
+void check_toml_limits(const std::string& text, const std::string& origin) {
+  if (text.size() > kMaxScenarioBytes)
+    throw ScenarioError(str(origin, ": ", text.size(), " bytes; a scenario is at most ", kMaxScenarioBytes,
+                            " bytes (they are a few KB)"));
+  // One pass outside strings and comments: the segments of each key or table header, and the
+  // nesting of arrays and inline tables. toml++ recurses on both (a header 40,000 segments deep
+  // overflows the stack), so they are bounded here, before it parses.
+  int line = 1, column = 0;
+  int segments = 1;        // of the key or header being read
+  bool in_key = true;      // at the start of a line, until '=' (or the header's ']')
+  bool in_header = false;
+  int nesting = 0;         // [ and { inside values
+  auto fail = [&](const std::string& what) {
+    throw ScenarioError(str(origin, ":", line, ":", column, ": ", what));
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+      if (nesting == 0) {
+        in_key = true;
+        in_header = false;
+        segments = 1;
+      }
+      continue;
+    }
+    if (c == '#') {  // comment: to the end of the line
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (c == '"' || c == '\'') {  // strings, multi-line ones included; keys may be quoted too
+      const bool multi = text.compare(i, 3, std::string(3, c)) == 0;
+      const size_t open = multi ? 3 : 1;
+      size_t j = i + open;
+      for (;; ++j) {
+        if (j >= text.size()) return;  // unterminated: toml++ reports it with its position
+        if (c == '"' && text[j] == '\\') {
+          ++j;
+          continue;
+        }
+        if (text[j] == '\n') {
+          if (!multi) return;  // toml++ reports the unterminated string
+          ++line;
+          column = 0;
+        }
+        if (text.compare(j, open, std::string(open, c)) == 0) break;
+      }
+      column += static_cast<int>(j + open - 1 - i);
+      i = j + open - 1;
+      continue;
+    }
+    if (in_key && nesting == 0) {
+      if (c == '[' && !in_header) {
+        in_header = true;
+        continue;
+      }
+      if (c == '.') {
+        if (++segments > kMaxKeySegments)
+          fail(str("a key or table header of more than ", kMaxKeySegments, " dotted parts (scenario keys have two)"));
+        continue;
+      }
+      if (c == ']' && in_header) {
+        in_key = false;
+        continue;
+      }
+      if (c == '=') in_key = false;
+      continue;
+    }
+    if (c == '[' || c == '{') {
+      if (++nesting > kMaxValueNesting)
+        fail(str("arrays or inline tables nested more than ", kMaxValueNesting, " deep"));
+    } else if ((c == ']' || c == '}') && nesting > 0) {
+      --nesting;
+    }
+  }
+}
+
+namespace {
+
 void apply_override(toml::table& root, const std::string& ov) {
   const auto eq = ov.find('=');
   if (eq == std::string::npos || eq == 0)
     throw ScenarioError(str("--set '", ov, "': expected key=value (e.g. load.target_qps=4)"));
   const std::string key = ov.substr(0, eq), value = ov.substr(eq + 1);
+  check_toml_limits(key + " = " + value, str("--set '", ov.substr(0, 80), ov.size() > 80 ? "...'" : "'"));
   toml::table t;
   try {
     t = toml::parse(key + " = " + value, std::string_view("--set"));
@@ -749,6 +833,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
 
 Scenario parse_scenario_text(const std::string& text, const std::string& path,
                              const std::vector<std::string>& overrides) {
+  check_toml_limits(text, path);
   toml::table root;
   try {
     root = toml::parse(text, std::string_view(path));
@@ -760,6 +845,18 @@ Scenario parse_scenario_text(const std::string& text, const std::string& path,
 }
 
 Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides) {
+  // A FIFO or device would block the read forever, a folder is not a scenario: refuse what is
+  // not a regular file, and a file too large to be one, before opening it.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    throw ScenarioError(str(path, ": not a regular file (", std::filesystem::is_directory(st) ? "a folder" : "a FIFO, socket or device",
+                            "); a scenario is a .toml file"));
+  if (!ec && std::filesystem::is_regular_file(st)) {
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxScenarioBytes)
+      throw ScenarioError(str(path, ": ", size, " bytes; a scenario is at most ", kMaxScenarioBytes, " bytes"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ScenarioError(str(path, ": cannot open the scenario file"));
   std::stringstream ss;

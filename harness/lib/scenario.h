@@ -197,6 +197,14 @@ struct Scenario {
   bool is_test_sut() const { return model.rfind("sut:", 0) == 0; }
 };
 
+// Limits checked before the TOML parser sees a text (it recurses on nesting): the size of a
+// scenario file, the dotted parts of a key or table header, and the nesting of arrays and inline
+// tables. Throws ScenarioError "ORIGIN:line:column: what" past them.
+constexpr size_t kMaxScenarioBytes = 1 << 20;
+constexpr int kMaxKeySegments = 16;
+constexpr int kMaxValueNesting = 32;
+void check_toml_limits(const std::string& text, const std::string& origin);
+
 // Parses a file, applying --set overrides ("table.key=value"; value is TOML, or a bare string).
 // Throws ScenarioError ("file:line:column: key 'k': message").
 Scenario parse_scenario_file(const std::string& path, const std::vector<std::string>& overrides = {});

@@ -2,6 +2,9 @@
 // variant matrix expands to a cross product; --set overrides apply before validation.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "harness/lib/scenario.h"
@@ -185,6 +188,64 @@ TEST(HarnessScenario, EveryShippedScenarioParsesAndExpands) {
     EXPECT_GE(s.variants().size(), 1u);
   }
   EXPECT_GE(files, 8);
+}
+
+}  // namespace
+}  // namespace cibench
+
+namespace cibench {
+namespace {
+
+// Texts the TOML parser would recurse on without bound (a header 40,000 parts deep overflowed the
+// stack), and files that would block or are not scenarios: refused with the place, before parsing.
+TEST(HarnessScenarioLimits, DeepKeysNestingAndOddFilesAreRefusedBeforeParsing) {
+  std::string deep_header = "[";
+  for (int i = 0; i < 40000; ++i) deep_header += i ? ".t" : "t";
+  deep_header += "]\nx = 1\n";
+  EXPECT_EQ(error_of(deep_header),
+            "case.toml:1:33: a key or table header of more than 16 dotted parts (scenario keys have two)");
+  std::string deep_key = std::string(kGood) + "\n";
+  for (int i = 0; i < 40000; ++i) deep_key += "a.";
+  deep_key += "b = 1\n";
+  EXPECT_NE(error_of(deep_key).find("more than 16 dotted parts"), std::string::npos) << error_of(deep_key);
+  std::string set_key;
+  for (int i = 0; i < 40000; ++i) set_key += "a.";
+  EXPECT_NE(error_of(kGood, {set_key + "b=1"}).find("--set 'a.a.a."), std::string::npos);
+  const std::string nested = std::string(kGood) + "\n[workload2]\nx = " + std::string(5000, '[') + std::string(5000, ']') + "\n";
+  EXPECT_NE(error_of(nested).find(":29:37: arrays or inline tables nested more than 32 deep"), std::string::npos)
+      << error_of(nested);
+  // Dots, brackets and '#' inside strings and comments are not structure: a normal scenario with
+  // such text still parses (and reaches the key check, not the limit).
+  std::string texts = std::string(kGood);
+  texts.replace(texts.find("name = \"t\""), 10,
+                "name = \"t\"\nquestion = \"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[ # x\"\n"
+                "description = '''\n[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[.....................'''");
+  EXPECT_EQ(error_of(texts), "(no error)");
+  EXPECT_EQ(error_of(std::string(kGood) + "# a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n"),
+            "(no error)");
+  // 16 parts are fine for the limit (the key itself is then unknown: a different error).
+  std::string sixteen = "[a";
+  for (int i = 1; i < 16; ++i) sixteen += ".a";
+  EXPECT_EQ(error_of(sixteen + "]\n").find("more than 16"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kMaxScenarioBytes + 1, '#')).find("bytes; a scenario is at most"), std::string::npos);
+
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("cibench_scenario_limits_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string fifo = (dir / "fifo.toml").string();
+  fs::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto file_error = [](const std::string& p) {
+    try {
+      parse_scenario_file(p);
+    } catch (const ScenarioError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_EQ(file_error(fifo), fifo + ": not a regular file (a FIFO, socket or device); a scenario is a .toml file");
+  EXPECT_EQ(file_error(dir.string()), dir.string() + ": not a regular file (a folder); a scenario is a .toml file");
+  fs::remove_all(dir);
 }
 
 }  // namespace

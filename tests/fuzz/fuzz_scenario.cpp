@@ -1,0 +1,24 @@
+// Fuzz target for the scenario reader: each input is parsed as a scenario file's text (TOML, then
+// every key checked), and once more with a --set override made of its first line. A
+// cibench::Error (ScenarioError) is the expected way to reject a bad text; any other exception, a
+// crash, a hang or a sanitizer report is a bug. Nothing is run and no file is written.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engines/core/error.h"
+#include "harness/lib/scenario.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    cibench::parse_scenario_text(text, "fuzz.toml");
+  } catch (const cibench::Error&) {
+  }
+  const std::string first = text.substr(0, text.find('\n'));
+  try {
+    cibench::parse_scenario_text("[model]\nsource = \"sut:null\"\n", "fuzz.toml", {first});
+  } catch (const cibench::Error&) {
+  }
+  return 0;
+}
