@@ -69,6 +69,49 @@ nlohmann::json QueryResult::to_json() const {
 Store::Store(const std::string& path, bool create) : path_(path) {
   namespace fs = std::filesystem;
   if (!create && !fs::exists(path)) throw StoreError(str(path, ": no such results database"));
+  {
+    std::error_code ec;
+    const auto st = fs::status(path, ec);
+    if (!ec && fs::exists(st) && !fs::is_regular_file(st))
+      throw StoreError(str(path, ": not a regular file (", fs::is_directory(st) ? "a folder" : "a FIFO, socket or device",
+                           "); a results database is an SQLite file"));
+  }
+  // A reader (create = false) of a store it may not write (read-only file or folder, another
+  // user's results) opens it read-only: nothing is migrated or marked, and anything needing a
+  // write says so.
+  if (!create) {
+    const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    read_only_ = ::access(path.c_str(), W_OK) != 0 || ::access(parent.c_str(), W_OK) != 0;
+  }
+  if (read_only_) {
+    const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr);
+    if (rc != SQLITE_OK) {
+      const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw StoreError(str(path, ": cannot open read-only: ", msg));
+    }
+    sqlite3_busy_timeout(db_, 10000);
+    // A WAL store in a folder we cannot write has no -shm to share: read the file as it stands
+    // (immutable: no locks, which a folder nobody writes does not need).
+    if (sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      const std::string uri = "file:" + path + "?immutable=1";
+      if (sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+        const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw StoreError(str(path, ": cannot open read-only: ", msg));
+      }
+    }
+    check_owner();
+    const int v = schema_version();
+    if (v != kSchemaVersion)
+      throw StoreError(str(path, ": schema version ", v, ", this cibench reads ", kSchemaVersion,
+                           "; the file is read-only here, so it cannot be migrated (open it once where it is writable)"));
+    return;
+  }
   if (create) {
     const fs::path parent = fs::path(path).parent_path();
     std::error_code ec;
@@ -83,6 +126,7 @@ Store::Store(const std::string& path, bool create) : path_(path) {
     throw StoreError(str(path, ": cannot open: ", msg));
   }
   sqlite3_busy_timeout(db_, 10000);
+  check_owner();  // before anything is written to the file
   // Switching a new file to WAL takes an exclusive lock for which SQLite does not call the busy
   // handler: when other processes are opening the same new store, wait and retry (up to 10 s).
   for (int attempt = 0;; ++attempt) {
@@ -104,6 +148,27 @@ Store::Store(const std::string& path, bool create) : path_(path) {
 
 Store::~Store() { sqlite3_close(db_); }
 
+void Store::check_owner() {
+  // One statement, so the version and the tables are one snapshot (another process may be
+  // creating this store right now, in one transaction).
+  const auto r = query(
+      "SELECT (SELECT user_version FROM pragma_user_version), "
+      "(SELECT group_concat(name, ', ') FROM (SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+      "AND name NOT LIKE 'sqlite_%' ORDER BY name LIMIT 6)), "
+      "(SELECT COUNT(*) FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%')");
+  const int64_t v = std::get<int64_t>(r.rows.at(0).at(0));
+  const int64_t tables = std::get<int64_t>(r.rows.at(0).at(2));
+  if (v < 0 || v > 1000)
+    throw StoreError(str(path_, ": PRAGMA user_version is ", v, ", which no cibench writes: not a cibench results "
+                            "database (or a damaged one); give a new path"));
+  // Version 0: an empty file (a new store) or another program's database, which cibench must not
+  // add tables to or switch to WAL.
+  if (v > 0 || tables == 0) return;
+  throw StoreError(str(path_, ": not a cibench results database (schema version 0 with tables ",
+                       sql_to_string(r.rows[0][1]), tables > 6 ? ", ..." : "",
+                       "); cibench writes only to its own stores: give a new path"));
+}
+
 int Store::schema_version() {
   auto r = query("PRAGMA user_version");
   return static_cast<int>(std::get<int64_t>(r.rows.at(0).at(0)));
@@ -111,6 +176,7 @@ int Store::schema_version() {
 
 void Store::migrate() {
   int v = schema_version();
+  if (v == 0) check_owner();  // (again: the journal switch may have waited for another writer)
   if (v > kSchemaVersion)
     throw StoreError(str(path_, ": schema version ", v, " is newer than this cibench understands (",
                          kSchemaVersion, "); upgrade cibench"));

@@ -53,6 +53,8 @@ class Store {
   Store& operator=(const Store&) = delete;
 
   const std::string& path() const { return path_; }
+  // Opened read-only (a reader, create = false, on a file or folder it may not write).
+  bool read_only() const { return read_only_; }
   int schema_version();
 
   void exec(const std::string& sql);
@@ -86,7 +88,11 @@ class Store {
 
  private:
   void migrate();
+  // Throws StoreError unless the file is a cibench store or empty (no tables): never add tables
+  // to another program's database.
+  void check_owner();
   sqlite3* db_ = nullptr;
+  bool read_only_ = false;
   std::string path_;
 };
 

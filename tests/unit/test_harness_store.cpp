@@ -1,6 +1,8 @@
 // The store: versioned schema, NULL-with-reason counters enforced by the schema, stale runs
 // marked incomplete, provenance readable.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -148,6 +150,75 @@ TEST(HarnessStore, SystemInfoKeepsReasonsForUnreadableKnobs) {
   EXPECT_EQ(*s.thp.value, "madvise");
   EXPECT_FALSE(s.cpu_model.empty());
   EXPECT_GT(s.logical_cpus, 0);
+}
+
+}  // namespace
+}  // namespace cibench
+
+namespace cibench {
+namespace {
+
+// Another program's database is never touched: no tables added, no switch to WAL; a version no
+// cibench writes is named; a FIFO or folder is refused before it is opened.
+TEST(HarnessStoreForeign, OtherDatabasesAndOddFilesAreRefusedUntouched) {
+  const std::string path = temp_db("foreign.sqlite");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('a');", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  for (bool create : {true, false}) {
+    try {
+      Store s(path, create);
+      ADD_FAILURE() << "a foreign database was opened as a store";
+    } catch (const StoreError& e) {
+      EXPECT_EQ(std::string(e.what()), path + ": not a cibench results database (schema version 0 with tables people); "
+                                              "cibench writes only to its own stores: give a new path");
+    }
+  }
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT (SELECT group_concat(name) FROM sqlite_master), (SELECT journal_mode FROM pragma_journal_mode)",
+                                 -1, &st, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "people");
+    EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)), "delete");
+    sqlite3_finalize(st);
+    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE people; PRAGMA user_version = -1;", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  EXPECT_THROW(
+      {
+        try {
+          Store s(path);
+        } catch (const StoreError& e) {
+          EXPECT_NE(std::string(e.what()).find("PRAGMA user_version is -1, which no cibench writes"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      StoreError);
+  std::filesystem::remove(path);
+  Store fresh(path);  // an empty file or a new path is a new store
+  EXPECT_EQ(fresh.schema_version(), kSchemaVersion);
+
+  const std::string fifo = temp_db("fifo.sqlite");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    Store s(fifo);
+    ADD_FAILURE() << "a FIFO was opened";
+  } catch (const StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file (a FIFO, socket or device)"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(fifo);
+  const auto folder = std::filesystem::path(temp_db("folder.sqlite"));
+  std::filesystem::create_directories(folder);
+  EXPECT_THROW(Store(folder.string(), false), StoreError);
+  std::filesystem::remove_all(folder);
 }
 
 }  // namespace
