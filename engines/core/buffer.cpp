@@ -41,8 +41,26 @@ AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
   return *this;
 }
 
+namespace {
+// What a non-regular file is, for the error.
+const char* file_kind(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+  return "not a regular file";
+}
+}  // namespace
+
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw FileError(path, str("cannot open: ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) throw FileError(path, str("is ", file_kind(st.st_mode), ", expected a regular file"));
+}
+
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw FileError(path, str("cannot open: ", std::strerror(errno)));
   struct stat st {};
   if (fstat(fd, &st) != 0) {
@@ -50,9 +68,9 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     ::close(fd);
     throw FileError(path, str("cannot stat: ", std::strerror(e)));
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw FileError(path, "is a directory, expected a file");
+    throw FileError(path, str("is ", file_kind(st.st_mode), ", expected a regular file"));
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {
@@ -72,6 +90,7 @@ MappedFile::~MappedFile() {
 }
 
 std::string read_file(const std::string& path) {
+  require_regular_file(path);  // a FIFO would block the read forever
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, str("cannot open: ", std::strerror(errno)));
   std::ostringstream ss;

@@ -54,6 +54,10 @@ class MappedFile {
 };
 
 // Reads a whole (small) file into a string; throws FileError on failure.
+// Refuses (FileError naming the path) what is not a regular file, before anything reads it:
+// a FIFO would block forever, a directory or device is not a model, tokenizer or data file.
+void require_regular_file(const std::string& path);
+// The whole file; FileError naming it when it is not a regular file or cannot be read.
 std::string read_file(const std::string& path);
 
 }  // namespace cibench

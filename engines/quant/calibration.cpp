@@ -1,3 +1,4 @@
+#include "engines/core/buffer.h"
 #include "engines/quant/calibration.h"
 
 #include <algorithm>
@@ -87,6 +88,7 @@ std::vector<std::string> split_text_documents(const std::string& text) {
 }
 
 LoadedSlice load_slice(const TextSlice& s) {
+  require_regular_file(s.path);
   std::ifstream in(s.path, std::ios::binary);
   if (!in) throw FileError(s.path, "cannot open the text file");
   std::stringstream ss;

@@ -1,6 +1,7 @@
 #include "engines/quant/quantized_file.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -148,6 +149,8 @@ void write_quantized(const std::string& path, const LlamaSource& source, const Q
 }
 
 bool is_quantized_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;  // never open a FIFO to peek
   std::ifstream in(path, std::ios::binary);
   char m[8] = {};
   return in.read(m, 8) && std::memcmp(m, kMagic, 8) == 0;

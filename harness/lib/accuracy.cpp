@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engines/core/buffer.h"
 #include "engines/core/error.h"
 #include "engines/quant/calibration.h"
 #include "harness/lib/metrics.h"
@@ -14,6 +15,7 @@
 namespace cibench {
 
 std::vector<int> AccuracyReference::eval_tokens(const std::string& path, const Tokenizer& tok, int max_tokens) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, "cannot open the accuracy eval set");
   std::stringstream ss;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engines/core/buffer.h"
 #include "engines/core/error.h"
 #include "engines/quant/calibration.h"
 #include "engines/runtime/sampler.h"
@@ -104,6 +105,7 @@ PromptSource PromptSource::synthetic(int vocab_size, uint64_t seed, int64_t n_sa
 }
 
 PromptSource PromptSource::eval_text(const std::string& path, const Tokenizer& tok, int64_t max_docs) {
+  require_regular_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, "cannot open the eval set");
   std::stringstream ss;

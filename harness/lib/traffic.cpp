@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "engines/core/buffer.h"
 #include "engines/core/error.h"
 #include "harness/lib/schedule.h"
 
@@ -58,6 +59,7 @@ Traffic Traffic::replay(std::vector<int64_t> idx, int64_t n, std::string origin)
 }
 
 Traffic Traffic::replay(const std::string& path, int64_t n) {
+  require_regular_file(path);
   std::ifstream in(path);
   if (!in) throw FileError(path, "cannot open the replay file");
   std::vector<int64_t> idx;

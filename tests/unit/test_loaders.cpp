@@ -2,6 +2,7 @@
 // stories260K files must give the same model bit for bit; corrupt copies of them must fail with
 // a FileError naming the file and the problem.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,10 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "engines/core/buffer.h"
 #include "engines/core/error.h"
 #include "engines/models/gguf.h"
 #include "engines/models/llama_config.h"
 #include "engines/models/safetensors.h"
+#include "engines/quant/calibration.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -821,4 +824,30 @@ TEST(LoadersBadFiles, HfConfigErrorsNameConfigJson) {
     copy_hf(tmp, [](std::string& c) { replace(c, "\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false"); });
     expect_open_fails(tmp.str(), {"lm_head.weight", "tie_word_embeddings"});
   }
+}
+
+// A FIFO named as a model, tokenizer, text slice or any file cibench reads is refused at once
+// (opening it would wait forever for a writer); so is a folder where a file is expected.
+TEST(Loaders, FifosAndFoldersAreRefusedWithoutBlocking) {
+  const fs::path dir = fs::temp_directory_path() / ("cibench_fifo_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string fifo = (dir / "model.bin").string();
+  fs::remove(fifo);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto error_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const cibench::FileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string want = "is a FIFO, expected a regular file";
+  EXPECT_NE(error_of([&] { cibench::MappedFile m(fifo); }).find(want), std::string::npos);
+  EXPECT_NE(error_of([&] { cibench::read_file(fifo); }).find(want), std::string::npos);
+  EXPECT_NE(error_of([&] { cibench::open_llama_source(fifo); }).find(fifo), std::string::npos);
+  EXPECT_NE(error_of([&] { cibench::load_slice(cibench::TextSlice::parse(fifo)); }).find(want), std::string::npos);
+  EXPECT_NE(error_of([&] { cibench::read_file(dir.string()); }).find("is a directory, expected a regular file"),
+            std::string::npos);
+  fs::remove_all(dir);
 }
