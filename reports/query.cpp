@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "engines/core/splitmix.h"
+#include "harness/schema/run_ref.h"
 #include "harness/schema/sql_value.h"
 #include "harness/schema/stats.h"
 
@@ -479,22 +480,19 @@ RunInfo Db::run(int64_t run_id) {
 }
 
 int64_t Db::resolve_run(const std::string& ref) {
-  if (ref == "last" || ref.rfind("last~", 0) == 0) {
-    int64_t back = 0;
-    if (ref.size() > 5) {
-      char* end = nullptr;
-      back = std::strtoll(ref.c_str() + 5, &end, 10);
-      if (*end || back < 0) throw DbError(str("run '", ref, "': expected 'last~N' with N >= 0"));
-    }
-    Rows rs = select("SELECT run_id FROM runs ORDER BY run_id DESC LIMIT 1 OFFSET ?", {std::to_string(back)});
-    if (rs.rows.empty()) throw DbError(str(path_, ": no run '", ref, "'"));
-    return as_int(rs.rows[0][0]);
+  RunRef r;
+  try {
+    r = RunRef::parse(ref);
+  } catch (const Error& e) {
+    throw DbError(e.what());
   }
-  char* end = nullptr;
-  const long long id = std::strtoll(ref.c_str(), &end, 10);
-  if (ref.empty() || *end) throw DbError(str("run '", ref, "': expected a run id, 'last' or 'last~N'"));
-  run(id);  // throws when absent
-  return id;
+  if (r.by_id()) {
+    run(r.id);  // throws when absent
+    return r.id;
+  }
+  Rows rs = select("SELECT run_id FROM runs ORDER BY run_id DESC LIMIT 1 OFFSET ?", {std::to_string(r.back)});
+  if (rs.rows.empty()) throw DbError(str(path_, ": no run '", ref, "'"));
+  return as_int(rs.rows[0][0]);
 }
 
 std::vector<std::pair<std::string, std::string>> Db::provenance(int64_t run_id) {

@@ -576,6 +576,11 @@ LlamaSource open_llama_source(const std::string& spec) {
   } else {
     auto f = std::make_shared<const MappedFile>(spec);
     const bool is_gguf = f->size() >= 4 && std::memcmp(f->data(), "GGUF", 4) == 0;
+    // A cibench quantised model (engines/quant/quantized_file.h) is not an FP32 source: read as
+    // llama2.c its magic would be taken for a dimension.
+    if (f->size() >= 8 && std::memcmp(f->data(), "CIBQUANT", 8) == 0)
+      throw FileError(spec, "a cibench quantised model (.cbq), not an FP32 source: scenarios take it as "
+                            "[model] source and cibench generate runs it; recipes and quantize need the FP32 model");
     f.reset();
     src = is_gguf ? open_gguf(spec) : open_llama2c(spec);
   }

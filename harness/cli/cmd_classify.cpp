@@ -298,7 +298,8 @@ const RegisterCommand reg{
        sub.add_flag("--pin", a->pin, "pin thread i to CPU i");
        sub.add_option("--max-length", a->max_length, "truncate to this many tokens ([CLS]/[SEP] included)")
            ->capture_default_str();
-       sub.add_option("--limit", a->limit, "classify at most this many input sentences");
+       sub.add_option("--limit", a->limit, "classify at most this many input sentences (0 = all)")
+           ->check(CLI::Range(0, 1000000000));
        sub.add_flag("--json", a->json, "one JSON line per sentence (or per bench case) and a summary");
        sub.add_flag("--bench", a->bench,
                     "time batch-1 requests: at --lengths with random ids, or at the lengths of the "

@@ -12,6 +12,7 @@
 #include "engines/models/tokenizer.h"
 #include "engines/runtime/sampler.h"
 #include "engines/runtime/session.h"
+#include "engines/quant/quantized_file.h"
 #include "harness/cli/command.h"
 #include "harness/cli/engine_options.h"
 #include "harness/lib/build_info.h"
@@ -34,8 +35,11 @@ struct GenerateArgs {
 int run_generate(const GenerateArgs& a) {
   using clock = std::chrono::steady_clock;
   LlamaBuildOptions bo = a.engine.build_options();
-  LlamaSource src = open_llama_source(a.engine.model);
-  LlamaModel model = build_llama(src, bo);
+  // A quantised model file (.cbq) carries its own format: built as written.
+  const bool cbq = is_quantized_file(a.engine.model);
+  LlamaModel model = cbq ? build_quantized(load_quantized(a.engine.model)) : build_llama(open_llama_source(a.engine.model), bo);
+  if (cbq && bo.format != "f32" && bo.format != model.build.format_for("attention"))
+    throw Error(str(a.engine.model, " holds ", model.build.describe(), " weights; --format ", bo.format, " cannot apply"));
   const LlamaConfig& c = model.config;
   std::unique_ptr<Tokenizer> tok;
   if (!a.tokenizer.empty()) tok = open_tokenizer(a.tokenizer, c.vocab_size);
@@ -47,7 +51,14 @@ int run_generate(const GenerateArgs& a) {
   CIBENCH_CHECK(a.steps >= 1, "--steps must be >= 1, got ", a.steps);
 
   SessionOptions so = a.engine.session_options(a.threads);
-  if (so.max_context == 0) so.max_context = std::max(c.seq_len, a.steps + 1);
+  // Positions past the model's context are past what it was trained on: only when asked for.
+  if (so.max_context == 0) {
+    if (a.steps > c.seq_len)
+      throw Error(str("--steps ", a.steps, " is past the model's context of ", c.seq_len,
+                      " positions; give --max-context ", a.steps, " to generate past it anyway"));
+    so.max_context = c.seq_len;
+  }
+  CIBENCH_CHECK(a.steps <= so.max_context, "--steps ", a.steps, " is more than --max-context ", so.max_context);
   LlamaSession session(model, so);
   Sampler sampler(c.vocab_size, a.temperature, a.top_p, a.seed);
 

@@ -19,7 +19,7 @@ RegisterCommand reg{Command{
     [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<Args>();
       sub.add_option("--db", a->db, "Results database")->capture_default_str();
-      sub.add_option("--limit", a->limit, "Show at most this many runs")->capture_default_str();
+      sub.add_option("--limit", a->limit, "Show at most this many runs")->check(CLI::Range(1, 1000000000))->capture_default_str();
       sub.add_flag("--json", a->json, "JSON on stdout");
       return [a]() {
         Store st(a->db, /*create=*/false);  // opening marks dead 'running' runs incomplete

@@ -25,7 +25,9 @@ void EngineOptions::add_to(CLI::App& app, bool with_format) {
                  "KV cache mode: " + kv_mode_list() +
                      " (none recomputes the prefix; preallocated-f16 stores IEEE halves)")
       ->capture_default_str();
-  app.add_option("--max-context", max_context, "context length (default: the model's)");
+  app.add_option("--max-context", max_context,
+                 "context length in positions (default: the model's; at most 1048576)")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--pin", pin, "pin thread i to CPU i");
 }
 

@@ -201,6 +201,13 @@ class LlamaFamily : public ModelFamily {
   }
 
   void open_tokenizer_and_prompts() {
+    // Every request must be able to generate what the workload asks for: the SUT fits a prompt
+    // into the context by cutting it, but never cuts a generation.
+    const int64_t context = models_->source().config.seq_len;
+    if (sc_.gen_tokens.upper_bound() >= context)
+      throw ScenarioError(sc_.pos("workload.gen_tokens").message(
+          str("up to ", sc_.gen_tokens.upper_bound(), " generated tokens do not fit the model's context of ", context,
+              " positions (with at least one prompt token): lower gen_tokens below ", context)));
     std::string tok_path = sc_.tokenizer;
     if (tok_path.empty() && sc_.model.size() > 5 && sc_.model.substr(sc_.model.size() - 5) == ".gguf") tok_path = sc_.model;
     const int vocab = models_->source().config.vocab_size;

@@ -10,6 +10,7 @@
 #include "engines/core/error.h"
 #include "harness/lib/sysinfo.h"
 #include "harness/schema/migrations.h"
+#include "harness/schema/run_ref.h"
 
 namespace cibench {
 namespace {
@@ -305,19 +306,20 @@ int Store::mark_stale_runs() {
 }
 
 int64_t Store::resolve_run(const std::string& ref) {
-  if (ref == "last" || ref.rfind("last~", 0) == 0) {
-    int64_t back = 0;
-    if (ref.size() > 5) back = std::stoll(ref.substr(5));
-    auto r = query("SELECT run_id FROM runs ORDER BY run_id DESC LIMIT 1 OFFSET ?", {back});
-    if (r.rows.empty()) throw StoreError(str(path_, ": no run '", ref, "'"));
-    return std::get<int64_t>(r.rows[0][0]);
+  RunRef r;
+  try {
+    r = RunRef::parse(ref);
+  } catch (const Error& e) {
+    throw StoreError(e.what());
   }
-  char* end = nullptr;
-  const long long id = std::strtoll(ref.c_str(), &end, 10);
-  if (ref.empty() || *end) throw StoreError(str("run '", ref, "': expected a run id, 'last' or 'last~N'"));
-  auto r = query("SELECT run_id FROM runs WHERE run_id = ?", {static_cast<int64_t>(id)});
-  if (r.rows.empty()) throw StoreError(str(path_, ": no run ", id));
-  return id;
+  if (!r.by_id()) {
+    auto q = query("SELECT run_id FROM runs ORDER BY run_id DESC LIMIT 1 OFFSET ?", {r.back});
+    if (q.rows.empty()) throw StoreError(str(path_, ": no run '", ref, "'"));
+    return std::get<int64_t>(q.rows[0][0]);
+  }
+  auto q = query("SELECT run_id FROM runs WHERE run_id = ?", {r.id});
+  if (q.rows.empty()) throw StoreError(str(path_, ": no run ", r.id));
+  return r.id;
 }
 
 }  // namespace cibench

@@ -13,6 +13,7 @@
 
 #include "harness/lib/store.h"
 #include "harness/lib/sysinfo.h"
+#include "harness/schema/run_ref.h"
 
 namespace cibench {
 namespace {
@@ -219,6 +220,27 @@ TEST(HarnessStoreForeign, OtherDatabasesAndOddFilesAreRefusedUntouched) {
   std::filesystem::create_directories(folder);
   EXPECT_THROW(Store(folder.string(), false), StoreError);
   std::filesystem::remove_all(folder);
+}
+
+}  // namespace
+}  // namespace cibench
+
+namespace cibench {
+namespace {
+
+TEST(HarnessStoreRunRef, OneGrammarForRunNames) {
+  EXPECT_EQ(RunRef::parse("last").back, 0);
+  EXPECT_FALSE(RunRef::parse("last").by_id());
+  EXPECT_EQ(RunRef::parse("last~3").back, 3);
+  EXPECT_EQ(RunRef::parse("12").id, 12);
+  for (const char* bad : {"last~-1", "last~", "last~x", "0", "-3", "", "1e3", "12 ", "last~99999999999999999"}) {
+    try {
+      RunRef::parse(bad);
+      ADD_FAILURE() << "'" << bad << "' accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), str("run '", bad, "': expected a run id, 'last' or 'last~N' with N >= 0"));
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Hostile inputs to the command line, each refused with a clear error naming what is wrong, fast,
+# without a crash, a hang or a change to a stored run: deep TOML, FIFOs and folders as files,
+# another program's database, bad run references, generation past the context, negative limits.
+# Usage: hostile_inputs.sh PATH-TO-CIBENCH [SHARED-DIR]
+set -uo pipefail
+CIBENCH=$1
+SHARED=${2:-${CIBENCH_SHARED:-}}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+# expect_error NAME PATTERN -- command...: a failing exit status that is not a signal (1, or CLI11's
+# codes for a bad option), within 20 s, with stderr matching PATTERN.
+expect_error() {
+  local name=$1 pattern=$2
+  shift 3
+  timeout 20 "$@" > "$tmp/out" 2> "$tmp/err"
+  local rc=$?
+  if [ $rc -eq 124 ]; then echo "FAIL $name: hung (killed after 20 s)"; fails=$((fails + 1)); return; fi
+  if [ $rc -eq 0 ] || [ $rc -ge 128 ]; then echo "FAIL $name: exit $rc: $(head -c 300 "$tmp/err")"; fails=$((fails + 1)); return; fi
+  if ! grep -q -- "$pattern" "$tmp/err" "$tmp/out"; then
+    echo "FAIL $name: no '$pattern' in: $(head -c 300 "$tmp/err")"; fails=$((fails + 1)); return
+  fi
+  echo "ok   $name"
+}
+db=$tmp/r.sqlite
+"$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db" --set model.source=sut:null \
+  --set run.min_duration_ms=50 --set run.min_queries=2 > /dev/null 2>&1 || { echo "FAIL setup run"; exit 1; }
+before=$(sqlite3 "$db" "SELECT COUNT(*), MAX(run_id) FROM runs; SELECT COUNT(*) FROM variants")
+
+python3 -c "print('[' + '.'.join(['t'] * 40000) + ']\nx = 1')" > "$tmp/deep.toml"
+expect_error deep-header "deep.toml:1:33: a key or table header of more than 16 dotted parts" -- "$CIBENCH" run "$tmp/deep.toml" --db "$db"
+expect_error deep-set "more than 16 dotted parts" -- "$CIBENCH" run "$tmp/deep.toml" --db "$db" --set "$(python3 -c "print('.'.join(['a'] * 40000))")=1"
+python3 -c "print('x = ' + '[' * 100000 + ']' * 100000)" > "$tmp/nest.toml"
+expect_error deep-arrays "nested more than 32 deep" -- "$CIBENCH" run "$tmp/nest.toml" --db "$db"
+mkfifo "$tmp/fifo.toml" "$tmp/fifo.bin" "$tmp/fifo.sqlite"
+expect_error fifo-scenario "fifo.toml: not a regular file (a FIFO" -- "$CIBENCH" run "$tmp/fifo.toml" --db "$db"
+expect_error folder-scenario "not a regular file (a folder)" -- "$CIBENCH" run "$tmp" --db "$db"
+expect_error fifo-model "fifo.bin: is a FIFO, expected a regular file" -- "$CIBENCH" generate -m "$tmp/fifo.bin" -n 4
+expect_error fifo-db "not a regular file" -- "$CIBENCH" list --db "$tmp/fifo.sqlite"
+sqlite3 "$tmp/other.sqlite" "CREATE TABLE people (name TEXT); INSERT INTO people VALUES ('a');"
+expect_error foreign-db "not a cibench results database (schema version 0 with tables people)" -- "$CIBENCH" list --db "$tmp/other.sqlite"
+[ "$(sqlite3 "$tmp/other.sqlite" "SELECT group_concat(name) FROM sqlite_master; PRAGMA journal_mode")" = "$(printf 'people\ndelete')" ] \
+  || { echo "FAIL foreign-db: the other database was changed"; fails=$((fails + 1)); }
+sqlite3 "$tmp/neg.sqlite" "PRAGMA user_version = -1; CREATE TABLE runs (x);"
+expect_error negative-version "user_version is -1, which no cibench writes" -- "$CIBENCH" list --db "$tmp/neg.sqlite"
+expect_error show-last-negative "expected a run id, 'last' or 'last~N' with N >= 0" -- "$CIBENCH" show 'last~-1' --db "$db"
+expect_error show-zero "expected a run id" -- "$CIBENCH" show 0 --db "$db"
+expect_error report-last-word "expected a run id" -- "$CIBENCH" report 'last~x' --db "$db" --out "$tmp/rep"
+expect_error list-limit "limit" -- "$CIBENCH" list --limit -1 --db "$db"
+expect_error max-context "max-context" -- "$CIBENCH" generate -m synthetic:stories260k --max-context -5 -n 4
+expect_error generate-past-context "is past the model's context of 512 positions" -- "$CIBENCH" generate -m synthetic:stories260k -n 2000
+expect_error gen-tokens-past-context "key 'workload.gen_tokens': up to 600 generated tokens do not fit the model's context of 512" -- \
+  "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db" --set model.source=synthetic:stories260k --set workload.gen_tokens=600
+
+"$CIBENCH" quantize -m synthetic:stories260k -f int8 -o "$tmp/m.cbq" > /dev/null 2>&1 || { echo "FAIL setup quantize"; fails=$((fails + 1)); }
+expect_error cbq-as-fp32 "m.cbq: a cibench quantised model (.cbq), not an FP32 source" -- "$CIBENCH" bench --models "$tmp/m.cbq" --reps 1 --no-roofline
+expect_error cbq-other-format "holds int8,output=f32 weights; --format int4_g32 cannot apply" -- "$CIBENCH" generate -m "$tmp/m.cbq" -n 8 -f int4_g32
+if timeout 20 "$CIBENCH" generate -m "$tmp/m.cbq" -n 8 -t 0 --json > "$tmp/gen.json" 2> "$tmp/err" && grep -q '"format":"int8,output=f32"' "$tmp/gen.json"; then
+  echo "ok   cbq-generates"
+else
+  echo "FAIL cbq-generates: $(head -c 300 "$tmp/err")"; fails=$((fails + 1))
+fi
+
+after=$(sqlite3 "$db" "SELECT COUNT(*), MAX(run_id) FROM runs; SELECT COUNT(*) FROM variants")
+[ "$before" = "$after" ] || { echo "FAIL: a refused command changed the store ($before -> $after)"; fails=$((fails + 1)); }
+[ $fails -eq 0 ] || { echo "hostile_inputs: $fails failed"; exit 1; }
+echo "hostile_inputs: ok"
