@@ -3,9 +3,12 @@
 // (loaders.cpp). Packing and the session are in bert.cpp.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "engines/core/buffer.h"
 #include "engines/core/error.h"
@@ -234,6 +237,30 @@ BertSource open_hf_bert(const std::string& spec) {
     };
     src.tensors[canon] = std::move(t);
     src.source_names[canon] = hf;
+  }
+  // A tensor the config does not account for (a layer beyond num_hidden_layers, a head the engine
+  // lacks) means the config and the weights disagree: refuse rather than run a prefix of the
+  // model. position_ids are an index buffer, not weights.
+  std::vector<std::string> unused;
+  std::set<std::string> mapped;
+  for (const auto& [canon, hf] : src.source_names) mapped.insert(hf);
+  for (const auto& [name, info] : st->tensors())
+    if (!mapped.count(name) && name.find("position_ids") == std::string::npos) unused.push_back(name);
+  if (!unused.empty()) throw unaccounted_tensors(weights, str(cfg, " (", describe_config(c), ")"), unused);
+  // Every value finite, as the Llama loaders check: a NaN would only show as wrong labels.
+  std::vector<float> buf;
+  for (const auto& [canon, t] : src.tensors) {
+    const int64_t block = std::max<int64_t>(1, (1 << 18) / t.cols);
+    for (int64_t r0 = 0; r0 < t.rows; r0 += block) {
+      const int64_t n = std::min(block, t.rows - r0);
+      buf.resize(static_cast<size_t>(n * t.cols));
+      t.read(r0, n, buf.data());
+      for (size_t i = 0; i < buf.size(); ++i)
+        if (!std::isfinite(buf[i]))
+          throw FileError(weights, str("tensor '", src.source_names[canon], "' has a non-finite value (", buf[i],
+                                       ") at row ", r0 + static_cast<int64_t>(i) / t.cols, ", column ",
+                                       static_cast<int64_t>(i) % t.cols));
+    }
   }
   src.keepalive = st;
   return src;

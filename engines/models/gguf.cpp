@@ -340,6 +340,17 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_shared<const Mappe
                  " bytes from offset ", data_start));
     ti.data = file_->data() + data_start + ti.offset;
   }
+  // Two tensors sharing bytes would both read them: one is not what the file means.
+  std::vector<const GgufTensorInfo*> by_offset;
+  for (const GgufTensorInfo& ti : tensors_)
+    if (ti.nbytes > 0) by_offset.push_back(&ti);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i)
+    if (by_offset[i]->offset < by_offset[i - 1]->offset + by_offset[i - 1]->nbytes)
+      r.fail(str("tensor '", by_offset[i]->name, "' data [", by_offset[i]->offset, ", +", by_offset[i]->nbytes,
+                 ") overlaps tensor '", by_offset[i - 1]->name, "' [", by_offset[i - 1]->offset, ", +",
+                 by_offset[i - 1]->nbytes, ")"));
 }
 
 const GgufValue& GgufFile::get(const std::string& key) const {

@@ -6,6 +6,14 @@
 
 namespace cibench {
 
+FileError unaccounted_tensors(const std::string& file, const std::string& config,
+                              const std::vector<std::string>& names) {
+  return FileError(file, str(names.size(), " tensor", names.size() == 1 ? "" : "s", " that ", config,
+                             " does not account for, e.g. '", names.front(), "'",
+                             names.size() > 1 ? str(" and '", names.back(), "'") : std::string(),
+                             ": the config and the weights disagree"));
+}
+
 int64_t LlamaConfig::parameter_count() const {
   const int64_t d = dim, h = hidden_dim, kv = kv_dim(), v = vocab_size;
   int64_t per_layer = 2 * d + d * d * 2 + 2 * kv * d + 3 * d * h;

@@ -1,6 +1,7 @@
 // open_llama_source: llama2.c legacy .bin, Hugging Face folders (config.json + safetensors) and
 // GGUF files, each delivered as f32 rows in the canonical layout of llama_config.h.
 #include <algorithm>
+#include <set>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,11 @@ namespace cibench {
 namespace fs = std::filesystem;
 
 namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 
 // ---------------------------------------------------------------------------------------------
 // XXH64 (xxHash, seed 0), streaming. content_hash = "xxh64:" + 16 hex digits; for a single file
@@ -363,10 +369,12 @@ LlamaSource open_hf(const std::string& spec) {
   const std::string weights_desc = weight_files.size() == 1 ? weight_files[0] : dir_s;
 
   // One canonical tensor from an HF tensor of shape [rows, cols] (or [cols] when rows is 0).
+  std::set<std::string> used;
   auto take = [&](const std::string& hf_name, int64_t rows, int64_t cols) -> TensorSource {
     auto it = by_name.find(hf_name);
     if (it == by_name.end())
       throw FileError(weights_desc, str("missing tensor '", hf_name, "'"));
+    used.insert(hf_name);
     const HfTensor ht = it->second;
     const SafetensorInfo& info = *ht.info;
     if (info.dtype != "F32" && info.dtype != "F16" && info.dtype != "BF16")
@@ -417,6 +425,13 @@ LlamaSource open_hf(const std::string& spec) {
     src.tensors[q + "w2"] = take(p + "mlp.down_proj.weight", d, hd);
     src.tensors[q + "w3"] = take(p + "mlp.up_proj.weight", hd, d);
   }
+  // A tensor the config does not account for (a layer beyond num_hidden_layers, a module the
+  // engine lacks) means the config and the weights disagree: running the rest would be silently
+  // wrong. Rotary inverse frequencies (a derived buffer some checkpoints store) are ignored.
+  std::vector<std::string> unused;
+  for (const auto& [name, t] : by_name)
+    if (!used.count(name) && !ends_with(name, "rotary_emb.inv_freq")) unused.push_back(name);
+  if (!unused.empty()) throw unaccounted_tensors(weights_desc, str(cfg, " (", c.n_layers, " layers)"), unused);
   src.keepalive = keep(std::move(owners));
   return src;
 }
@@ -493,9 +508,11 @@ LlamaSource open_gguf(const std::string& path) {
   src.content_hash = hash.label();
 
   // One canonical tensor from a GGUF tensor with dims [cols, rows] (or [cols] when rows is 0).
+  std::set<std::string> used;
   auto take = [&](const std::string& name, int64_t rows, int64_t cols) -> TensorSource {
     const GgufTensorInfo* ti = g->find_tensor(name);
     if (!ti) throw FileError(path, str("missing tensor '", name, "'"));
+    used.insert(name);
     if (ti->ggml_type != 0 && ti->ggml_type != 1 && ti->ggml_type != 30)
       throw FileError(path, str("tensor '", name, "' has type ",
                                 GgufFile::ggml_type_name(ti->ggml_type),
@@ -548,12 +565,12 @@ LlamaSource open_gguf(const std::string& path) {
     src.tensors[q + "w2"] = take(p + "ffn_down.weight", d, hd);
     src.tensors[q + "w3"] = take(p + "ffn_up.weight", hd, d);
   }
+  std::vector<std::string> unused;
+  for (const GgufTensorInfo& ti : g->tensors())
+    if (!used.count(ti.name)) unused.push_back(ti.name);
+  if (!unused.empty()) throw unaccounted_tensors(path, str("its metadata (llama.block_count ", c.n_layers, ")"), unused);
   src.keepalive = g;
   return src;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace

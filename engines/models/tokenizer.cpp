@@ -2,6 +2,7 @@
 // tokenizer.bin reader and encoder.
 #include "engines/models/tokenizer.h"
 
+#include <cmath>
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -246,6 +247,9 @@ std::unique_ptr<Tokenizer> open_llama2c(const std::string& path, int vocab_size_
     pos += 8;
     if (len < 0)
       throw FileError(path, str("llama2.c tokenizer token ", i, " has negative length ", len));
+    // Merges are ranked by score: a NaN or infinity would silently change every encoding.
+    if (!std::isfinite(score))
+      throw FileError(path, str("llama2.c tokenizer token ", i, " has a non-finite score (", score, ")"));
     if (static_cast<size_t>(len) > size - pos)
       throw FileError(path, str("llama2.c tokenizer truncated: token ", i, " has length ", len,
                                 " but only ", size - pos, " bytes are left at offset ", pos));

@@ -1,6 +1,7 @@
 // The vocabulary inside a GGUF file (tokenizer.ggml.model "llama") and the SentencePiece-BPE
 // encoder of llama.cpp's llm_tokenizer_spm: spaces escaped as U+2581, an optional "▁" prefix,
 // UTF-8 characters merged pairwise by the merged piece's score, unknown symbols as byte pieces.
+#include <cmath>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -284,8 +285,11 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& g) {
   std::vector<float> scores(n, 0.0f);  // llama.cpp: scores are optional
   if (g.has("tokenizer.ggml.scores")) {
     const GgufValue& sv = get_array(g, "tokenizer.ggml.scores", n);
-    for (size_t i = 0; i < n; ++i)
+    for (size_t i = 0; i < n; ++i) {
       scores[i] = static_cast<float>(sv.array[i].as_float("tokenizer.ggml.scores", path));
+      if (!std::isfinite(scores[i]))  // merges are ranked by score
+        throw FileError(path, str("tokenizer.ggml.scores[", i, "] is not finite (", scores[i], ")"));
+    }
   }
   std::vector<int> types(n, kNormal);  // llama.cpp: types are optional
   if (g.has("tokenizer.ggml.token_type")) {

@@ -2,6 +2,8 @@
 // the dummy "▁" prefix itself); decoding follows the llama2.c rule shared by all kinds.
 #include <sentencepiece_processor.h>
 
+#include <cmath>
+
 #include "engines/core/buffer.h"
 #include "engines/core/error.h"
 #include "engines/models/tokenizer_impl.h"
@@ -21,6 +23,8 @@ class SentencePieceTokenizer final : public Tokenizer {
       if (sp_.IsControl(i)) k = PieceKind::control;
       else if (sp_.IsByte(i)) k = PieceKind::byte;
       pieces_.add(unescape_spaces(sp_.IdToPiece(i)), k);
+      if (!std::isfinite(sp_.GetScore(i)))  // the unigram model ranks segmentations by score
+        throw FileError(path, str("SentencePiece piece ", i, " has a non-finite score (", sp_.GetScore(i), ")"));
     }
   }
 
