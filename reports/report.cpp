@@ -1,6 +1,11 @@
 #include "reports/report.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -35,14 +40,33 @@ std::string run_prefix(const ReportData& d, const Variant& v) {
 std::string display_name(const ReportData& d, const Variant& v) { return run_prefix(d, v) + v.short_name(); }
 
 // Markdown table cell: no pipes or newlines.
+// Stored text (a scenario's name and question, a model path, a host) in Markdown: HTML is shown,
+// never interpreted (Markdown passes raw HTML through), emphasis, links and table cells are
+// escaped, and a newline cannot start a new block.
 std::string md(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '|') o += "\\|";
-    else if (c == '\n') o += "; ";
-    else o += c;
+    switch (c) {
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '&': o += "&amp;"; break;
+      case '\n': o += "; "; break;
+      case '\r': break;
+      case '|': case '\\': case '`': case '*': case '[': case ']':  // ('_' inside words is literal)
+        o += '\\';
+        o += c;
+        break;
+      default: o += c;
+    }
   }
   return o;
+}
+
+// Stored text shown as code (`...`): a backtick or newline would end the span or the line.
+std::string md_code(const std::string& s) {
+  std::string o = "`";
+  for (char c : s) o += c == '`' ? '\'' : (c == '\n' || c == '\r') ? ' ' : c;
+  return o + "`";
 }
 
 // A table as rows of cells, rendered to both formats so that they cannot drift apart.
@@ -536,9 +560,10 @@ std::string render_markdown(const ReportData& d) {
   os << "Generated " << utc_now() << " by `cibench report`; charts are in report.html. n/a = not measured.\n\n";
   for (const auto& r : d.runs) {
     os << "- **Run " << r.run_id << "**: "
-       << (r.kind == "scenario" ? "scenario **" + r.scenario_name + "**" : "`" + r.origin() + "`") << ", " << r.status << ", started "
-       << r.started_utc << " on " << r.hostname << " (" << r.cpu_model << "), model `" << r.model_spec << "`";
-    if (!r.question.empty()) os << ". Question: *" << r.question << "*";
+       << (r.kind == "scenario" ? "scenario **" + md(r.scenario_name) + "**" : md_code(r.origin())) << ", " << md(r.status)
+       << ", started " << md(r.started_utc) << " on " << md(r.hostname) << " (" << md(r.cpu_model) << "), model "
+       << md_code(r.model_spec);
+    if (!r.question.empty()) os << ". Question: *" << md(r.question) << "*";
     os << "\n";
   }
   os << "\n## Verdicts\n\nQuality floor on **" << t.y.title() << "**: ";
@@ -577,10 +602,21 @@ ReportFiles write_report(Db& db, const std::vector<int64_t>& runs, const std::st
   if (ec) throw FileError(out_dir, "cannot create the report folder: " + ec.message());
   ReportFiles f{(fs::path(out_dir) / "report.html").string(), (fs::path(out_dir) / "report.md").string()};
   for (const auto& [path, text] : {std::pair{f.html, render_html(d)}, std::pair{f.markdown, render_markdown(d)}}) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    if (!out) throw FileError(path, "cannot write");
-    out << text;
-    if (!out.flush()) throw FileError(path, "write failed");
+    // Written beside and renamed over: an existing report.html that is a symlink is replaced as a
+    // link, its target is never written through.
+    const std::string tmp = str(path, ".tmp.", ::getpid());
+    fs::remove(tmp, ec);
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      if (!out) throw FileError(tmp, "cannot write");
+      out << text;
+      if (!out.flush()) throw FileError(tmp, "write failed");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      const std::string why = std::strerror(errno);
+      fs::remove(tmp, ec);
+      throw FileError(path, "cannot replace: " + why);
+    }
   }
   return f;
 }

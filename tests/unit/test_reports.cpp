@@ -810,3 +810,49 @@ TEST(Reports, ReportCommandWritesBothFiles) {
 
 }  // namespace
 }  // namespace cibench::reports
+
+namespace cibench::reports {
+namespace {
+
+// Stored text never becomes markup in report.md, and an existing report.html that is a symlink
+// is replaced, its target left as it was.
+TEST(ReportsHostile, MarkdownEscapesStoredTextAndSymlinksAreNotWrittenThrough) {
+  const std::string path = temp_path("hostile.sqlite");
+  int64_t run = 0;
+  {
+    Store st(path);
+    Fields r = test::fixture_run("<script>alert(1)</script>", "[scenario]\nname = 'x'\n", "host|a", "2026-01-01T00:00:00Z",
+                                 "server");
+    r.emplace_back("question", std::string("*bold* [link](http://x) `code`\n# heading"));
+    run = st.insert("runs", r);
+  }
+  const fs::path out = fs::path(temp_path("hostile_report"));
+  fs::remove_all(out);
+  fs::create_directories(out);
+  const std::string target = temp_path("precious.txt");
+  {
+    std::ofstream t(target);
+    t << "keep me";
+  }
+  fs::create_symlink(target, out / "report.html");
+  Db db(path);
+  const ReportFiles f = write_report(db, {run}, out.string());
+  EXPECT_FALSE(fs::is_symlink(out / "report.html"));
+  std::ifstream t(target);
+  std::string kept((std::istreambuf_iterator<char>(t)), {});
+  EXPECT_EQ(kept, "keep me");
+  std::ifstream m(f.markdown);
+  const std::string md((std::istreambuf_iterator<char>(m)), {});
+  EXPECT_EQ(md.find("<script>"), std::string::npos);
+  EXPECT_NE(md.find("scenario **&lt;script&gt;alert(1)&lt;/script&gt;**"), std::string::npos) << md.substr(0, 600);
+  EXPECT_NE(md.find("Question: *\\*bold\\* \\[link\\](http://x) \\`code\\`; # heading*"), std::string::npos)
+      << md.substr(0, 600);
+  std::ifstream h(f.html);
+  const std::string html((std::istreambuf_iterator<char>(h)), {});
+  EXPECT_EQ(html.find("<script>alert"), std::string::npos);
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << "left behind: " << e.path();
+}
+
+}  // namespace
+}  // namespace cibench::reports
