@@ -823,7 +823,8 @@ TEST(ReportsHostile, MarkdownEscapesStoredTextAndSymlinksAreNotWrittenThrough) {
     Store st(path);
     Fields r = test::fixture_run("<script>alert(1)</script>", "[scenario]\nname = 'x'\n", "host|a", "2026-01-01T00:00:00Z",
                                  "server");
-    r.emplace_back("question", std::string("*bold* [link](http://x) `code`\n# heading"));
+    for (auto& [k, v] : r)
+      if (k == "question") v = std::string("*bold* [link](http://x) `code`\n# heading");
     run = st.insert("runs", r);
   }
   const fs::path out = fs::path(temp_path("hostile_report"));
