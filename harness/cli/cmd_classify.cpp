@@ -60,6 +60,7 @@ struct Example {
 std::vector<Example> read_examples(const std::string& path) {
   std::vector<Example> out;
   for (auto& r : read_labelled_sentences(path)) out.push_back(Example{std::move(r.text), r.label});
+  if (out.empty()) throw FileError(path, "no sentences to classify (the file is empty, or holds only a header)");
   return out;
 }
 

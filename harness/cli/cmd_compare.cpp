@@ -32,7 +32,7 @@ RegisterCommand reg{Command{
       sub.add_option("run_a", a->a, "Baseline run (id, 'last', 'last~N')")->required();
       sub.add_option("run_b", a->b, "Candidate run")->required();
       sub.add_option("--db", a->db, "Results database")->capture_default_str();
-      sub.add_option("--resamples", a->resamples, "Bootstrap resamples")->capture_default_str();
+      sub.add_option("--resamples", a->resamples, "Bootstrap resamples")->check(CLI::Range(10, 1000000))->capture_default_str();
       sub.add_option("--seed", a->seed, "Bootstrap seed")->capture_default_str();
       sub.add_flag("--json", a->json, "JSON on stdout");
       return [a]() {

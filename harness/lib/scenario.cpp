@@ -266,6 +266,8 @@ class Reader {
     std::vector<T> out;
     if (const toml::array* a = n->as_array()) {
       if (a->empty()) fail(*n, key, "the list is empty");
+      if (a->size() > static_cast<size_t>(kMaxListValues))
+        fail(*n, key, str(a->size(), " values; a list holds at most ", kMaxListValues));
       for (const toml::node& e : *a) out.push_back(conv(e));
     } else {
       out.push_back(conv(*n));
@@ -821,6 +823,20 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     r.finish();
   }
   top.finish();
+
+  // The size of the suite, before anything runs: the matrix's cross product (and its steps).
+  {
+    const double layouts = s.layouts.empty() ? static_cast<double>(s.threads.size()) * s.workers.size()
+                                             : static_cast<double>(s.layouts.size());
+    const double n = static_cast<double>(s.formats.size()) * s.recipes.size() * s.sparsities.size() * layouts *
+                     s.kv_modes.size() * s.isas.size() * s.pin_threads.size() * s.shapes.size() *
+                     s.max_batches.size() * s.caches.size();
+    const double steps = s.pattern == Pattern::stepped ? static_cast<double>(s.rates_qps.size()) : 1.0;
+    if (n * steps > kMaxSuiteSteps)
+      throw ScenarioError(s.pos("matrix").message(
+          str("the matrix expands to ", n, " variants", steps > 1 ? str(" x ", steps, " rates") : std::string(),
+              "; a suite runs at most ", kMaxSuiteSteps, " (split it into several scenarios)")));
+  }
 
   std::ostringstream os;
   os << root;

@@ -203,6 +203,10 @@ struct Scenario {
 constexpr size_t kMaxScenarioBytes = 1 << 20;
 constexpr int kMaxKeySegments = 16;
 constexpr int kMaxValueNesting = 32;
+// A list value (matrix, rates) holds at most this many entries; a suite runs at most this many
+// variant steps (the matrix's cross product times the stepped rates).
+constexpr int kMaxListValues = 256;
+constexpr double kMaxSuiteSteps = 4096;
 void check_toml_limits(const std::string& text, const std::string& origin);
 
 // Parses a file, applying --set overrides ("table.key=value"; value is TOML, or a bare string).

@@ -62,6 +62,16 @@ else
   echo "FAIL cbq-generates: $(head -c 300 "$tmp/err")"; fails=$((fails + 1))
 fi
 
+: > "$tmp/empty.tsv"
+expect_error classify-empty "empty.tsv: no sentences to classify" -- "$CIBENCH" classify -m synthetic:bert-tiny -i "$tmp/empty.tsv"
+expect_error classify-folder "is a directory, expected a regular file" -- "$CIBENCH" classify -m synthetic:bert-tiny -i "$tmp"
+
+expect_error compare-resamples "resamples" -- "$CIBENCH" compare 1 1 --db "$db" --resamples 2000000000
+expect_error huge-list "1000 values; a list holds at most 256" -- "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" \
+  --db "$db" --set "matrix.threads=[$(seq -s, 1 1000)]"
+expect_error huge-matrix "the matrix expands to 65536 variants; a suite runs at most 4096" -- "$CIBENCH" run \
+  "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db" --set "matrix.threads=[$(seq -s, 1 256)]" --set "matrix.workers=[$(seq -s, 1 256)]"
+
 after=$(sqlite3 "$db" "SELECT COUNT(*), MAX(run_id) FROM runs; SELECT COUNT(*) FROM variants")
 [ "$before" = "$after" ] || { echo "FAIL: a refused command changed the store ($before -> $after)"; fails=$((fails + 1)); }
 [ $fails -eq 0 ] || { echo "hostile_inputs: $fails failed"; exit 1; }
