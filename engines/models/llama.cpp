@@ -27,6 +27,20 @@ size_t LlamaModel::weight_bytes() const {
   return b + output.bytes();
 }
 
+size_t estimate_llama_build_bytes(const LlamaConfig& c, const LlamaBuildOptions& opts) {
+  auto packed = [](const std::string& fmt, int64_t rows, int64_t cols) {
+    return static_cast<size_t>(rows) * format_by_name(fmt).row_bytes(cols);
+  };
+  const int64_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
+  const std::string &fa = opts.format_for("attention"), &ff = opts.format_for("ffn");
+  size_t b = static_cast<size_t>(v * d + d) * sizeof(float);  // embeddings, final norm
+  b += static_cast<size_t>(c.n_layers) *
+       (2 * static_cast<size_t>(d) * sizeof(float) + packed(fa, d, d) * 2 + packed(fa, kv, d) * 2 +
+        packed(ff, hd, d) * 2 + packed(ff, d, hd));
+  b += packed(opts.format_for("output"), v, d);
+  return b + static_cast<size_t>(std::max({v * d, hd * d})) * sizeof(float);  // one tensor read at a time
+}
+
 size_t LlamaModel::streamed_bytes_per_token() const {
   size_t b = output.bytes();
   for (const LlamaLayer& l : layers)

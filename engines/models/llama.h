@@ -52,5 +52,9 @@ struct LlamaModel {
 };
 
 LlamaModel build_llama(const LlamaSource& src, const LlamaBuildOptions& opts = {});
+// The bytes build_llama would hold for this config and these options (weight_bytes() of the
+// result, dense rows for sparse formats: an upper bound), plus the largest f32 tensor it reads
+// at once, computed without reading or allocating anything.
+size_t estimate_llama_build_bytes(const LlamaConfig& c, const LlamaBuildOptions& opts = {});
 
 }  // namespace cibench

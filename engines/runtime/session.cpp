@@ -79,6 +79,18 @@ LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
 
 LlamaSession::~LlamaSession() = default;
 
+size_t LlamaSession::estimate_bytes(const LlamaConfig& c, const SessionOptions& opts) {
+  const size_t ctx = static_cast<size_t>(opts.max_context > 0 ? opts.max_context : c.seq_len);
+  const size_t B = std::min(static_cast<size_t>(std::max(1, opts.max_batch)), ctx);
+  const size_t elem = opts.kv_mode == KvMode::preallocated_f16 ? sizeof(uint16_t) : sizeof(float);
+  size_t b = 2 * static_cast<size_t>(c.n_layers) * ctx * static_cast<size_t>(c.kv_dim()) * elem;  // K and V
+  b += B * (4 * static_cast<size_t>(c.dim) + 2 * static_cast<size_t>(c.kv_dim()) + 2 * static_cast<size_t>(c.hidden_dim)) *
+       sizeof(float);
+  b += static_cast<size_t>(std::max(1, opts.threads)) * ctx * sizeof(float);  // attention scores
+  b += static_cast<size_t>(c.vocab_size) * sizeof(float) + ctx * static_cast<size_t>(c.head_dim()) * sizeof(float);
+  return b;
+}
+
 void LlamaSession::reset() {
   pos_ = 0;
   history_.clear();

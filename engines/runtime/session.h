@@ -37,6 +37,9 @@ struct SessionOptions {
 
 class LlamaSession {
  public:
+  // The bytes a session with these options allocates for a model of this config (KV cache,
+  // scratch, RoPE tables), without allocating them.
+  static size_t estimate_bytes(const LlamaConfig& c, const SessionOptions& opts);
   LlamaSession(const LlamaModel& model, const SessionOptions& opts);
   ~LlamaSession();
 

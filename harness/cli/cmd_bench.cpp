@@ -20,6 +20,7 @@
 #include "harness/cli/command.h"
 #include "harness/cli/engine_options.h"
 #include "harness/lib/build_info.h"
+#include "harness/lib/memory_check.h"
 #include "harness/lib/run_record.h"
 
 namespace cibench::cli {
@@ -88,6 +89,12 @@ int run_bench(BenchArgs a) {
     for (const std::string& fmt : a.formats) {
       EngineOptions eo = a.engine;
       eo.format = fmt;
+      {
+        SessionOptions so = eo.session_options(*std::max_element(a.threads.begin(), a.threads.end()));
+        so.max_context = std::max(so.max_context, a.prompt_tokens + a.decode_tokens + 1);
+        so.max_batch = std::max(so.max_batch, a.prompt_tokens);
+        require_llama_memory(str("cibench bench on ", spec, " in ", fmt), src.config, eo.build_options(), so);
+      }
       LlamaModel model = build_llama(src, eo.build_options());
       std::mt19937 rng(static_cast<uint32_t>(a.seed));
       std::uniform_int_distribution<int> tokd(3, model.config.vocab_size - 1);

@@ -14,6 +14,7 @@
 #include "engines/runtime/session.h"
 #include "engines/quant/quantized_file.h"
 #include "harness/cli/command.h"
+#include "harness/lib/memory_check.h"
 #include "harness/cli/engine_options.h"
 #include "harness/lib/build_info.h"
 
@@ -37,7 +38,16 @@ int run_generate(const GenerateArgs& a) {
   LlamaBuildOptions bo = a.engine.build_options();
   // A quantised model file (.cbq) carries its own format: built as written.
   const bool cbq = is_quantized_file(a.engine.model);
-  LlamaModel model = cbq ? build_quantized(load_quantized(a.engine.model)) : build_llama(open_llama_source(a.engine.model), bo);
+  LlamaModel model;
+  if (cbq) {
+    model = build_quantized(load_quantized(a.engine.model));
+  } else {
+    const LlamaSource src = open_llama_source(a.engine.model);
+    SessionOptions so = a.engine.session_options(a.threads);
+    if (so.max_context == 0) so.max_context = std::min(src.config.seq_len, std::max(1, a.steps));
+    require_llama_memory(str("cibench generate on ", a.engine.model), src.config, bo, so);
+    model = build_llama(src, bo);
+  }
   if (cbq && bo.format != "f32" && bo.format != model.build.format_for("attention"))
     throw Error(str(a.engine.model, " holds ", model.build.describe(), " weights; --format ", bo.format, " cannot apply"));
   const LlamaConfig& c = model.config;

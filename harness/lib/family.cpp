@@ -4,6 +4,7 @@
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
 #include "engines/quant/calibration.h"
+#include "harness/lib/memory_check.h"
 #include "harness/lib/run_record.h"
 #include "harness/lib/sut_llama.h"
 
@@ -125,6 +126,7 @@ class LlamaFamily : public ModelFamily {
     } catch (const Error& e) {
       throw ScenarioError(sc.pos("accuracy.reference_format").message(e.what()));
     }
+    check_memory();
   }
 
   Fields model_provenance() const override {
@@ -177,6 +179,37 @@ class LlamaFamily : public ModelFamily {
       so.isa = static_cast<int>(*v.isa);
     }
     return so;
+  }
+
+  // Each variant's model, its workers' sessions and (with [accuracy]) the reference build held
+  // beside it must fit the memory available, before any row is written.
+  void check_memory() const {
+    const LlamaConfig& c = models_->source().config;
+    const std::optional<int64_t> available = available_memory_bytes();
+    LlamaBuildOptions ref;
+    ref.format = sc_.accuracy.reference_format;
+    // The reference build and its log-probabilities (max_tokens x vocabulary floats).
+    const double reference =
+        sc_.accuracy.enabled ? static_cast<double>(estimate_llama_build_bytes(c, ref)) +
+                                   static_cast<double>(sc_.accuracy.max_tokens) * c.vocab_size * sizeof(float)
+                             : 0.0;
+    for (const Variant& v : sc_.variants()) {
+      LlamaBuildOptions b;
+      b.format = v.format_name();
+      SessionOptions so;
+      so.threads = v.threads;
+      so.kv_mode = v.kv_mode;
+      const double need = static_cast<double>(estimate_llama_build_bytes(c, b)) + reference +
+                          v.workers * static_cast<double>(LlamaSession::estimate_bytes(c, so));
+      try {
+        require_memory(str("variant ", v.label()), need,
+                       str("weights, ", v.workers, " session(s)",
+                           reference > 0 ? ", the accuracy reference build and its log-probabilities" : ""),
+                       "choose smaller formats, fewer workers, a shorter context or fewer accuracy.max_tokens", available);
+      } catch (const Error& e) {
+        throw ScenarioError(sc_.pos("matrix.format").message(e.what()));
+      }
+    }
   }
 
   // A quantised model file fixes the format, the recipe and the pruning of its weights.

@@ -832,6 +832,14 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
                      s.kv_modes.size() * s.isas.size() * s.pin_threads.size() * s.shapes.size() *
                      s.max_batches.size() * s.caches.size();
     const double steps = s.pattern == Pattern::stepped ? static_cast<double>(s.rates_qps.size()) : 1.0;
+    // The schedule of a step is computed up front: an offered rate that would issue more than
+    // kMaxScheduledQueries within max_duration_ms is refused (1e9 qps would allocate terabytes).
+    double top_qps = s.target_qps;
+    for (double r : s.rates_qps) top_qps = std::max(top_qps, r);
+    if (top_qps * static_cast<double>(s.max_duration_ms) / 1000.0 > kMaxScheduledQueries)
+      throw ScenarioError(s.pos(s.pattern == Pattern::stepped ? "load.rates_qps" : "load.target_qps").message(
+          str(top_qps, " queries/s for up to run.max_duration_ms = ", s.max_duration_ms, " ms schedules more than ",
+              kMaxScheduledQueries, " queries; lower the rate or the duration")));
     if (n * steps > kMaxSuiteSteps)
       throw ScenarioError(s.pos("matrix").message(
           str("the matrix expands to ", n, " variants", steps > 1 ? str(" x ", steps, " rates") : std::string(),

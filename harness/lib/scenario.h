@@ -207,6 +207,7 @@ constexpr int kMaxValueNesting = 32;
 // variant steps (the matrix's cross product times the stepped rates).
 constexpr int kMaxListValues = 256;
 constexpr double kMaxSuiteSteps = 4096;
+constexpr double kMaxScheduledQueries = 1e7;
 void check_toml_limits(const std::string& text, const std::string& origin);
 
 // Parses a file, applying --set overrides ("table.key=value"; value is TOML, or a bare string).

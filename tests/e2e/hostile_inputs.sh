@@ -72,6 +72,13 @@ expect_error huge-list "1000 values; a list holds at most 256" -- "$CIBENCH" run
 expect_error huge-matrix "the matrix expands to 65536 variants; a suite runs at most 4096" -- "$CIBENCH" run \
   "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db" --set "matrix.threads=[$(seq -s, 1 256)]" --set "matrix.workers=[$(seq -s, 1 256)]"
 
+expect_error memory-7b-f32 "needs ~25.6 GiB (weights 25.6 GiB in f32" -- env CIBENCH_MEMORY_AVAILABLE_BYTES=25769803776 \
+  "$CIBENCH" generate -m synthetic:llama2-7b -f f32 -n 2
+expect_error memory-scenario "key 'matrix.format': variant f32 t1 w1 needs" -- env CIBENCH_MEMORY_AVAILABLE_BYTES=10000000 \
+  "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db"
+expect_error qps-1e9 "key 'load.target_qps': 1e+09 queries/s" -- "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" \
+  --db "$db" --set load.target_qps=1e9
+
 after=$(sqlite3 "$db" "SELECT COUNT(*), MAX(run_id) FROM runs; SELECT COUNT(*) FROM variants")
 [ "$before" = "$after" ] || { echo "FAIL: a refused command changed the store ($before -> $after)"; fails=$((fails + 1)); }
 [ $fails -eq 0 ] || { echo "hostile_inputs: $fails failed"; exit 1; }

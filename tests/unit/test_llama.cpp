@@ -21,6 +21,7 @@
 #include "engines/models/tokenizer.h"
 #include "engines/runtime/sampler.h"
 #include "engines/runtime/session.h"
+#include "harness/lib/memory_check.h"
 #include "test_support.h"
 
 namespace cibench {
@@ -472,6 +473,62 @@ TEST(Sampler, GreedyTemperatureAndTopP) {
   EXPECT_NEAR(counts[0] / 20000.0, 1 / z, 0.01);
   EXPECT_THROW(Sampler(4, -1.f, 1.f, 1), Error);
   EXPECT_THROW(Sampler(4, 1.f, 0.f, 1), Error);
+}
+
+}  // namespace
+}  // namespace cibench
+
+namespace cibench {
+namespace {
+
+// The memory estimates the harness checks before building: exact for dense formats on a real
+// build, the published 7B shape's f32 weights at 4 bytes per parameter, and a refusal that names
+// the figures and what would fit.
+TEST(MemoryEstimate, BuildAndSessionBytesMatchWhatIsAllocated) {
+  const LlamaSource src = open_llama_source("synthetic:stories260k");
+  for (const char* f : {"f32", "bf16", "int8", "int4_g32"}) {
+    LlamaBuildOptions o;
+    o.format = f;
+    const LlamaModel m = build_llama(src, o);
+    const size_t largest = static_cast<size_t>(std::max(src.config.vocab_size * src.config.dim,
+                                                        src.config.hidden_dim * src.config.dim)) * sizeof(float);
+    EXPECT_EQ(estimate_llama_build_bytes(src.config, o), m.weight_bytes() + largest) << f;
+    for (KvMode kv : {KvMode::preallocated, KvMode::preallocated_f16}) {
+      SessionOptions so;
+      so.kv_mode = kv;
+      so.max_context = 100;
+      LlamaSession s(m, so);
+      const size_t est = LlamaSession::estimate_bytes(src.config, so);
+      // The KV cache exactly, plus scratch, attention scores, logits and RoPE tables (a few hundred KB here).
+      EXPECT_GE(est, s.kv_cache_bytes()) << f;
+      EXPECT_LE(est, s.kv_cache_bytes() + 1024 * 1024) << f;
+    }
+  }
+  const LlamaSource big = open_llama_source("synthetic:llama2-7b");
+  const double params = static_cast<double>(big.config.parameter_count());
+  LlamaBuildOptions f32;
+  EXPECT_NEAR(static_cast<double>(estimate_llama_build_bytes(big.config, f32)), 4 * params, 0.02 * 4 * params);
+}
+
+TEST(MemoryEstimate, AJobThatCannotFitIsRefusedWithTheFigures) {
+  const LlamaSource big = open_llama_source("synthetic:llama2-7b");
+  LlamaBuildOptions f32;
+  SessionOptions so;
+  so.max_context = 16;
+  const int64_t gib24 = int64_t{24} << 30;
+  try {
+    require_llama_memory("generate", big.config, f32, so, 1, gib24);
+    FAIL() << "27 GB of f32 weights accepted on a 24 GiB machine";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("generate needs ~25"), std::string::npos) << m;
+    EXPECT_NE(m.find("but 24 GiB are available"), std::string::npos) << m;
+    EXPECT_NE(m.find("int8 weights would need ~7"), std::string::npos) << m;
+  }
+  LlamaBuildOptions int8;
+  int8.format = "int8";
+  EXPECT_NO_THROW(require_llama_memory("generate", big.config, int8, so, 1, gib24));
+  EXPECT_NO_THROW(require_llama_memory("generate", big.config, f32, so, 1, std::nullopt));  // unknown: not checked
 }
 
 }  // namespace
