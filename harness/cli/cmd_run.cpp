@@ -1,4 +1,4 @@
-// cibench run SCENARIO [--db PATH] [--set key=value ...] [--json]
+// cibench run SCENARIO [--db PATH] [--set key=value ...] [--json] [--dry-run]
 #include <unistd.h>
 
 #include <iostream>
@@ -15,7 +15,30 @@ struct RunArgs {
   std::vector<std::string> sets;
   bool json = false;
   bool quiet = false;
+  bool dry_run = false;
 };
+
+// --dry-run: everything checked as for a run (the model opens, the matrix and memory fit), then
+// the expanded matrix and the bounds of its duration, and nothing is stored.
+int dry_run(const Scenario& sc) {
+  prevalidate_scenario(sc);
+  const auto variants = sc.variants();
+  const size_t steps = sc.pattern == Pattern::stepped ? sc.rates_qps.size() : 1;
+  std::cout << "scenario '" << sc.name << "' (" << sc.path << ", hash " << sc.hash << "): " << variants.size()
+            << " variant" << (variants.size() == 1 ? "" : "s");
+  if (steps > 1) std::cout << " x " << steps << " rates";
+  std::cout << ", pattern " << pattern_name(sc.pattern) << "\n";
+  for (const Variant& v : variants) std::cout << "  " << v.index + 1 << ". " << v.label() << "\n";
+  for (const auto& sk : sc.skipped()) std::cout << "  skipped (not run): " << sk << "\n";
+  const double n = static_cast<double>(variants.size() * steps);
+  std::cout << "timed runs: at least " << n * static_cast<double>(sc.min_duration_ms) / 1000.0 << " s (run.min_duration_ms "
+            << sc.min_duration_ms << " per step), at most " << n * static_cast<double>(sc.max_duration_ms) / 1000.0
+            << " s (run.max_duration_ms " << sc.max_duration_ms << "); model builds"
+            << (sc.accuracy.enabled ? ", accuracy scoring" : "") << (sc.counters_enabled ? ", profiling passes" : "")
+            << " and warm-up come on top\n";
+  std::cout << "nothing was run or stored (--dry-run)\n";
+  return 0;
+}
 
 RegisterCommand reg{Command{
     "run", "Run a scenario file and store every variant's result (with provenance) in SQLite",
@@ -26,8 +49,12 @@ RegisterCommand reg{Command{
       sub.add_option("--set", a->sets, "Override a scenario key: table.key=value (TOML value), repeatable");
       sub.add_flag("--json", a->json, "Print the run's results as JSON on stdout");
       sub.add_flag("-q,--quiet", a->quiet, "No progress output");
+      sub.add_flag("--dry-run", a->dry_run,
+                   "Check everything a run checks, print the expanded matrix and the bounds of its duration, "
+                   "store nothing");
       return [a]() {
         const Scenario sc = parse_scenario_file(a->scenario, a->sets);
+        if (a->dry_run) return dry_run(sc);
         SuiteOptions o;
         o.db_path = a->db;
         o.log = a->quiet ? nullptr : &std::cerr;

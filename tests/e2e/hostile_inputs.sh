@@ -79,6 +79,15 @@ expect_error memory-scenario "key 'matrix.format': variant f32 t1 w1 needs" -- e
 expect_error qps-1e9 "key 'load.target_qps': 1e+09 queries/s" -- "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" \
   --db "$db" --set load.target_qps=1e9
 
+# --dry-run: the matrix and its duration bounds, nothing stored.
+if timeout 60 "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db" --dry-run > "$tmp/dry" 2>&1 &&
+   grep -q "^scenario 'quickstart' .*: 2 variants" "$tmp/dry" && grep -q "^  2\. " "$tmp/dry" &&
+   grep -q "nothing was run or stored" "$tmp/dry"; then
+  echo "ok   dry-run"
+else
+  echo "FAIL dry-run: $(head -c 400 "$tmp/dry")"; fails=$((fails + 1))
+fi
+
 after=$(sqlite3 "$db" "SELECT COUNT(*), MAX(run_id) FROM runs; SELECT COUNT(*) FROM variants")
 [ "$before" = "$after" ] || { echo "FAIL: a refused command changed the store ($before -> $after)"; fails=$((fails + 1)); }
 [ $fails -eq 0 ] || { echo "hostile_inputs: $fails failed"; exit 1; }
