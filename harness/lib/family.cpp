@@ -60,6 +60,8 @@ class BertFamily : public ModelFamily {
   Fields model_provenance() const override {
     return model_fields(bench_.source());
   }
+  std::vector<std::string> warnings() const override { return bench_.warnings();
+  }
   int64_t samples() const override { return static_cast<int64_t>(bench_.inputs()->size()); }
   void describe(const Variant& v, Fields& cfg) const override {
     cfg.emplace_back("format", v.format_name());

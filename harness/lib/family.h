@@ -38,6 +38,9 @@ class ModelFamily {
 
   // The model as stored with the run: content hash, container, parameter count (NULL when none).
   virtual Fields model_provenance() const = 0;
+  // What the user should know about the model or its inputs but may have meant (stored in
+  // runs.warnings with the machine's warnings and printed at the start).
+  virtual std::vector<std::string> warnings() const { return {}; }
   // How many samples (prompts, sentences) the queries pick among.
   virtual int64_t samples() const = 0;
   // Whether the traffic columns (uniform sampling, duplicate rate) describe this family's queries.

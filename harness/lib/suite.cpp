@@ -325,7 +325,9 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
              // The SLOs and quality floors in force, typed: what the reports and the GUI read.
              {"slos_json", slos_to_json(sc.slos).dump()},
              {"floors_json", floors_to_json(sc.accuracy.floors()).dump()}};
-  for (auto& x : run_provenance_fields(si)) run.push_back(std::move(x));
+  SystemInfo with_model = si;  // the machine's warnings and the model family's
+  for (const auto& w : p.family->warnings()) with_model.warnings.push_back(w);
+  for (auto& x : run_provenance_fields(with_model)) run.push_back(std::move(x));
   for (auto& x : p.family->model_provenance()) run.push_back(std::move(x));
   SuiteResult res;
   {
@@ -337,7 +339,7 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
                 sc.variants().size() == 1 ? "" : "s", ") into ", o.db_path));
   if (!sc.question.empty()) prog.line("  question: " + sc.question);
   for (const auto& sk : sc.skipped()) prog.line("  skipped (not run): " + sk);
-  for (const auto& w : si.warnings) prog.line("  warning: " + w);
+  for (const auto& w : with_model.warnings) prog.line("  warning: " + w);
   try {
     const auto variants = sc.variants();
     for (const Variant& v : variants) {

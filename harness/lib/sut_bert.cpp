@@ -22,7 +22,9 @@ int ClassifierInputs::longest() const {
 
 void ClassifierInputs::encode(int64_t s, std::vector<int>& out) const {
   CIBENCH_CHECK(s >= 0 && s < size(), "classifier: sample ", s, " outside [0, ", size(), ")");
-  if (tokenizer) out = tokenizer->encode(texts[static_cast<size_t>(s)], max_length);
+  // Sentences are tokenized inside the timed service; a synthetic workload has ids only (a model
+  // folder with a vocabulary but no eval set), which the service uses as they are.
+  if (tokenizer && !texts.empty()) out = tokenizer->encode(texts[static_cast<size_t>(s)], max_length);
   else out = ids[static_cast<size_t>(s)];
 }
 
@@ -174,6 +176,13 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
     if (in->tokenizer->vocab_size() > src_.config.vocab_size)
       throw ScenarioError(sc.pos("model.tokenizer").message(str("the vocabulary has ", in->tokenizer->vocab_size(),
                                                                 " pieces, the model ", src_.config.vocab_size)));
+    // Fewer pieces than embedding rows: right for a padded embedding, wrong for a truncated or
+    // foreign vocab.txt (words then fall to [UNK] or to other ids). Said, and stored with the run.
+    if (in->tokenizer->vocab_size() < src_.config.vocab_size)
+      warnings_.push_back(str("the vocabulary (", sc.tokenizer.empty() ? sc.model : sc.tokenizer, ") has ",
+                              in->tokenizer->vocab_size(), " pieces but the model's embedding has ",
+                              src_.config.vocab_size, " rows: fine for a padded embedding, wrong for a truncated or "
+                              "different vocab.txt"));
   }
   if (sc.workload_source == "eval") {
     if (!in->tokenizer)

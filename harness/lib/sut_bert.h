@@ -100,6 +100,7 @@ class ClassifierBench {
   explicit ClassifierBench(const Scenario& sc);
   const BertSource& source() const { return src_; }
   std::shared_ptr<const ClassifierInputs> inputs() const { return inputs_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
   // The model packed in `format` (builds are kept: the reference and the most recent other).
   std::shared_ptr<const BertModel> model(const std::string& format, double sparsity);
   BertSutOptions sut_options(const Variant& v) const;
@@ -115,6 +116,7 @@ class ClassifierBench {
   std::map<std::string, std::shared_ptr<const BertModel>> models_;
   std::optional<std::vector<int>> ref_pred_;
   std::map<std::string, ClassifierAccuracy> acc_;
+  std::vector<std::string> warnings_;
 };
 
 // The floor check of a classifier's accuracy (exposed for tests).

@@ -13,12 +13,14 @@
 
 #include "engines/core/error.h"
 #include "harness/lib/classifier_stats.h"
+#include "harness/lib/family.h"
 #include "harness/lib/load.h"
 #include "harness/lib/result_cache.h"
 #include "harness/lib/scenario.h"
 #include "harness/lib/suite.h"
 #include "harness/lib/sut_bert.h"
 #include "harness/lib/traffic.h"
+#include "tests/unit/test_support.h"
 
 namespace cibench {
 namespace {
@@ -490,6 +492,43 @@ TEST(ClassifierScenario, ClassifierOnlyKeysAreRefusedForOtherModels) {
     EXPECT_EQ(std::string(e.what()), "other.toml:4:9: key 'matrix.cache': the result cache is implemented for BERT/DistilBERT classifiers");
   }
   EXPECT_NO_THROW(prevalidate_scenario(parse_scenario_text("[model]\nsource = \"sut:null\"\n", "other.toml")));
+}
+
+}  // namespace
+}  // namespace cibench
+
+namespace cibench {
+namespace {
+
+// A vocabulary with fewer pieces than the embedding is run (a padded embedding is legitimate) but
+// said and stored with the run; one with more is refused.
+TEST(HarnessClassifierVocab, ASmallerVocabularyIsAWarningStoredWithTheRun) {
+  if (!test::have_shared("models/bert-tiny-sst2/vocab.txt")) GTEST_SKIP() << "no shared bert-tiny-sst2";
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("cibench_vocab_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ifstream in(test::shared_path("models/bert-tiny-sst2/vocab.txt"));
+  std::ofstream out(dir / "vocab.txt");
+  std::string line;
+  for (int i = 0; i < 20000 && std::getline(in, line); ++i) out << line << "\n";
+  out.close();
+  const std::string text = str("[model]\nsource = \"", test::shared_path("models/bert-tiny-sst2"), "\"\ntokenizer = \"",
+                               (dir / "vocab.txt").string(), "\"\n[run]\nmin_duration_ms = 1\nmin_queries = 1\n");
+  const Scenario sc = parse_scenario_text(text, "vocab.toml");
+  const auto family = open_model_family(sc);
+  ASSERT_EQ(family->warnings().size(), 1u);
+  EXPECT_NE(family->warnings()[0].find("has 20000 pieces but the model's embedding has 30522 rows"), std::string::npos)
+      << family->warnings()[0];
+  SuiteOptions o;
+  o.db_path = (dir / "r.sqlite").string();
+  const Scenario quick = parse_scenario_text(text + "[workload]\ngen_tokens = 1\n", "vocab.toml",
+                                             {"load.pattern=\"single_stream\"", "run.max_duration_ms=2000",
+                                              "counters.enabled=false"});
+  const SuiteResult r = run_suite(quick, o);
+  Store st(o.db_path);
+  const std::string stored = sql_to_string(st.query("SELECT warnings FROM runs WHERE run_id = ?", {r.run_id}).rows.at(0).at(0));
+  EXPECT_NE(stored.find("has 20000 pieces but the model's embedding has 30522 rows"), std::string::npos) << stored;
+  fs::remove_all(dir);
 }
 
 }  // namespace
