@@ -21,3 +21,16 @@ if(NOT TARGET fuzz_smoke_scenario)
   add_test(NAME fuzz.smoke_scenario COMMAND fuzz_smoke_scenario --iterations 100000 ${CIBENCH_FUZZ_SCENARIOS})
   set_tests_properties(fuzz.smoke_scenario PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
+# Tokenizer files, vocab.txt, sentence TSVs, replay files, config.json contents and .cbq headers.
+if(NOT TARGET fuzz_smoke_text)
+  add_executable(fuzz_smoke_text ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp ${CMAKE_CURRENT_LIST_DIR}/fuzz_text_files.cpp)
+  target_link_libraries(fuzz_smoke_text PRIVATE cibench_harness)
+  add_test(NAME fuzz.smoke_text COMMAND fuzz_smoke_text --iterations 1500
+           ${CIBENCH_SHARED_DIR}/models/stories260K/tok512.bin
+           ${CIBENCH_SHARED_DIR}/models/bert-tiny-sst2/vocab.txt
+           ${CIBENCH_SHARED_DIR}/models/bert-tiny-sst2/config.json
+           ${CIBENCH_SHARED_DIR}/models/stories260K/hf/config.json
+           ${CIBENCH_SHARED_DIR}/data/sst2-validation/SST-2-val.tsv
+           ${CMAKE_CURRENT_LIST_DIR}/corpus/replay.txt)
+  set_tests_properties(fuzz.smoke_text PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+endif()

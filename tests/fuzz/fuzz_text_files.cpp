@@ -1,0 +1,90 @@
+// Fuzz target for the other readers of user files: each input is written to a scratch folder and
+// read as a llama2.c tokenizer.bin, a WordPiece vocab.txt (and a HF tokenizer folder), a labelled
+// sentence TSV, a replay file of sample indices, a Hugging Face config.json (Llama and BERT
+// folders without weights: the config is read and checked first) and a .cbq quantised model. A
+// cibench::Error is the expected way to reject a bad file; any other exception, a crash, a hang
+// or a sanitizer report is a bug.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "engines/core/error.h"
+#include "engines/models/bert.h"
+#include "engines/models/llama_config.h"
+#include "engines/models/sentences.h"
+#include "engines/models/tokenizer.h"
+#include "engines/models/wordpiece.h"
+#include "engines/quant/quantized_file.h"
+#include "harness/lib/traffic.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Scratch {
+  fs::path dir;
+  Scratch() {
+    fs::path base = fs::temp_directory_path();
+    if (const char* e = std::getenv("CIBENCH_FUZZ_TMP"); e && *e) base = e;
+    else if (::access("/dev/shm", W_OK) == 0) base = "/dev/shm";
+    dir = base / ("cibench_fuzz_text_" + std::to_string(::getpid()));
+    fs::create_directories(dir / "llama");
+    fs::create_directories(dir / "bert");
+  }
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  std::string at(const std::string& name) const { return (dir / name).string(); }
+};
+
+Scratch& scratch() {
+  static Scratch s;
+  return s;
+}
+
+void write(const std::string& path, const uint8_t* data, size_t size) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
+}
+
+template <typename F>
+void rejecting_errors(F&& f) {
+  try {
+    f();
+  } catch (const cibench::Error&) {
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  Scratch& s = scratch();
+  write(s.at("tok.bin"), data, size);
+  rejecting_errors([&] {
+    auto tok = cibench::open_tokenizer(s.at("tok.bin"), 0);
+    const auto ids = tok->encode("Once upon a time, there was a little cat.", true, false);
+    for (size_t i = 1; i < ids.size(); ++i) tok->decode(ids[i - 1], ids[i]);
+  });
+  write(s.at("vocab.txt"), data, size);
+  rejecting_errors([&] {
+    const auto wp = cibench::WordPieceTokenizer::from_vocab_txt(s.at("vocab.txt"));
+    wp.encode("The movie's unbelievably GOOD — naïve, 123 über-fun!", 64);
+  });
+  write(s.at("sentences.tsv"), data, size);
+  rejecting_errors([&] { cibench::read_labelled_sentences(s.at("sentences.tsv")); });
+  write(s.at("replay.txt"), data, size);
+  rejecting_errors([&] { cibench::Traffic::replay(s.at("replay.txt"), 64); });
+  write(s.at("llama/config.json"), data, size);
+  rejecting_errors([&] { cibench::open_llama_source(s.at("llama")); });
+  write(s.at("bert/config.json"), data, size);
+  rejecting_errors([&] { cibench::open_bert_source(s.at("bert")); });
+  write(s.at("model.cbq"), data, size);
+  rejecting_errors([&] { cibench::load_quantized(s.at("model.cbq")); });
+  return 0;
+}
