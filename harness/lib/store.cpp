@@ -85,26 +85,13 @@ Store::Store(const std::string& path, bool create) : path_(path) {
     read_only_ = ::access(path.c_str(), W_OK) != 0 || ::access(parent.c_str(), W_OK) != 0;
   }
   if (read_only_) {
-    const int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, nullptr);
-    if (rc != SQLITE_OK) {
-      const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-      sqlite3_close(db_);
-      db_ = nullptr;
-      throw StoreError(str(path, ": cannot open read-only: ", msg));
-    }
-    sqlite3_busy_timeout(db_, 10000);
+    open_db(path, SQLITE_OPEN_READONLY, "cannot open read-only");
     // A WAL store in a folder we cannot write has no -shm to share: read the file as it stands
     // (immutable: no locks, which a folder nobody writes does not need).
     if (sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
       sqlite3_close(db_);
       db_ = nullptr;
-      const std::string uri = "file:" + path + "?immutable=1";
-      if (sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
-        const std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
-        sqlite3_close(db_);
-        db_ = nullptr;
-        throw StoreError(str(path, ": cannot open read-only: ", msg));
-      }
+      open_db("file:" + path + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, "cannot open read-only");
     }
     check_owner();
     const int v = schema_version();
@@ -118,15 +105,7 @@ Store::Store(const std::string& path, bool create) : path_(path) {
     std::error_code ec;
     if (!parent.empty()) fs::create_directories(parent, ec);
   }
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX;
-  const int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
-  if (rc != SQLITE_OK) {
-    const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-    sqlite3_close(db_);
-    db_ = nullptr;
-    throw StoreError(str(path, ": cannot open: ", msg));
-  }
-  sqlite3_busy_timeout(db_, 10000);
+  open_db(path, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), "cannot open");
   check_owner();  // before anything is written to the file
   // Switching a new file to WAL takes an exclusive lock for which SQLite does not call the busy
   // handler: when other processes are opening the same new store, wait and retry (up to 10 s).
@@ -148,6 +127,17 @@ Store::Store(const std::string& path, bool create) : path_(path) {
 }
 
 Store::~Store() { sqlite3_close(db_); }
+
+void Store::open_db(const std::string& name, int flags, const char* what) {
+  const int rc = sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw StoreError(str(path_, ": ", what, ": ", msg));
+  }
+  sqlite3_busy_timeout(db_, 10000);
+}
 
 void Store::check_owner() {
   // One statement, so the version and the tables are one snapshot (another process may be

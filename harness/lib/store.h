@@ -88,6 +88,9 @@ class Store {
 
  private:
   void migrate();
+  // sqlite3_open_v2 of `name` (the path or a URI) into db_ with a busy timeout; StoreError naming
+  // the path and `what` on failure.
+  void open_db(const std::string& name, int flags, const char* what);
   // Throws StoreError unless the file is a cibench store or empty (no tables): never add tables
   // to another program's database.
   void check_owner();

@@ -17,6 +17,7 @@
 #include "engines/models/gguf.h"
 #include "engines/models/llama_config.h"
 #include "engines/models/safetensors.h"
+#include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
@@ -34,10 +35,7 @@ class Scratch {
  public:
   Scratch() {
     // Inputs are rewritten for every run: prefer memory (/dev/shm) to the disk.
-    fs::path base = fs::temp_directory_path();
-    if (const char* e = std::getenv("CIBENCH_FUZZ_TMP"); e && *e) base = e;
-    else if (::access("/dev/shm", W_OK) == 0) base = "/dev/shm";
-    dir_ = base / ("cibench_fuzz_" + std::to_string(::getpid()));
+    dir_ = cibench::fuzz::scratch_dir("cibench_fuzz");
     fs::create_directories(dir_ / "hf");
     std::ofstream(dir_ / "hf" / "config.json") << kConfig;
   }
@@ -59,10 +57,7 @@ Scratch& scratch() {
   return s;
 }
 
-void write(const std::string& path, const uint8_t* data, size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-}
+void write(const std::string& path, const uint8_t* data, size_t size) { cibench::fuzz::write_input(path, data, size); }
 
 // Reads every tensor, one row block at a time, as the engine would.
 void read_all_rows(const cibench::LlamaSource& src) {
@@ -77,14 +72,7 @@ void read_all_rows(const cibench::LlamaSource& src) {
   }
 }
 
-template <typename F>
-void rejecting_errors(F&& f) {
-  try {
-    f();
-  } catch (const cibench::Error&) {
-    // a clean rejection of a bad file
-  }
-}
+using cibench::fuzz::rejecting_errors;
 
 }  // namespace
 

@@ -4,8 +4,6 @@
 // folders without weights: the config is read and checked first) and a .cbq quantised model. A
 // cibench::Error is the expected way to reject a bad file; any other exception, a crash, a hang
 // or a sanitizer report is a bug.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -21,18 +19,16 @@
 #include "engines/models/wordpiece.h"
 #include "engines/quant/quantized_file.h"
 #include "harness/lib/traffic.h"
+#include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using cibench::fuzz::rejecting_errors;
 
 struct Scratch {
-  fs::path dir;
+  fs::path dir = cibench::fuzz::scratch_dir("cibench_fuzz_text");
   Scratch() {
-    fs::path base = fs::temp_directory_path();
-    if (const char* e = std::getenv("CIBENCH_FUZZ_TMP"); e && *e) base = e;
-    else if (::access("/dev/shm", W_OK) == 0) base = "/dev/shm";
-    dir = base / ("cibench_fuzz_text_" + std::to_string(::getpid()));
     fs::create_directories(dir / "llama");
     fs::create_directories(dir / "bert");
   }
@@ -48,18 +44,7 @@ Scratch& scratch() {
   return s;
 }
 
-void write(const std::string& path, const uint8_t* data, size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-}
-
-template <typename F>
-void rejecting_errors(F&& f) {
-  try {
-    f();
-  } catch (const cibench::Error&) {
-  }
-}
+void write(const std::string& path, const uint8_t* data, size_t size) { cibench::fuzz::write_input(path, data, size); }
 
 }  // namespace
 
