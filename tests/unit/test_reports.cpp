@@ -254,6 +254,25 @@ TEST(Reports, OlderRunsFallBackToTheStoredScenarioWithTheSameGrammar) {
   fs::remove(path);
 }
 
+// Everything the readers show of a store, as lines: each run, its SLOs and floors, and every
+// numeric column of every variant (to compare a store before and after a migration).
+std::vector<std::string> read_everything(const std::string& path) {
+  Db db(path);
+  std::vector<std::string> out;
+  for (const RunInfo& r : db.runs()) {
+    out.push_back(r.scenario_name + " " + r.status + " " + r.kind);
+    for (const Slo& s : db.slos(r.run_id)) out.push_back(s.key + "=" + fmt_num(s.limit_ms) + " on " + s.column());
+    for (const QualityFloor& f : db.floors(r.run_id)) out.push_back(f.describe());
+    for (const Variant& v : db.variants({r.run_id})) {
+      std::string row = v.label + " " + v.status;
+      for (const auto& [c, x] : v.num)
+        if (c != "variant_id") row += " " + c + "=" + fmt_num(x, 8);
+      out.push_back(row);
+    }
+  }
+  return out;
+}
+
 // A store written by the previous release (schema 3: a quickstart run and a classifier run,
 // tests/fixtures/store-schema3.sqlite, made by `cibench run` at that release) opens and reads: as
 // is, read-only, and after the store has migrated it to the current schema, with the SLOs and
@@ -267,22 +286,7 @@ TEST(Reports, StoreFromTheLastReleaseOpensAndReadsBeforeAndAfterMigration) {
   fs::copy_file(fixture, old_path, fs::copy_options::overwrite_existing);
   fs::copy_file(fixture, migrated, fs::copy_options::overwrite_existing);
 
-  auto read_all = [](const std::string& path) {
-    Db db(path);
-    std::vector<std::string> out;
-    for (const RunInfo& r : db.runs()) {
-      out.push_back(r.scenario_name + " " + r.status);
-      for (const Slo& s : db.slos(r.run_id)) out.push_back(s.key + "=" + fmt_num(s.limit_ms) + " on " + s.column());
-      for (const QualityFloor& f : db.floors(r.run_id)) out.push_back(f.describe());
-      for (const Variant& v : db.variants({r.run_id})) {
-        std::string row = v.label + " " + v.status;
-        for (const auto& [c, x] : v.num)
-          if (c != "variant_id") row += " " + c + "=" + fmt_num(x, 8);
-        out.push_back(row);
-      }
-    }
-    return out;
-  };
+  const auto read_all = read_everything;
   {
     Db db(old_path);
     EXPECT_EQ(db.schema_version(), 3);
@@ -291,7 +295,7 @@ TEST(Reports, StoreFromTheLastReleaseOpensAndReadsBeforeAndAfterMigration) {
   }
   const auto before = read_all(old_path);
   {
-    Store st(migrated);  // applies migration 4
+    Store st(migrated);  // applies migrations 4 and 5
     EXPECT_EQ(st.schema_version(), kSchemaVersion);
   }
   const auto after = read_all(migrated);
@@ -316,6 +320,40 @@ TEST(Reports, StoreFromTheLastReleaseOpensAndReadsBeforeAndAfterMigration) {
   const Tradeoff t = db.tradeoff({classifier}, "latency_p95_ms", "accuracy_delta");
   EXPECT_EQ(t.floor_source, "scenario: max_accuracy_drop");
   EXPECT_FALSE(t.points.empty());
+  fs::remove_all(dir);
+}
+
+// A store written by the release before the commands' tables (schema 4, by e2e3876: a quickstart
+// run and a classifier-realtime run, tests/fixtures/store-schema4.sqlite) reads the same before and
+// after migration 5, its runs are scenario runs, the commands' new columns read as unmeasured, and
+// its typed floors and SLOs are the ones stored.
+TEST(Reports, StoreOfSchema4ReadsTheSameAfterMigration5) {
+  const fs::path fixture = fs::path(CIBENCH_SOURCE_DIR) / "tests/fixtures/store-schema4.sqlite";
+  ASSERT_TRUE(fs::exists(fixture)) << fixture;
+  const fs::path dir = fs::temp_directory_path() / ("cibench_v4_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string old_path = (dir / "as-is.sqlite").string(), migrated = (dir / "migrated.sqlite").string();
+  fs::copy_file(fixture, old_path, fs::copy_options::overwrite_existing);
+  fs::copy_file(fixture, migrated, fs::copy_options::overwrite_existing);
+  EXPECT_EQ(Db(old_path).schema_version(), 4);
+  const auto before = read_everything(old_path);
+  {
+    Store st(migrated);
+    EXPECT_EQ(st.schema_version(), kSchemaVersion);
+    EXPECT_EQ(sql_to_string(st.query("SELECT group_concat(DISTINCT kind) FROM runs").rows.at(0).at(0)), "scenario");
+    EXPECT_EQ(std::get<int64_t>(st.query("SELECT COUNT(*) FROM variants WHERE decode_tokens_per_s IS NOT NULL OR "
+                                         "calib_rel_err IS NOT NULL").rows.at(0).at(0)),
+              0);
+  }
+  EXPECT_EQ(before, read_everything(migrated));
+  ASSERT_EQ(before.front().rfind("classifier-realtime complete scenario", 0), 0u) << before.front();
+  Db db(migrated);
+  for (const RunInfo& r : db.runs()) {
+    EXPECT_EQ(r.kind, "scenario");
+    EXPECT_FALSE(db.slos(r.run_id).empty()) << r.scenario_name;
+    ASSERT_EQ(db.floors(r.run_id).size(), 1u) << r.scenario_name;
+    EXPECT_EQ(db.floors(r.run_id)[0].key, r.scenario_name == "quickstart" ? "min_top1_agreement" : "max_accuracy_drop");
+  }
   fs::remove_all(dir);
 }
 
