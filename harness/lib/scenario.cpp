@@ -366,11 +366,15 @@ void check_toml_limits(const std::string& text, const std::string& origin) {
   // overflows the stack), so they are bounded here, before it parses.
   int line = 1, column = 0;
   int segments = 1;        // of the key or header being read
-  bool in_key = true;      // at the start of a line, until '=' (or the header's ']')
+  bool in_key = true;      // reading a key: at a line's start, or after '{' or ',' in an inline table
   bool in_header = false;
-  int nesting = 0;         // [ and { inside values
+  std::string open;        // the '[' and '{' of the value being read, innermost last
   auto fail = [&](const std::string& what) {
     throw ScenarioError(str(origin, ":", line, ":", column, ": ", what));
+  };
+  auto start_key = [&] {
+    in_key = true;
+    segments = 1;
   };
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -378,10 +382,9 @@ void check_toml_limits(const std::string& text, const std::string& origin) {
     if (c == '\n') {
       ++line;
       column = 0;
-      if (nesting == 0) {
-        in_key = true;
+      if (open.empty()) {
+        start_key();
         in_header = false;
-        segments = 1;
       }
       continue;
     }
@@ -391,8 +394,8 @@ void check_toml_limits(const std::string& text, const std::string& origin) {
     }
     if (c == '"' || c == '\'') {  // strings, multi-line ones included; keys may be quoted too
       const bool multi = text.compare(i, 3, std::string(3, c)) == 0;
-      const size_t open = multi ? 3 : 1;
-      size_t j = i + open;
+      const size_t quote = multi ? 3 : 1;
+      size_t j = i + quote;
       for (;; ++j) {
         if (j >= text.size()) return;  // unterminated: toml++ reports it with its position
         if (c == '"' && text[j] == '\\') {
@@ -404,34 +407,28 @@ void check_toml_limits(const std::string& text, const std::string& origin) {
           ++line;
           column = 0;
         }
-        if (text.compare(j, open, std::string(open, c)) == 0) break;
+        if (text.compare(j, quote, std::string(quote, c)) == 0) break;
       }
-      column += static_cast<int>(j + open - 1 - i);
-      i = j + open - 1;
+      column += static_cast<int>(j + quote - 1 - i);
+      i = j + quote - 1;
       continue;
     }
-    if (in_key && nesting == 0) {
-      if (c == '[' && !in_header) {
-        in_header = true;
-        continue;
-      }
-      if (c == '.') {
-        if (++segments > kMaxKeySegments)
-          fail(str("a key or table header of more than ", kMaxKeySegments, " dotted parts (scenario keys have two)"));
-        continue;
-      }
-      if (c == ']' && in_header) {
-        in_key = false;
-        continue;
-      }
-      if (c == '=') in_key = false;
+    if (in_key) {  // keys of tables, headers and inline tables: count the dotted parts
+      if (c == '.' && ++segments > kMaxKeySegments)
+        fail(str("a key or table header of more than ", kMaxKeySegments, " dotted parts (scenario keys have two)"));
+      if (open.empty() && c == '[') in_header = true;
+      if (c == '=' || (c == ']' && in_header)) in_key = false;
       continue;
     }
     if (c == '[' || c == '{') {
-      if (++nesting > kMaxValueNesting)
+      if (open.size() >= static_cast<size_t>(kMaxValueNesting))
         fail(str("arrays or inline tables nested more than ", kMaxValueNesting, " deep"));
-    } else if ((c == ']' || c == '}') && nesting > 0) {
-      --nesting;
+      open += c;
+      if (c == '{') start_key();
+    } else if ((c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
+    } else if (c == ',' && !open.empty() && open.back() == '{') {
+      start_key();
     }
   }
 }

@@ -208,6 +208,11 @@ TEST(HarnessScenarioLimits, DeepKeysNestingAndOddFilesAreRefusedBeforeParsing) {
   for (int i = 0; i < 40000; ++i) deep_key += "a.";
   deep_key += "b = 1\n";
   EXPECT_NE(error_of(deep_key).find("more than 16 dotted parts"), std::string::npos) << error_of(deep_key);
+  // Dotted keys inside inline tables recurse in toml++ as well (500,000 parts crashed it).
+  std::string inline_key = "x = { y = 1, ";
+  for (int i = 0; i < 40000; ++i) inline_key += "a.";
+  inline_key += "b = 1 }\n";
+  EXPECT_EQ(error_of(inline_key), "case.toml:1:45: a key or table header of more than 16 dotted parts (scenario keys have two)");
   std::string set_key;
   for (int i = 0; i < 40000; ++i) set_key += "a.";
   EXPECT_NE(error_of(kGood, {set_key + "b=1"}).find("--set 'a.a.a."), std::string::npos);
