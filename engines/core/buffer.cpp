@@ -1,5 +1,6 @@
 #include "engines/core/buffer.h"
 
+#include <algorithm>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -51,6 +52,15 @@ const char* file_kind(mode_t m) {
   return "not a regular file";
 }
 }  // namespace
+
+std::optional<std::pair<ByteRange, ByteRange>> first_overlap(std::vector<ByteRange> ranges) {
+  ranges.erase(std::remove_if(ranges.begin(), ranges.end(), [](const ByteRange& r) { return r.size == 0; }),
+               ranges.end());
+  std::sort(ranges.begin(), ranges.end(), [](const ByteRange& a, const ByteRange& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < ranges.size(); ++i)
+    if (ranges[i].begin - ranges[i - 1].begin < ranges[i - 1].size) return std::make_pair(ranges[i - 1], ranges[i]);
+  return std::nullopt;
+}
 
 void require_regular_file(const std::string& path) {
   struct stat st {};

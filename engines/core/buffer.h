@@ -1,5 +1,8 @@
 #pragma once
 // Storage for tensors: 64-byte aligned heap memory, or a read-only memory-mapped file.
+#include <vector>
+#include <utility>
+#include <optional>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -52,6 +55,16 @@ class MappedFile {
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
+
+// A named byte range of a file (a tensor's data).
+struct ByteRange {
+  uint64_t begin = 0;
+  uint64_t size = 0;
+  std::string name;
+};
+// The first two ranges (in order of begin) that share a byte, earlier first; nullopt when none
+// do (empty ranges never overlap). Model readers refuse files whose tensors alias each other.
+std::optional<std::pair<ByteRange, ByteRange>> first_overlap(std::vector<ByteRange> ranges);
 
 // Reads a whole (small) file into a string; throws FileError on failure.
 // Refuses (FileError naming the path) what is not a regular file, before anything reads it:

@@ -341,16 +341,11 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_shared<const Mappe
     ti.data = file_->data() + data_start + ti.offset;
   }
   // Two tensors sharing bytes would both read them: one is not what the file means.
-  std::vector<const GgufTensorInfo*> by_offset;
-  for (const GgufTensorInfo& ti : tensors_)
-    if (ti.nbytes > 0) by_offset.push_back(&ti);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
-  for (size_t i = 1; i < by_offset.size(); ++i)
-    if (by_offset[i]->offset < by_offset[i - 1]->offset + by_offset[i - 1]->nbytes)
-      r.fail(str("tensor '", by_offset[i]->name, "' data [", by_offset[i]->offset, ", +", by_offset[i]->nbytes,
-                 ") overlaps tensor '", by_offset[i - 1]->name, "' [", by_offset[i - 1]->offset, ", +",
-                 by_offset[i - 1]->nbytes, ")"));
+  std::vector<ByteRange> ranges;
+  for (const GgufTensorInfo& ti : tensors_) ranges.push_back({ti.offset, ti.nbytes, ti.name});
+  if (const auto o = first_overlap(std::move(ranges)))
+    r.fail(str("tensor '", o->second.name, "' data [", o->second.begin, ", +", o->second.size, ") overlaps tensor '",
+               o->first.name, "' [", o->first.begin, ", +", o->first.size, ")"));
 }
 
 const GgufValue& GgufFile::get(const std::string& key) const {

@@ -35,14 +35,14 @@ struct LlamaConfig {
   void validate(const std::string& origin) const;
 };
 
-// One tensor of a source, read row block by row block as f32 (converted from F16/BF16 or
-// generated as needed). A 1-D tensor of n values is 1 row of n columns.
 // The error for weight tensors a model's configuration does not account for (a layer beyond its
 // layer count, a module the engine lacks): the config and the weights disagree, and running the
 // part the config names would be silently wrong. `config` describes it ("config.json (5 layers)").
 FileError unaccounted_tensors(const std::string& file, const std::string& config,
                               const std::vector<std::string>& names);
 
+// One tensor of a source, read row block by row block as f32 (converted from F16/BF16 or
+// generated as needed). A 1-D tensor of n values is 1 row of n columns.
 struct TensorSource {
   int64_t rows = 0;
   int64_t cols = 0;

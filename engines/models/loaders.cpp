@@ -1,13 +1,13 @@
 // open_llama_source: llama2.c legacy .bin, Hugging Face folders (config.json + safetensors) and
 // GGUF files, each delivered as f32 rows in the canonical layout of llama_config.h.
 #include <algorithm>
-#include <set>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <set>
 
 #include <nlohmann/json.hpp>
 

@@ -185,15 +185,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path)
     tensors_.emplace(key, std::move(info));
   }
   // Two tensors sharing bytes would both read them: one of them is not what the file means.
-  std::vector<std::pair<const uint8_t*, const std::string*>> starts;
-  for (const auto& [name, t] : tensors_)
-    if (t.nbytes > 0) starts.emplace_back(t.data, &name);
-  std::sort(starts.begin(), starts.end());
-  for (size_t i = 1; i < starts.size(); ++i) {
-    const SafetensorInfo& prev = tensors_.at(*starts[i - 1].second);
-    if (starts[i].first < prev.data + prev.nbytes)
-      fail_tensor(path, *starts[i].second, str("data_offsets overlap those of tensor '", *starts[i - 1].second, "'"));
-  }
+  std::vector<ByteRange> ranges;
+  for (const auto& [name, t] : tensors_) ranges.push_back({static_cast<uint64_t>(t.data - data_begin), t.nbytes, name});
+  if (const auto o = first_overlap(std::move(ranges)))
+    fail_tensor(path, o->second.name, str("data_offsets overlap those of tensor '", o->first.name, "'"));
 }
 
 const SafetensorInfo* SafetensorsFile::find(const std::string& name) const {

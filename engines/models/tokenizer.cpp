@@ -2,9 +2,9 @@
 // tokenizer.bin reader and encoder.
 #include "engines/models/tokenizer.h"
 
-#include <cmath>
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>

@@ -1,8 +1,8 @@
 // The vocabulary inside a GGUF file (tokenizer.ggml.model "llama") and the SentencePiece-BPE
 // encoder of llama.cpp's llm_tokenizer_spm: spaces escaped as U+2581, an optional "▁" prefix,
 // UTF-8 characters merged pairwise by the merged piece's score, unknown symbols as byte pieces.
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <queue>

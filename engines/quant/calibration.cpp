@@ -1,4 +1,3 @@
-#include "engines/core/buffer.h"
 #include "engines/quant/calibration.h"
 
 #include <algorithm>
@@ -7,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engines/core/buffer.h"
 #include "engines/core/error.h"
 #include "engines/core/matrix.h"
 #include "engines/core/thread_pool.h"

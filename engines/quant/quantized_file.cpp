@@ -1,7 +1,7 @@
 #include "engines/quant/quantized_file.h"
 
-#include <tuple>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -217,12 +217,12 @@ QuantizedModelFile load_quantized(const std::string& path, const std::string& ex
     const LlamaConfig cfg = config_from(h.at("config"));
     cfg.validate(path);
     const FormatRow& fmt = format_by_name(m.format);
-    std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;  // offset, bytes, name
+    std::vector<ByteRange> ranges;
     for (const auto& t : h.at("tensors")) {
       const std::string name = t.at("name"), kind = t.at("kind");
       const int64_t rows = t.at("rows"), cols = t.at("cols");
       const uint64_t off = t.at("offset"), bytes = t.at("bytes");
-      ranges.emplace_back(off, bytes, name);
+      ranges.push_back({off, bytes, name});
       if (rows <= 0 || cols <= 0 || rows > (1 << 24) || cols > (1 << 24))
         throw FileError(path, str("tensor ", name, " has an impossible shape ", rows, " x ", cols));
       if (off > payload_size || bytes > payload_size - off)
@@ -268,19 +268,21 @@ QuantizedModelFile load_quantized(const std::string& path, const std::string& ex
     }
     // The header is outside the payload hash: two tensors pointing at the same bytes, or tensors
     // the config does not account for (layers beyond n_layers), would run with status ok.
-    std::sort(ranges.begin(), ranges.end());
-    for (size_t i = 1; i < ranges.size(); ++i)
-      if (std::get<0>(ranges[i]) < std::get<0>(ranges[i - 1]) + std::get<1>(ranges[i - 1]))
-        throw FileError(path, str("tensor ", std::get<2>(ranges[i]), " overlaps tensor ", std::get<2>(ranges[i - 1]),
-                                  " in the payload"));
+    if (const auto o = first_overlap(std::move(ranges)))
+      throw FileError(path, str("tensor ", o->second.name, " overlaps tensor ", o->first.name, " in the payload"));
     for (const auto& [name, t] : tensors) {
-      const std::string base = name.size() > 10 && name.compare(name.size() - 10, 10, ".act_scale") == 0
-                                   ? name.substr(0, name.size() - 10)
-                                   : name;
+      // "layers.L.KIND" with L < n_layers, the embeddings, the final norm, an untied head, and
+      // the static activation scale of any of them ("....act_scale").
+      std::string base = name.size() > 10 && name.compare(name.size() - 10, 10, ".act_scale") == 0
+                             ? name.substr(0, name.size() - 10)
+                             : name;
       bool known = base == "tok_embeddings" || base == "norm" || (base == "output" && !cfg.tied_output);
-      for (int l = 0; l < cfg.n_layers && !known; ++l)
+      int layer = -1, used = 0;
+      char kind[16] = {};
+      if (std::sscanf(base.c_str(), "layers.%d.%15s%n", &layer, kind, &used) == 2 &&
+          used == static_cast<int>(base.size()) && layer >= 0 && layer < cfg.n_layers)
         for (const char* k : {"attention_norm", "ffn_norm", "wq", "wk", "wv", "wo", "w1", "w2", "w3"})
-          known = known || base == str("layers.", l, ".", k);
+          known = known || std::strcmp(kind, k) == 0;
       if (!known)
         throw FileError(path, str("tensor ", name, " is not part of the model its config describes (", cfg.n_layers,
                                   " layers): the header and the tensors disagree"));

@@ -108,15 +108,19 @@ void RecipeSpec::set(const std::string& a) {
   }
 }
 
+void RecipeSpec::set_all(const std::string& tail) {
+  for (size_t at = 0; at < tail.size();) {
+    const auto next = tail.find(':', at + 1);
+    set(tail.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
+    at = next == std::string::npos ? tail.size() : next;
+  }
+}
+
 RecipeSpec RecipeSpec::parse(const std::string& recipe, const std::string& format, double sparsity) {
   RecipeSpec spec;
   const auto colon = recipe.find(':');
   spec.recipe = recipe.substr(0, colon);
-  for (size_t at = colon; at != std::string::npos;) {
-    const auto next = recipe.find(':', at + 1);
-    spec.set(recipe.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
-    at = next;
-  }
+  if (colon != std::string::npos) spec.set_all(recipe.substr(colon));
   spec.format = format;
   spec.sparsity = sparsity;
   spec.validate();
@@ -167,11 +171,7 @@ RecipeSpec RecipeSpec::parse_variant(const std::string& v, double sparsity) {
     spec.recipe = "rtn";
     spec.format = format;
     spec.sparsity = sparsity;
-    for (size_t at = 0; at < params.size();) {
-      const auto next = params.find(':', at + 1);
-      spec.set(params.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1));
-      at = next == std::string::npos ? params.size() : next;
-    }
+    spec.set_all(params);
     return spec;
   } catch (const Error& e) {
     throw Error(str("variant '", v, "': ", e.what()));

@@ -68,6 +68,8 @@ struct RecipeSpec {
   // Parses "name=value" (e.g. "alpha=0.8", "act_order=1") into params; "prune=PATTERN" sets
   // prune_pattern (e.g. "gptq:int8_sparse:prune=global").
   void set(const std::string& assignment);
+  // set() for each ":NAME=VALUE" of `tail` (e.g. ":alpha=0.8:prune=global"; "" sets nothing).
+  void set_all(const std::string& tail);
   // "NAME[:PARAM=VALUE...]" (e.g. "gptq", "smoothquant:alpha=0.8") with `format` and `sparsity`;
   // validated (throws Error naming the unknown recipe or parameter).
   static RecipeSpec parse(const std::string& recipe, const std::string& format, double sparsity = 0);

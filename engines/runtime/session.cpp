@@ -36,37 +36,68 @@ KvMode parse_kv_mode(const std::string& s) {
   throw Error(str("unknown KV cache mode '", s, "' (known: ", kv_mode_list(), ")"));
 }
 
+namespace {
+
+// The bytes of every buffer a session allocates: the constructor allocates these and
+// estimate_bytes() adds them up, so the estimate cannot drift from the allocation.
+struct SessionSizes {
+  int context = 0, batch = 0;
+  size_t kv_elem = 0;
+  size_t kv = 0;                                // each of the key and value caches
+  size_t act_dim = 0, act_kv = 0, act_hidden = 0;  // one activation buffer of width dim / kv_dim / hidden
+  size_t scores = 0, logits = 0, rope = 0;      // attention scores (all threads), logits, cos or sin table
+  SessionSizes(const LlamaConfig& c, const SessionOptions& o) {
+    CIBENCH_CHECK(o.max_batch >= 1, "max_batch must be >= 1, got ", o.max_batch);
+    context = o.max_context > 0 ? o.max_context : c.seq_len;
+    batch = std::min(o.max_batch, context);
+    kv_elem = o.kv_mode == KvMode::preallocated_f16 ? sizeof(uint16_t) : sizeof(float);
+    kv = static_cast<size_t>(c.n_layers) * context * c.kv_dim() * kv_elem;
+    const size_t B = static_cast<size_t>(batch);
+    act_dim = B * c.dim * sizeof(float);
+    act_kv = B * c.kv_dim() * sizeof(float);
+    act_hidden = B * c.hidden_dim * sizeof(float);
+    scores = static_cast<size_t>(std::max(1, o.threads)) * context * sizeof(float);
+    logits = static_cast<size_t>(c.vocab_size) * sizeof(float);
+    rope = static_cast<size_t>(context) * (c.head_dim() / 2) * sizeof(float);
+  }
+  size_t total() const { return 2 * kv + 4 * act_dim + 2 * act_kv + 2 * act_hidden + scores + logits + 2 * rope; }
+};
+
+}  // namespace
+
+size_t LlamaSession::estimate_bytes(const LlamaConfig& c, const SessionOptions& opts) {
+  return SessionSizes(c, opts).total();
+}
+
 LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
     : model_(model), opts_(opts) {
   const LlamaConfig& c = model.config;
   isa_ = opts.isa < 0 ? active_isa() : static_cast<Isa>(opts.isa);
   if (!isa_supported(isa_)) set_active_isa(isa_);  // throws with the reason
-  max_context_ = opts.max_context > 0 ? opts.max_context : c.seq_len;
-  CIBENCH_CHECK(opts.max_batch >= 1, "max_batch must be >= 1, got ", opts.max_batch);
-  opts_.max_batch = std::min(opts.max_batch, max_context_);
+  const SessionSizes z(c, opts);
+  max_context_ = z.context;
+  opts_.max_batch = z.batch;
   pool_ = std::make_unique<ThreadPool>(opts.threads, opts.pin_threads);
   mm_ = std::make_unique<MatmulRunner>(*pool_, isa_);
   mm_->reserve(opts_.max_batch, std::max(c.dim, c.hidden_dim));
 
-  kv_elem_bytes_ = opts.kv_mode == KvMode::preallocated_f16 ? sizeof(uint16_t) : sizeof(float);
-  const size_t kv = static_cast<size_t>(c.n_layers) * max_context_ * c.kv_dim() * kv_elem_bytes_;
-  key_cache_ = AlignedBuffer(kv);
-  value_cache_ = AlignedBuffer(kv);
-  const size_t B = static_cast<size_t>(opts_.max_batch);
-  x_ = AlignedBuffer(B * c.dim * sizeof(float));
-  xb_ = AlignedBuffer(B * c.dim * sizeof(float));
-  q_ = AlignedBuffer(B * c.dim * sizeof(float));
-  k_ = AlignedBuffer(B * c.kv_dim() * sizeof(float));
-  v_ = AlignedBuffer(B * c.kv_dim() * sizeof(float));
-  att_out_ = AlignedBuffer(B * c.dim * sizeof(float));
-  hb_ = AlignedBuffer(B * c.hidden_dim * sizeof(float));
-  hb2_ = AlignedBuffer(B * c.hidden_dim * sizeof(float));
-  att_scores_ = AlignedBuffer(static_cast<size_t>(opts.threads) * max_context_ * sizeof(float));
-  logits_ = AlignedBuffer(static_cast<size_t>(c.vocab_size) * sizeof(float));
+  kv_elem_bytes_ = z.kv_elem;
+  key_cache_ = AlignedBuffer(z.kv);
+  value_cache_ = AlignedBuffer(z.kv);
+  x_ = AlignedBuffer(z.act_dim);
+  xb_ = AlignedBuffer(z.act_dim);
+  q_ = AlignedBuffer(z.act_dim);
+  k_ = AlignedBuffer(z.act_kv);
+  v_ = AlignedBuffer(z.act_kv);
+  att_out_ = AlignedBuffer(z.act_dim);
+  hb_ = AlignedBuffer(z.act_hidden);
+  hb2_ = AlignedBuffer(z.act_hidden);
+  att_scores_ = AlignedBuffer(z.scores);
+  logits_ = AlignedBuffer(z.logits);
 
   // RoPE: pair i of a head turns by pos * theta^(-2i / head_dim).
   const int half = c.head_dim() / 2;
-  rope_cos_.resize(static_cast<size_t>(max_context_) * half);
+  rope_cos_.resize(z.rope / sizeof(float));
   rope_sin_.resize(rope_cos_.size());
   for (int p = 0; p < max_context_; ++p)
     for (int i = 0; i < half; ++i) {
@@ -79,17 +110,6 @@ LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
 
 LlamaSession::~LlamaSession() = default;
 
-size_t LlamaSession::estimate_bytes(const LlamaConfig& c, const SessionOptions& opts) {
-  const size_t ctx = static_cast<size_t>(opts.max_context > 0 ? opts.max_context : c.seq_len);
-  const size_t B = std::min(static_cast<size_t>(std::max(1, opts.max_batch)), ctx);
-  const size_t elem = opts.kv_mode == KvMode::preallocated_f16 ? sizeof(uint16_t) : sizeof(float);
-  size_t b = 2 * static_cast<size_t>(c.n_layers) * ctx * static_cast<size_t>(c.kv_dim()) * elem;  // K and V
-  b += B * (4 * static_cast<size_t>(c.dim) + 2 * static_cast<size_t>(c.kv_dim()) + 2 * static_cast<size_t>(c.hidden_dim)) *
-       sizeof(float);
-  b += static_cast<size_t>(std::max(1, opts.threads)) * ctx * sizeof(float);  // attention scores
-  b += static_cast<size_t>(c.vocab_size) * sizeof(float) + ctx * static_cast<size_t>(c.head_dim()) * sizeof(float);
-  return b;
-}
 
 void LlamaSession::reset() {
   pos_ = 0;

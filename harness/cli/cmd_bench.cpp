@@ -81,11 +81,7 @@ int run_bench(BenchArgs a) {
     LlamaSource src = open_llama_source(spec);
     // --db: one stored run per model, a variants row per (format, threads) as it is measured.
     std::unique_ptr<CommandRun> stored;
-    if (!a.db.empty()) {
-      Fields model = model_fields(src);
-      model.emplace_back("model_spec", spec);
-      stored = std::make_unique<CommandRun>(a.db, "bench", invocation(), model);
-    }
+    if (!a.db.empty()) stored = std::make_unique<CommandRun>(a.db, "bench", invocation(), spec, model_fields(src));
     for (const std::string& fmt : a.formats) {
       EngineOptions eo = a.engine;
       eo.format = fmt;
@@ -201,11 +197,7 @@ int run_bench(BenchArgs a) {
         }
       }
     }
-    if (stored) {
-      stored->finish();
-      std::fprintf(stderr, "cibench: stored as run %lld in %s\n", static_cast<long long>(stored->run_id()),
-                   stored->path().c_str());
-    }
+    if (stored) std::fprintf(stderr, "cibench: %s\n", stored->finish().c_str());
   }
   if (a.output == "json") {
     nlohmann::json out;

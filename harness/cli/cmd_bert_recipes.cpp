@@ -160,12 +160,9 @@ int run_bert_recipes(const BertRecipesArgs& a) {
   boot.seed = a.boot_seed;
   // --db: this command's run, with the accuracy-drop floor it judges by (in accuracy, not points).
   std::unique_ptr<CommandRun> stored;
-  if (!a.db.empty()) {
-    Fields model = model_fields(src);
-    model.emplace_back("model_spec", a.model);
-    stored = std::make_unique<CommandRun>(a.db, "bert-recipes", invocation(), model,
+  if (!a.db.empty())
+    stored = std::make_unique<CommandRun>(a.db, "bert-recipes", invocation(), a.model, model_fields(src),
                                           std::vector<QualityFloor>{QualityFloor::make("max_accuracy_drop", a.max_drop / 100)});
-  }
   const std::string calib_record = nlohmann::json{{"slice", cs.slice.spec()},
                                                   {"sentences", static_cast<int64_t>(cs.items.size())},
                                                   {"text_hash", cs.text_hash},
@@ -277,10 +274,7 @@ int run_bert_recipes(const BertRecipesArgs& a) {
               "delta itself is below it; unclear = the delta is within the floor but the CI "
               "reaches below\n",
               a.max_drop);
-  if (stored) {
-    stored->finish();
-    std::printf("stored as run %lld in %s\n", static_cast<long long>(stored->run_id()), stored->path().c_str());
-  }
+  if (stored) std::printf("%s\n", stored->finish().c_str());
   return 0;
 }
 

@@ -43,9 +43,8 @@ int run_generate(const GenerateArgs& a) {
     model = build_quantized(load_quantized(a.engine.model));
   } else {
     const LlamaSource src = open_llama_source(a.engine.model);
-    SessionOptions so = a.engine.session_options(a.threads);
-    if (so.max_context == 0) so.max_context = std::min(src.config.seq_len, std::max(1, a.steps));
-    require_llama_memory(str("cibench generate on ", a.engine.model), src.config, bo, so);
+    require_llama_memory(str("cibench generate on ", a.engine.model), src.config, bo,
+                         a.engine.session_options(a.threads));
     model = build_llama(src, bo);
   }
   if (cbq && bo.format != "f32" && bo.format != model.build.format_for("attention"))

@@ -44,9 +44,7 @@ struct RecipesArgs {
 // --db: the run of this command in the store (model provenance and the command line), or null.
 std::unique_ptr<CommandRun> open_store(const RecipesArgs& a, const LlamaSource& src) {
   if (a.db.empty()) return nullptr;
-  Fields model = model_fields(src);
-  model.emplace_back("model_spec", a.model);
-  return std::make_unique<CommandRun>(a.db, "recipes", invocation(), model);
+  return std::make_unique<CommandRun>(a.db, "recipes", invocation(), a.model, model_fields(src));
 }
 
 // The columns of a row measured against the FP32 reference on the evaluation slice.
@@ -149,10 +147,7 @@ int run_pruning(const RecipesArgs& a) {
       }
     }
   }
-  if (stored) {
-    stored->finish();
-    std::printf("\nstored as run %lld in %s\n", static_cast<long long>(stored->run_id()), stored->path().c_str());
-  }
+  if (stored) std::printf("\n%s\n", stored->finish().c_str());
   return 0;
 }
 
@@ -240,10 +235,7 @@ int run_recipes(const RecipesArgs& a) {
       stored->add(recipe_label(s), row);
     }
   }
-  if (stored) {
-    stored->finish();
-    std::printf("\nstored as run %lld in %s\n", static_cast<long long>(stored->run_id()), stored->path().c_str());
-  }
+  if (stored) std::printf("\n%s\n", stored->finish().c_str());
   return 0;
 }
 

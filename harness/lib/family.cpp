@@ -60,8 +60,7 @@ class BertFamily : public ModelFamily {
   Fields model_provenance() const override {
     return model_fields(bench_.source());
   }
-  std::vector<std::string> warnings() const override { return bench_.warnings();
-  }
+  std::vector<std::string> warnings() const override { return bench_.warnings(); }
   int64_t samples() const override { return static_cast<int64_t>(bench_.inputs()->size()); }
   void describe(const Variant& v, Fields& cfg) const override {
     cfg.emplace_back("format", v.format_name());
@@ -188,26 +187,23 @@ class LlamaFamily : public ModelFamily {
   void check_memory() const {
     const LlamaConfig& c = models_->source().config;
     const std::optional<int64_t> available = available_memory_bytes();
-    LlamaBuildOptions ref;
-    ref.format = sc_.accuracy.reference_format;
-    // The reference build and its log-probabilities (max_tokens x vocabulary floats).
-    const double reference =
-        sc_.accuracy.enabled ? static_cast<double>(estimate_llama_build_bytes(c, ref)) +
-                                   static_cast<double>(sc_.accuracy.max_tokens) * c.vocab_size * sizeof(float)
-                             : 0.0;
+    // With [accuracy]: the reference build and its log-probabilities (max_tokens x vocabulary).
+    ExtraMemory reference;
+    if (sc_.accuracy.enabled) {
+      LlamaBuildOptions ref;
+      ref.format = sc_.accuracy.reference_format;
+      reference = {static_cast<double>(estimate_llama_build_bytes(c, ref)) +
+                       static_cast<double>(sc_.accuracy.max_tokens) * c.vocab_size * sizeof(float),
+                   "the accuracy reference build and log-probabilities"};
+    }
     for (const Variant& v : sc_.variants()) {
       LlamaBuildOptions b;
       b.format = v.format_name();
       SessionOptions so;
       so.threads = v.threads;
       so.kv_mode = v.kv_mode;
-      const double need = static_cast<double>(estimate_llama_build_bytes(c, b)) + reference +
-                          v.workers * static_cast<double>(LlamaSession::estimate_bytes(c, so));
       try {
-        require_memory(str("variant ", v.label()), need,
-                       str("weights, ", v.workers, " session(s)",
-                           reference > 0 ? ", the accuracy reference build and its log-probabilities" : ""),
-                       "choose smaller formats, fewer workers, a shorter context or fewer accuracy.max_tokens", available);
+        require_llama_memory(str("variant ", v.label()), c, b, so, v.workers, reference, available);
       } catch (const Error& e) {
         throw ScenarioError(sc_.pos("matrix.format").message(e.what()));
       }

@@ -1,10 +1,10 @@
 #include "harness/lib/memory_check.h"
 
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "engines/core/error.h"
+#include "harness/lib/sysinfo.h"
 
 namespace cibench {
 
@@ -15,13 +15,7 @@ std::optional<int64_t> available_memory_bytes() {
     if (*end == '\0' && v > 0) return v;
     throw Error(str("CIBENCH_MEMORY_AVAILABLE_BYTES='", e, "': expected a positive number of bytes"));
   }
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return std::nullopt;
+  return meminfo_bytes("MemAvailable");
 }
 
 namespace {
@@ -41,10 +35,11 @@ void require_memory(const std::string& what, double need, const std::string& bre
 }
 
 void require_llama_memory(const std::string& what, const LlamaConfig& c, const LlamaBuildOptions& build,
-                          const SessionOptions& so, int sessions, std::optional<int64_t> available) {
+                          const SessionOptions& so, int sessions, const ExtraMemory& extra,
+                          std::optional<int64_t> available) {
   const double weights = static_cast<double>(estimate_llama_build_bytes(c, build));
   const double session = static_cast<double>(LlamaSession::estimate_bytes(c, so));
-  const double need = weights + sessions * session;
+  const double need = weights + sessions * session + extra.bytes;
   if (!available || need <= 0.9 * static_cast<double>(*available)) return;
   std::string hint;
   for (const char* f : {"int8", "int4_g32"}) {
@@ -52,13 +47,14 @@ void require_llama_memory(const std::string& what, const LlamaConfig& c, const L
     o.format = f;
     o.class_format.clear();
     hint += str(hint.empty() ? "" : ", ", f, " weights would need ~",
-                gib(static_cast<double>(estimate_llama_build_bytes(c, o)) + sessions * session));
+                gib(static_cast<double>(estimate_llama_build_bytes(c, o)) + sessions * session + extra.bytes));
   }
-  if (session > 0.25 * need) hint += "; a shorter context (--max-context) or preallocated-f16 shrinks the KV cache";
-  require_memory(what, need,
-                 str("weights ", gib(weights), " in ", build.describe(), ", ", sessions, " session", sessions == 1 ? "" : "s",
-                     " of ", gib(session), " (KV cache for ", so.max_context > 0 ? so.max_context : c.seq_len, " positions)"),
-                 hint, available);
+  if (sessions * session > 0.25 * need) hint += "; a shorter context or preallocated-f16 shrinks the KV cache";
+  std::string breakdown =
+      str("weights ", gib(weights), " in ", build.describe(), ", ", sessions, " session", sessions == 1 ? "" : "s",
+          " of ", gib(session), " (KV cache for ", so.max_context > 0 ? so.max_context : c.seq_len, " positions)");
+  if (extra.bytes > 0) breakdown += str(", ", extra.what, " ", gib(extra.bytes));
+  require_memory(what, need, breakdown, hint, available);
 }
 
 }  // namespace cibench

@@ -20,10 +20,16 @@ std::optional<int64_t> available_memory_bytes();
 void require_memory(const std::string& what, double need, const std::string& breakdown, const std::string& hint,
                     std::optional<int64_t> available = available_memory_bytes());
 
-// A Llama model built with `build` and `sessions` sessions of `so`: the estimate, checked; the
-// hint names what the smaller formats would need.
+// Memory held beside the model and its sessions (e.g. an accuracy reference build).
+struct ExtraMemory {
+  double bytes = 0;
+  std::string what;
+};
+
+// A Llama model built with `build`, `sessions` sessions of `so` and `extra`: the estimate,
+// checked; the hint names what the smaller formats would need.
 void require_llama_memory(const std::string& what, const LlamaConfig& c, const LlamaBuildOptions& build,
-                          const SessionOptions& so, int sessions = 1,
+                          const SessionOptions& so, int sessions = 1, const ExtraMemory& extra = {},
                           std::optional<int64_t> available = available_memory_bytes());
 
 }  // namespace cibench

@@ -70,7 +70,7 @@ std::string shell_command_line(const std::vector<std::string>& argv) {
 }
 
 CommandRun::CommandRun(const std::string& db_path, const std::string& kind, const std::vector<std::string>& argv,
-                       const Fields& model, const std::vector<QualityFloor>& floors)
+                       const std::string& model_spec, const Fields& model, const std::vector<QualityFloor>& floors)
     : store_(db_path) {
   const std::string line = shell_command_line(argv);
   Fields run{{"status", std::string("running")},
@@ -83,7 +83,8 @@ CommandRun::CommandRun(const std::string& db_path, const std::string& kind, cons
              {"scenario_hash", fnv1a_hex(line)},
              {"scenario_toml", std::string()},
              {"slos_json", std::string("[]")},
-             {"floors_json", floors_to_json(floors).dump()}};
+             {"floors_json", floors_to_json(floors).dump()},
+             {"model_spec", model_spec}};
   for (auto& f : run_provenance_fields(collect_system_info())) run.push_back(std::move(f));
   for (const auto& f : model) run.push_back(f);
   Store::Transaction t(store_);
@@ -112,11 +113,12 @@ int64_t CommandRun::add(const std::string& label, const Fields& fields) {
   return id;
 }
 
-void CommandRun::finish() {
+std::string CommandRun::finish() {
   Store::Transaction t(store_);
   store_.update("runs", "run_id", run_id_, {{"status", std::string("complete")}, {"finished_utc", utc_now_iso()}});
   t.commit();
   ended_ = true;
+  return str("stored as run ", run_id_, " in ", store_.path());
 }
 
 void CommandRun::fail(const std::string& error) {

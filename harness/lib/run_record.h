@@ -34,7 +34,7 @@ Fields run_provenance_fields(const SystemInfo& si);
 std::string shell_command_line(const std::vector<std::string>& argv);
 
 // A measurement command's results in the store: one runs row of `kind` (bench, recipes,
-// bert-recipes) with the command line, the provenance and `model` (model_spec, model_hash, ...),
+// bert-recipes) with the command line, the provenance, `model_spec` and `model` (model_fields),
 // then one variants row per result as it is measured (each in its own transaction, so an
 // interrupted command keeps what it measured). finish() marks the run complete; a CommandRun
 // destroyed unfinished (an exception) marks it failed with the error given to fail() or a note
@@ -42,7 +42,7 @@ std::string shell_command_line(const std::vector<std::string>& argv);
 class CommandRun {
  public:
   CommandRun(const std::string& db_path, const std::string& kind, const std::vector<std::string>& argv,
-             const Fields& model, const std::vector<QualityFloor>& floors = {});
+             const std::string& model_spec, const Fields& model, const std::vector<QualityFloor>& floors = {});
   ~CommandRun();
   CommandRun(const CommandRun&) = delete;
   CommandRun& operator=(const CommandRun&) = delete;
@@ -51,7 +51,8 @@ class CommandRun {
   const std::string& path() const { return store_.path(); }
   // One result: `label` and its columns (format, threads, measures...). Returns the variant_id.
   int64_t add(const std::string& label, const Fields& fields);
-  void finish();
+  // Marks the run complete; returns "stored as run N in PATH" for the command to print.
+  std::string finish();
   void fail(const std::string& error);
 
  private:

@@ -56,6 +56,16 @@ nlohmann::json SystemInfo::to_json() const {
                         {"warnings", warnings}};
 }
 
+std::optional<int64_t> meminfo_bytes(const std::string& field, const std::string& root) {
+  std::ifstream in(root + "/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == field + ":") return kb * 1024;
+  return std::nullopt;
+}
+
 SystemInfo collect_system_info(const std::string& root) {
   SystemInfo s;
   char host[256] = {};
@@ -87,18 +97,8 @@ SystemInfo collect_system_info(const std::string& root) {
     if (why.empty() && !cores.empty()) s.physical_cores = {std::to_string(cores.size()), ""};
     else s.physical_cores = {std::nullopt, why.empty() ? "no topology in sysfs" : why};
   }
-  {
-    std::ifstream in(root + "/proc/meminfo");
-    std::string key;
-    int64_t kb = 0;
-    std::string unit;
-    s.mem_total_bytes = {std::nullopt, root + "/proc/meminfo: no MemTotal"};
-    while (in >> key >> kb >> unit)
-      if (key == "MemTotal:") {
-        s.mem_total_bytes = {std::to_string(kb * 1024), ""};
-        break;
-      }
-  }
+  if (const auto total = meminfo_bytes("MemTotal", root)) s.mem_total_bytes = {std::to_string(*total), ""};
+  else s.mem_total_bytes = {std::nullopt, root + "/proc/meminfo: no MemTotal"};
   s.governor = read_first_line(root + "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
   {
     Readable boost = read_first_line(root + "/sys/devices/system/cpu/cpufreq/boost");

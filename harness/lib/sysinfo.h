@@ -37,6 +37,9 @@ struct SystemInfo {
   nlohmann::json to_json() const;
 };
 
+// A field of /proc/meminfo ("MemTotal", "MemAvailable") in bytes, or nullopt when absent.
+std::optional<int64_t> meminfo_bytes(const std::string& field, const std::string& root = "");
+
 // Reads everything once (cheap; no caching so tests can vary the root).
 // `sysfs_root` lets tests point at a fake tree ("" = the real /).
 SystemInfo collect_system_info(const std::string& sysfs_root = "");

@@ -72,7 +72,7 @@ expect_error huge-list "1000 values; a list holds at most 256" -- "$CIBENCH" run
 expect_error huge-matrix "the matrix expands to 65536 variants; a suite runs at most 4096" -- "$CIBENCH" run \
   "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db" --set "matrix.threads=[$(seq -s, 1 256)]" --set "matrix.workers=[$(seq -s, 1 256)]"
 
-expect_error memory-7b-f32 "needs ~25.6 GiB (weights 25.6 GiB in f32" -- env CIBENCH_MEMORY_AVAILABLE_BYTES=25769803776 \
+expect_error memory-7b-f32 "needs ~29.6 GiB (weights 25.6 GiB in f32, 1 session of 4 GiB (KV cache for 4096 positions))" -- env CIBENCH_MEMORY_AVAILABLE_BYTES=25769803776 \
   "$CIBENCH" generate -m synthetic:llama2-7b -f f32 -n 2
 expect_error memory-scenario "key 'matrix.format': variant f32 t1 w1 needs" -- env CIBENCH_MEMORY_AVAILABLE_BYTES=10000000 \
   "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db"

@@ -24,14 +24,14 @@ TEST(CommandRun, StoresKindCommandProvenanceAndOneRowPerResult) {
   const std::string path = temp_db("bench.sqlite");
   int64_t run = 0;
   {
-    CommandRun r(path, "bench", {"cibench", "bench", "--models", "synthetic:a b", "-T", "1"},
-                 {{"model_spec", std::string("synthetic:a b")}, {"model_hash", std::string("h")}});
+    CommandRun r(path, "bench", {"cibench", "bench", "--models", "synthetic:a b", "-T", "1"}, "synthetic:a b",
+                 {{"model_hash", std::string("h")}});
     run = r.run_id();
     r.add("f32 t1", {{"format", std::string("f32")}, {"threads", int64_t{1}}, {"decode_tokens_per_s", 10.0},
                      {"prefill_tokens_per_s", 100.0}});
     r.add("int8 t1", {{"format", std::string("int8")}, {"threads", int64_t{1}}, {"decode_tokens_per_s", 30.0},
                       {"prefill_tokens_per_s", 90.0}});
-    r.finish();
+    EXPECT_EQ(r.finish(), str("stored as run ", run, " in ", path));
   }
   Store st(path);
   const auto q = st.query("SELECT kind, command, status, scenario_name, scenario_toml, cpu_model, pid, slos_json, "
@@ -61,6 +61,7 @@ TEST(CommandRun, StoresKindCommandProvenanceAndOneRowPerResult) {
   reports::Db db(path);
   const reports::RunInfo info = db.run(run);
   EXPECT_EQ(info.kind, "bench");
+  EXPECT_EQ(info.model_spec, "synthetic:a b");
   EXPECT_EQ(info.origin(), "cibench bench --models 'synthetic:a b' -T 1");
   EXPECT_EQ(info.variants, 2);
   EXPECT_EQ(db.default_axes({run}).first, "decode_tokens_per_s");
@@ -80,12 +81,12 @@ TEST(CommandRun, AnUnfinishedCommandIsStoredFailedWithWhatItMeasured) {
   const std::string path = temp_db("failed.sqlite");
   int64_t stopped = 0, failed = 0;
   {
-    CommandRun r(path, "recipes", {"cibench", "recipes"}, {{"model_spec", std::string("m")}});
+    CommandRun r(path, "recipes", {"cibench", "recipes"}, "m", {});
     stopped = r.run_id();
     r.add("rtn int8", {{"format", std::string("int8")}, {"kl_mean", 0.001}});
   }  // an exception unwound it
   {
-    CommandRun r(path, "recipes", {"cibench", "recipes"}, {{"model_spec", std::string("m")}});
+    CommandRun r(path, "recipes", {"cibench", "recipes"}, "m", {});
     failed = r.run_id();
     r.fail("gptq: the Hessian is not positive definite");
   }
@@ -105,7 +106,7 @@ TEST(CommandRun, AStoredFloorIsTheDashboardsDefaultAxisAndFloor) {
   const std::string path = temp_db("bert.sqlite");
   int64_t run = 0;
   {
-    CommandRun r(path, "bert-recipes", {"cibench", "bert-recipes", "--max-drop", "1"}, {{"model_spec", std::string("m")}},
+    CommandRun r(path, "bert-recipes", {"cibench", "bert-recipes", "--max-drop", "1"}, "m", {},
                  {QualityFloor::make("max_accuracy_drop", 0.01)});
     run = r.run_id();
     const double delta[] = {0.0, -0.005, -0.02};
@@ -130,7 +131,7 @@ TEST(CommandRun, AStoredFloorIsTheDashboardsDefaultAxisAndFloor) {
 
 TEST(CommandRun, AnUnknownKindIsRefusedByTheSchema) {
   const std::string path = temp_db("kind.sqlite");
-  EXPECT_THROW(CommandRun(path, "nonsense", {"cibench"}, {{"model_spec", std::string("m")}}), StoreError);
+  EXPECT_THROW(CommandRun(path, "nonsense", {"cibench"}, "m", {}), StoreError);
   Store st(path);
   EXPECT_TRUE(st.query("SELECT * FROM runs").rows.empty());
 }

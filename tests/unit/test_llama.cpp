@@ -517,7 +517,7 @@ TEST(MemoryEstimate, AJobThatCannotFitIsRefusedWithTheFigures) {
   so.max_context = 16;
   const int64_t gib24 = int64_t{24} << 30;
   try {
-    require_llama_memory("generate", big.config, f32, so, 1, gib24);
+    require_llama_memory("generate", big.config, f32, so, 1, {}, gib24);
     FAIL() << "27 GB of f32 weights accepted on a 24 GiB machine";
   } catch (const Error& e) {
     const std::string m = e.what();
@@ -527,8 +527,14 @@ TEST(MemoryEstimate, AJobThatCannotFitIsRefusedWithTheFigures) {
   }
   LlamaBuildOptions int8;
   int8.format = "int8";
-  EXPECT_NO_THROW(require_llama_memory("generate", big.config, int8, so, 1, gib24));
-  EXPECT_NO_THROW(require_llama_memory("generate", big.config, f32, so, 1, std::nullopt));  // unknown: not checked
+  EXPECT_NO_THROW(require_llama_memory("generate", big.config, int8, so, 1, {}, gib24));
+  try {  // what is held beside the model counts and is named
+    require_llama_memory("variant int8", big.config, int8, so, 1, {20.0 * (1 << 30), "the accuracy reference"}, gib24);
+    FAIL() << "27 GB in all accepted on a 24 GiB machine";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(", the accuracy reference 20 GiB)"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(require_llama_memory("generate", big.config, f32, so, 1, {}, std::nullopt));  // unknown: not checked
 }
 
 }  // namespace
