@@ -15,6 +15,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "engines/core/output_file.h"
 #include "reports/svg.h"
 
 namespace cibench::reports {
@@ -601,23 +602,10 @@ ReportFiles write_report(Db& db, const std::vector<int64_t>& runs, const std::st
   fs::create_directories(out_dir, ec);
   if (ec) throw FileError(out_dir, "cannot create the report folder: " + ec.message());
   ReportFiles f{(fs::path(out_dir) / "report.html").string(), (fs::path(out_dir) / "report.md").string()};
-  for (const auto& [path, text] : {std::pair{f.html, render_html(d)}, std::pair{f.markdown, render_markdown(d)}}) {
-    // Written beside and renamed over: an existing report.html that is a symlink is replaced as a
-    // link, its target is never written through.
-    const std::string tmp = str(path, ".tmp.", ::getpid());
-    fs::remove(tmp, ec);
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) throw FileError(tmp, "cannot write");
-      out << text;
-      if (!out.flush()) throw FileError(tmp, "write failed");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      const std::string why = std::strerror(errno);
-      fs::remove(tmp, ec);
-      throw FileError(path, "cannot replace: " + why);
-    }
-  }
+  // Written beside and renamed over: an existing report.html that is a symlink is replaced as a
+  // link, its target is never written through.
+  write_file_replacing(f.html, render_html(d), "the HTML report");
+  write_file_replacing(f.markdown, render_markdown(d), "the Markdown report");
   return f;
 }
 

@@ -21,7 +21,7 @@ case "$mode" in
     bash scripts/check-suite.sh build/release build/release/ctest-junit.xml ;;
   --asan-parsers)
     cmake --preset asan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
-    cmake --build build/asan -j "$jobs" --target cibench_tests fuzz_smoke fuzz_smoke_scenario fuzz_smoke_text
+    cmake --build build/asan -j "$jobs" --target cibench cibench_tests fuzz_smoke fuzz_smoke_scenario fuzz_smoke_text fuzz_smoke_bert fuzz_smoke_store
     ctest --test-dir build/asan --output-on-failure -j "$jobs" \
       -R 'Loaders|Tokenizer|WordPiece|HarnessScenario|InconsistentModels|fuzz' ;;
   --asan)

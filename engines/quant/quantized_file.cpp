@@ -9,6 +9,7 @@
 
 #include "engines/core/buffer.h"
 #include "engines/core/error.h"
+#include "engines/core/output_file.h"
 #include "engines/quant/calibration.h"
 #include "engines/quant/recipe.h"
 
@@ -134,8 +135,9 @@ void write_quantized(const std::string& path, const LlamaSource& source, const Q
       {"payload_hash", hash_label(h)},
   };
   const std::string hs = header.dump(1);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw FileError(path, "cannot create the quantised model file");
+  // Written beside and renamed over: an interrupted write never leaves a partial .cbq at PATH.
+  ReplacingFile file(path, "the quantised model file");
+  std::ostream& out = file.stream();
   const uint32_t version = kVersion, zero = 0;
   const uint64_t hlen = hs.size();
   out.write(kMagic, 8);
@@ -147,7 +149,7 @@ void write_quantized(const std::string& path, const LlamaSource& source, const Q
   const std::vector<char> zeros(pad, 0);
   out.write(zeros.data(), static_cast<std::streamsize>(pad));
   out.write(reinterpret_cast<const char*>(payload.data()), static_cast<std::streamsize>(payload.size()));
-  if (!out) throw FileError(path, "write failed");
+  file.commit();
 }
 
 bool is_quantized_file(const std::string& path) {
@@ -273,14 +275,14 @@ QuantizedModelFile load_quantized(const std::string& path, const std::string& ex
     for (const auto& [name, t] : tensors) {
       // "layers.L.KIND" with L < n_layers, the embeddings, the final norm, an untied head, and
       // the static activation scale of any of them ("....act_scale").
-      std::string base = name.size() > 10 && name.compare(name.size() - 10, 10, ".act_scale") == 0
+      std::string stem = name.size() > 10 && name.compare(name.size() - 10, 10, ".act_scale") == 0
                              ? name.substr(0, name.size() - 10)
                              : name;
-      bool known = base == "tok_embeddings" || base == "norm" || (base == "output" && !cfg.tied_output);
+      bool known = stem == "tok_embeddings" || stem == "norm" || (stem == "output" && !cfg.tied_output);
       int layer = -1, used = 0;
       char kind[16] = {};
-      if (std::sscanf(base.c_str(), "layers.%d.%15s%n", &layer, kind, &used) == 2 &&
-          used == static_cast<int>(base.size()) && layer >= 0 && layer < cfg.n_layers)
+      if (std::sscanf(stem.c_str(), "layers.%d.%15s%n", &layer, kind, &used) == 2 &&
+          used == static_cast<int>(stem.size()) && layer >= 0 && layer < cfg.n_layers)
         for (const char* k : {"attention_norm", "ffn_norm", "wq", "wk", "wv", "wo", "w1", "w2", "w3"})
           known = known || std::strcmp(kind, k) == 0;
       if (!known)

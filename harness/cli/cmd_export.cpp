@@ -1,7 +1,8 @@
 // cibench export RUN --format csv|json [--table variants|requests|counters|histograms] [-o FILE]
-#include <fstream>
 #include <iostream>
+#include <memory>
 
+#include "engines/core/output_file.h"
 #include "harness/cli/command.h"
 #include "harness/lib/store.h"
 #include "harness/lib/suite.h"
@@ -39,12 +40,9 @@ RegisterCommand reg{Command{
       return [a]() {
         Store st(a->db, false);
         const int64_t id = st.resolve_run(a->run);
-        std::ofstream file;
-        if (!a->output.empty()) {
-          file.open(a->output, std::ios::binary);
-          if (!file) throw FileError(a->output, "cannot write");
-        }
-        std::ostream& os = a->output.empty() ? std::cout : file;
+        std::unique_ptr<ReplacingFile> file;
+        if (!a->output.empty()) file = std::make_unique<ReplacingFile>(a->output, "the export");
+        std::ostream& os = file ? file->stream() : std::cout;
         if (a->format == "json") {
           nlohmann::json j;
           j["schema_version"] = st.schema_version();
@@ -58,6 +56,7 @@ RegisterCommand reg{Command{
             j["variants"].push_back(v);
           }
           os << j.dump(2) << "\n";
+          if (file) file->commit();
           return 0;
         }
         const std::string sql =
@@ -71,6 +70,7 @@ RegisterCommand reg{Command{
           for (size_t i = 0; i < row.size(); ++i) os << (i ? "," : "") << csv_field(row[i]);
           os << "\n";
         }
+        if (file) file->commit();
         return 0;
       };
     }}};

@@ -79,6 +79,21 @@ expect_error memory-scenario "key 'matrix.format': variant f32 t1 w1 needs" -- e
 expect_error qps-1e9 "key 'load.target_qps': 1e+09 queries/s" -- "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" \
   --db "$db" --set load.target_qps=1e9
 
+# Files the user names as outputs are written beside and renamed over: the target of a symlink at
+# the path is never written through, a missing folder is named.
+echo "keep me" > "$tmp/precious"
+for out in export.csv model.cbq; do ln -s "$tmp/precious" "$tmp/$out"; done
+"$CIBENCH" export last --db "$db" -o "$tmp/export.csv" > /dev/null 2>&1
+"$CIBENCH" quantize -m synthetic:stories260k -f int8 -o "$tmp/model.cbq" > /dev/null 2>&1
+if [ "$(cat "$tmp/precious")" = "keep me" ] && [ ! -L "$tmp/export.csv" ] && [ ! -L "$tmp/model.cbq" ] &&
+   head -1 "$tmp/export.csv" | grep -q variant_id; then
+  echo "ok   outputs-replace-links"
+else
+  echo "FAIL outputs-replace-links: $(cat "$tmp/precious" | head -c 100)"; fails=$((fails + 1))
+fi
+expect_error export-missing-folder "cannot write the export: the folder $tmp/no does not exist" -- \
+  "$CIBENCH" export last --db "$db" -o "$tmp/no/e.csv"
+
 # --dry-run: the matrix and its duration bounds, nothing stored.
 if timeout 60 "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db" --dry-run > "$tmp/dry" 2>&1 &&
    grep -q "^scenario 'quickstart' .*: 2 variants" "$tmp/dry" && grep -q "^  2\. " "$tmp/dry" &&

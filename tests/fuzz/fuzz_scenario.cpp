@@ -8,17 +8,13 @@
 
 #include "engines/core/error.h"
 #include "harness/lib/scenario.h"
+#include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  try {
-    cibench::parse_scenario_text(text, "fuzz.toml");
-  } catch (const cibench::Error&) {
-  }
+  cibench::fuzz::rejecting_errors([&] { cibench::parse_scenario_text(text, "fuzz.toml"); });
   const std::string first = text.substr(0, text.find('\n'));
-  try {
-    cibench::parse_scenario_text("[model]\nsource = \"sut:null\"\n", "fuzz.toml", {first});
-  } catch (const cibench::Error&) {
-  }
+  cibench::fuzz::rejecting_errors(
+      [&] { cibench::parse_scenario_text("[model]\nsource = \"sut:null\"\n", "fuzz.toml", {first}); });
   return 0;
 }

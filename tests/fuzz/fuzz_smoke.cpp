@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/fuzz/fuzz_support.h"
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace {
@@ -134,14 +136,27 @@ int main(int argc, char** argv) {
   }
 
   const auto t0 = std::chrono::steady_clock::now();
-  for (const auto& s : seeds) LLVMFuzzerTestOneInput(s.data(), s.size());
+  // Every seed must be read in full by at least one reader: a seed every reader rejects fuzzes
+  // nothing but the first check.
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const long before = cibench::fuzz::reads_completed;
+    LLVMFuzzerTestOneInput(seeds[i].data(), seeds[i].size());
+    if (cibench::fuzz::reads_completed == before) {
+      std::fprintf(stderr, "fuzz_smoke: seed %s was rejected by every reader\n", files[i].c_str());
+      return 1;
+    }
+  }
+  const long seed_reads = cibench::fuzz::reads_completed + cibench::fuzz::reads_rejected;
   Mutator m(seed);
   for (long i = 0; i < iterations; ++i) {
     const auto input = m.mutate(seeds[static_cast<size_t>(i) % seeds.size()]);
     LLVMFuzzerTestOneInput(input.data(), input.size());
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("fuzz_smoke: %zu seeds and %ld mutations handled in %.1f s (seed %llu)\n",
-              seeds.size(), iterations, s, static_cast<unsigned long long>(seed));
+  const long mutated_reads = cibench::fuzz::reads_completed + cibench::fuzz::reads_rejected - seed_reads;
+  std::printf("fuzz_smoke: %zu seeds and %ld mutations handled in %.1f s (seed %llu); of %ld reads of mutations, "
+              "%ld cleanly rejected\n",
+              seeds.size(), iterations, s, static_cast<unsigned long long>(seed), mutated_reads,
+              cibench::fuzz::reads_rejected);
   return 0;
 }

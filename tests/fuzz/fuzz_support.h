@@ -28,12 +28,18 @@ inline void write_input(const std::string& path, const uint8_t* data, size_t siz
   out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
 }
 
+// How many reads finished and how many were cleanly rejected (fuzz_smoke reports them, and
+// checks that every seed is read in full by at least one reader).
+inline long reads_completed = 0;
+inline long reads_rejected = 0;
+
 template <typename F>
 void rejecting_errors(F&& f) {
   try {
     f();
+    ++reads_completed;
   } catch (const cibench::Error&) {
-    // a clean rejection of a bad input
+    ++reads_rejected;  // a clean rejection of a bad input
   }
 }
 

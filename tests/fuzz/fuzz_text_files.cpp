@@ -1,7 +1,8 @@
 // Fuzz target for the other readers of user files: each input is written to a scratch folder and
 // read as a llama2.c tokenizer.bin, a WordPiece vocab.txt (and a HF tokenizer folder), a labelled
 // sentence TSV, a replay file of sample indices, a Hugging Face config.json (Llama and BERT
-// folders without weights: the config is read and checked first) and a .cbq quantised model. A
+// folders without weights: the config is read and checked first) and a .cbq quantised model
+// (which, when it loads, also runs a prefill and a step). A
 // cibench::Error is the expected way to reject a bad file; any other exception, a crash, a hang
 // or a sanitizer report is a bug.
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include "engines/models/tokenizer.h"
 #include "engines/models/wordpiece.h"
 #include "engines/quant/quantized_file.h"
+#include "engines/runtime/session.h"
 #include "harness/lib/traffic.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -70,6 +72,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   write(s.at("bert/config.json"), data, size);
   rejecting_errors([&] { cibench::open_bert_source(s.at("bert")); });
   write(s.at("model.cbq"), data, size);
-  rejecting_errors([&] { cibench::load_quantized(s.at("model.cbq")); });
+  rejecting_errors([&] {
+    // What loads must also run: one prefill and one step of the model it describes.
+    const cibench::LlamaModel model = cibench::build_quantized(cibench::load_quantized(s.at("model.cbq")));
+    cibench::SessionOptions so;
+    so.max_context = 8;
+    so.max_batch = 4;
+    cibench::LlamaSession session(model, so);
+    const int prompt[] = {1, 2, 3};
+    session.prefill(prompt, 3);
+    session.step(4);
+  });
   return 0;
 }

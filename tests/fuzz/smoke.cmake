@@ -1,6 +1,9 @@
-# fuzz_smoke: the model-file fuzz entry point driven by deterministic mutations of the stories260K
-# files, and fuzz_smoke_scenario: the scenario reader's on mutations of the shipped scenarios (any
-# compiler). Included from tests/CMakeLists.txt, and from tests/fuzz when only fuzzing.
+# The fuzz entry points driven by deterministic mutations of seed files (any compiler): fuzz_smoke
+# (llama2.c, GGUF and safetensors model files; the stories260K files), fuzz_smoke_scenario
+# (scenario TOML; the shipped scenarios), fuzz_smoke_text (tokenizers, vocab.txt, TSV, replay,
+# config.json, .cbq), fuzz_smoke_bert (BERT/DistilBERT safetensors; tests/fuzz/corpus) and
+# fuzz_smoke_store (the results store; the release fixtures). Included from tests/CMakeLists.txt,
+# and from tests/fuzz when only fuzzing.
 if(NOT TARGET fuzz_smoke)
   add_executable(fuzz_smoke ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp
                             ${CMAKE_CURRENT_LIST_DIR}/fuzz_model_files.cpp)
@@ -21,7 +24,15 @@ if(NOT TARGET fuzz_smoke_scenario)
   add_test(NAME fuzz.smoke_scenario COMMAND fuzz_smoke_scenario --iterations 100000 ${CIBENCH_FUZZ_SCENARIOS})
   set_tests_properties(fuzz.smoke_scenario PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
-# Tokenizer files, vocab.txt, sentence TSVs, replay files, config.json contents and .cbq headers.
+# Tokenizer files, vocab.txt, sentence TSVs, replay files, config.json contents and .cbq files.
+# The .cbq seed is written by `cibench quantize` (stories260K, int4_g32) in a setup test.
+set(CIBENCH_FUZZ_CBQ_SEED ${CMAKE_CURRENT_BINARY_DIR}/fuzz-seed-stories260K-int4_g32.cbq)
+if(TARGET cibench AND NOT TEST fuzz.seed_cbq)
+  add_test(NAME fuzz.seed_cbq
+           COMMAND cibench quantize -m ${CIBENCH_SHARED_DIR}/models/stories260K/stories260K.bin
+                   -f int4_g32 -o ${CIBENCH_FUZZ_CBQ_SEED})
+  set_tests_properties(fuzz.seed_cbq PROPERTIES FIXTURES_SETUP fuzz_cbq_seed TIMEOUT 120)
+endif()
 if(NOT TARGET fuzz_smoke_text)
   add_executable(fuzz_smoke_text ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp ${CMAKE_CURRENT_LIST_DIR}/fuzz_text_files.cpp)
   target_link_libraries(fuzz_smoke_text PRIVATE cibench_harness)
@@ -31,6 +42,30 @@ if(NOT TARGET fuzz_smoke_text)
            ${CIBENCH_SHARED_DIR}/models/bert-tiny-sst2/config.json
            ${CIBENCH_SHARED_DIR}/models/stories260K/hf/config.json
            ${CIBENCH_SHARED_DIR}/data/sst2-validation/SST-2-val.tsv
-           ${CMAKE_CURRENT_LIST_DIR}/corpus/replay.txt)
+           ${CMAKE_CURRENT_LIST_DIR}/corpus/replay.txt
+           ${CIBENCH_FUZZ_CBQ_SEED})
   set_tests_properties(fuzz.smoke_text PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  if(TEST fuzz.seed_cbq)
+    set_tests_properties(fuzz.smoke_text PROPERTIES FIXTURES_REQUIRED fuzz_cbq_seed)
+  endif()
+endif()
+# The BERT-family loader, packing and one classification (seeds: tests/fuzz/corpus, written by
+# make_bert_seeds.py).
+if(NOT TARGET fuzz_smoke_bert)
+  add_executable(fuzz_smoke_bert ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp ${CMAKE_CURRENT_LIST_DIR}/fuzz_bert.cpp)
+  target_link_libraries(fuzz_smoke_bert PRIVATE cibench_engine)
+  add_test(NAME fuzz.smoke_bert COMMAND fuzz_smoke_bert --iterations 3000
+           ${CMAKE_CURRENT_LIST_DIR}/corpus/bert-mini.safetensors
+           ${CMAKE_CURRENT_LIST_DIR}/corpus/distilbert-mini.safetensors)
+  set_tests_properties(fuzz.smoke_bert PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+endif()
+# The results store as every reader and the writer open it (seeds: the stores of earlier
+# releases in tests/fixtures).
+if(NOT TARGET fuzz_smoke_store)
+  add_executable(fuzz_smoke_store ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp ${CMAKE_CURRENT_LIST_DIR}/fuzz_store.cpp)
+  target_link_libraries(fuzz_smoke_store PRIVATE cibench_harness cibench_reports)
+  add_test(NAME fuzz.smoke_store COMMAND fuzz_smoke_store --iterations 1000
+           ${CMAKE_SOURCE_DIR}/tests/fixtures/store-schema3.sqlite
+           ${CMAKE_SOURCE_DIR}/tests/fixtures/store-schema4.sqlite)
+  set_tests_properties(fuzz.smoke_store PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 endif()

@@ -1,7 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -10,6 +15,7 @@
 #include "engines/core/error.h"
 #include "engines/core/format.h"
 #include "engines/core/matrix.h"
+#include "engines/core/output_file.h"
 #include "engines/core/thread_pool.h"
 
 namespace cibench {
@@ -150,6 +156,51 @@ TEST(Matrix, RunnerMatchesReferenceAtEveryIsaAndThreadCount) {
       for (int64_t i = 0; i < m * rows; ++i) ASSERT_NEAR(y[i], ref[i], 1e-4f);
       for (int64_t r = 0; r < rows; ++r) ASSERT_NEAR(yv[r], ref[r], 1e-4f);
     }
+}
+
+// A user-named output file is written beside and renamed over: the target of a symlink at the
+// path is never written through, a write abandoned before commit() leaves the old file and no
+// temporary behind, and a missing folder or a folder in the way is named.
+TEST(ReplacingFile, RenamesOverThePathAndNeverWritesThroughALink) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("cibench_replacing_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto read = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const fs::path target = dir / "precious.txt", link = dir / "out.txt";
+  std::ofstream(target) << "keep me";
+  fs::create_symlink(target, link);
+  write_file_replacing(link.string(), "report", "the report");
+  EXPECT_EQ(read(target), "keep me");
+  EXPECT_FALSE(fs::is_symlink(link));
+  EXPECT_EQ(read(link), "report");
+
+  {
+    ReplacingFile f(link.string(), "the report");
+    f.stream() << "half a rep";  // abandoned: an exception before commit()
+  }
+  EXPECT_EQ(read(link), "report");
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, 2u);  // precious.txt and out.txt: no temporary left
+
+  const auto error_of = [](const std::string& path) {
+    try {
+      write_file_replacing(path, "x", "the export");
+    } catch (const FileError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string missing = error_of((dir / "no" / "such" / "out.csv").string());
+  EXPECT_NE(missing.find("cannot write the export: the folder " + (dir / "no" / "such").string() + " does not exist"),
+            std::string::npos) << missing;
+  const std::string folder = error_of(dir.string());
+  EXPECT_NE(folder.find("a folder is in the way"), std::string::npos) << folder;
+  fs::remove_all(dir);
 }
 
 }  // namespace
