@@ -13,7 +13,6 @@
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
-#include <QGuiApplication>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
@@ -22,12 +21,14 @@
 #include <QLogValueAxis>
 #include <QMenu>
 #include <QMessageBox>
+#include <QMouseEvent>
 #include <QPainter>
 #include <QPushButton>
 #include <QScatterSeries>
 #include <QSplitter>
 #include <QSvgGenerator>
 #include <QTableWidget>
+#include <QTimer>
 #include <QToolTip>
 #include <QValueAxis>
 #include <QVBoxLayout>
@@ -63,7 +64,8 @@ QChart* fresh_chart(QChartView* v, const QString& title) {
   c->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
   c->setMargins(QMargins(4, 4, 4, 4));
   v->setChart(c);  // the view takes ownership of the new chart
-  delete old;
+  // Not deleted here: a signal of one of its series may be on the stack.
+  if (old) old->deleteLater();
   return c;
 }
 
@@ -84,6 +86,31 @@ QValueAxis* value_axis(const QString& title, double lo, double hi) {
   a->setLabelFormat("%.4g");
   a->applyNiceNumbers();
   return a;
+}
+
+// How many powers of `base` lie in [lo, hi]: the labelled ticks of a QLogValueAxis.
+int powers_within(double base, double lo, double hi) {
+  const double l = std::log(lo) / std::log(base), h = std::log(hi) / std::log(base);
+  return static_cast<int>(std::floor(h + 1e-9) - std::ceil(l - 1e-9)) + 1;
+}
+
+// An axis for positive times from lo to hi (ms) with at least three labelled ticks: a QLogValueAxis
+// labels the powers of its base only, so base 10 when three of them are in range (1, 10, 100
+// ms), else base 2 (0.25, 0.5, 1 ms), else a linear axis (0.3, 0.4, 0.5 ms within a decade).
+QAbstractAxis* time_axis(const QString& what, double lo, double hi) {
+  const double a = lo / 1.2, b = hi * 1.2;
+  for (double base : {10.0, 2.0})
+    if (powers_within(base, a, b) >= 3) {
+      auto* ax = new QLogValueAxis();
+      ax->setBase(base);
+      ax->setTitleText(what + " (ms, log scale)");
+      ax->setLabelFormat("%g");
+      ax->setMinorTickCount(base == 10 ? 8 : 1);
+      ax->setRange(a, b);
+      return ax;
+    }
+  const auto [x0, x1] = padded(lo, hi, 0.05);
+  return value_axis(what + " (ms)", std::max(0.0, x0), x1);
 }
 
 void attach(QChart* c, QAbstractSeries* s, QAbstractAxis* x, QAbstractAxis* y) {
@@ -112,6 +139,11 @@ ChartView::ChartView(QWidget* parent) : QChartView(new QChart(), parent) {
   setMinimumSize(320, 220);
 }
 
+void ChartView::mousePressEvent(QMouseEvent* e) {
+  press_modifiers_ = e->modifiers();
+  QChartView::mousePressEvent(e);
+}
+
 void ChartView::contextMenuEvent(QContextMenuEvent* e) {
   QMenu m(this);
   QAction* png = m.addAction("Export PNG...");
@@ -128,22 +160,64 @@ void ChartView::contextMenuEvent(QContextMenuEvent* e) {
   if (!err.isEmpty()) QMessageBox::warning(this, "Export", err);
 }
 
-QString export_chart(QChartView* view, const QString& path) {
-  if (path.endsWith(".svg", Qt::CaseInsensitive)) {
-    QSvgGenerator gen;
+QString export_chart(QChartView* view, const QString& path, QSize size) {
+  // The chart is laid out at the export size for the drawing, then given back its size on screen.
+  QChart* chart = view->chart();
+  const QRectF shown = chart->geometry();
+  const bool svg = path.endsWith(".svg", Qt::CaseInsensitive);
+  chart->setGeometry(QRectF(QPointF(0, 0), size));
+  QString err;
+  QSvgGenerator gen;
+  QImage img(size, QImage::Format_ARGB32_Premultiplied);
+  QPainter p;
+  if (svg) {
     gen.setFileName(path);
-    gen.setSize(view->size());
-    gen.setViewBox(QRect(QPoint(0, 0), view->size()));
-    gen.setTitle(view->chart()->title());
+    gen.setSize(size);
+    gen.setViewBox(QRect(QPoint(0, 0), size));
+    gen.setTitle(chart->title());
     gen.setDescription("cibench-gui chart");
-    QPainter p;
-    if (!p.begin(&gen)) return QString("%1: cannot write the SVG file").arg(path);
-    view->render(&p);
-    p.end();
-    return {};
+    if (!p.begin(&gen)) err = QString("%1: cannot write the SVG file").arg(path);
+  } else {
+    img.fill(Qt::white);
+    if (!p.begin(&img)) err = QString("%1: cannot draw the image").arg(path);
   }
-  if (!view->grab().save(path)) return QString("%1: cannot write the image (PNG needs a .png name)").arg(path);
-  return {};
+  if (err.isEmpty()) {
+    p.setRenderHint(QPainter::Antialiasing);
+    view->scene()->render(&p, QRectF(QPointF(0, 0), size), QRectF(QPointF(0, 0), size));
+    p.end();
+    if (!svg && !img.save(path)) err = QString("%1: cannot write the image (PNG needs a .png name)").arg(path);
+  }
+  chart->setGeometry(shown);
+  return err;
+}
+
+// ---- variant numbers --------------------------------------------------------------------------
+
+VariantNumbers::VariantNumbers(const std::vector<reports::Variant>& all) {
+  for (const auto& v : all) {
+    int64_t& n = variants_[v.run_id];
+    n = std::max(n, v.variant_index + 1);
+    int64_t& k = steps_[{v.run_id, v.variant_index}];
+    k = std::max(k, v.step_index + 1);
+  }
+}
+
+QString VariantNumbers::of(const reports::Variant& v) const {
+  const auto n = variants_.find(v.run_id);
+  const auto k = steps_.find({v.run_id, v.variant_index});
+  const int64_t total = std::max(n == variants_.end() ? 0 : n->second, v.variant_index + 1);
+  const int64_t steps = std::max(k == steps_.end() ? 0 : k->second, v.step_index + 1);
+  QString s = QString("run %1, variant %2/%3").arg(v.run_id).arg(v.variant_index + 1).arg(total);
+  if (steps > 1) s += QString(", step %1/%2").arg(v.step_index + 1).arg(steps);
+  return s;
+}
+
+QString VariantNumbers::config(const reports::Variant& v) const {
+  // config() opens with "run R, variant I[, step S]" counted from 0: replaced by of(v).
+  const QString c = q(v.config());
+  const int nl = c.indexOf('\n');
+  if (!c.startsWith("run ")) return of(v) + "\n" + c;
+  return of(v) + (nl < 0 ? QString() : c.mid(nl));
 }
 
 // ---- trade-off --------------------------------------------------------------------------------
@@ -215,7 +289,9 @@ TradeoffView::TradeoffView(QWidget* parent) : View(parent) {
     rebuild();
   });
   connect(frontier_, &QListWidget::itemClicked, this, [this](QListWidgetItem* it) {
-    emit variantClicked(it->data(Qt::UserRole).toLongLong(), false);
+    const qint64 id = it->data(Qt::UserRole).toLongLong();
+    // Later: the receiver rebuilds this list while its click is still being delivered.
+    QTimer::singleShot(0, this, [this, id] { emit variantClicked(id, false); });
   });
 }
 
@@ -259,8 +335,23 @@ QString TradeoffView::tooltipFor(const reports::TradeoffPoint& p) const {
                        num(p.x), q(data_.y.title()), num(p.y),
                        p.on_frontier ? QString("on the Pareto frontier<br>")
                                      : p.meets_floor ? QString() : QString("below the quality floor<br>"),
-                       q(p.v.config()).toHtmlEscaped().replace("\n", "<br>"));
+                       numbers_.config(p.v).toHtmlEscaped().replace("\n", "<br>"));
   return t;
+}
+
+std::vector<std::pair<int64_t, QPoint>> TradeoffView::markerPositions(const QWidget* in) const {
+  std::vector<std::pair<int64_t, QPoint>> out;
+  QChart* c = chart();
+  if (c->plotArea().isEmpty()) return out;
+  for (const auto& [series, idx] : series_points_) {
+    if (series->name() == "selected") continue;
+    for (size_t i : idx) {
+      const auto& p = data_.points[i];
+      const QPoint at = view_->mapFromScene(c->mapToScene(c->mapToPosition(QPointF(p.x, p.y), series)));
+      out.emplace_back(p.v.variant_id, view_->viewport()->mapTo(in, at));
+    }
+  }
+  return out;
 }
 
 void TradeoffView::rebuild() {
@@ -269,6 +360,7 @@ void TradeoffView::rebuild() {
   QChart* c = fresh_chart(view_, "Trade-off");
   if (!sel_.db || sel_.runs.empty()) {
     data_ = {};
+    numbers_ = {};
     c->setTitle("Trade-off: select one or more runs");
     unplotted_->clear();
     floor_src_->clear();
@@ -283,6 +375,7 @@ void TradeoffView::rebuild() {
   } else {
     data_ = sel_.db->tradeoff(sel_.runs, xk, yk);
   }
+  numbers_ = VariantNumbers(sel_.db->variants(sel_.runs));
   {
     QSignalBlocker b1(floor_), b2(floor_on_);
     floor_on_->setChecked(data_.floor.has_value());
@@ -328,6 +421,26 @@ void TradeoffView::rebuild() {
     fl->append(ax->max(), *data_.floor);
     attach(c, fl, ax, ay);
   }
+  // Hover shows a point's configuration; a click selects its variant (Ctrl adds or removes it).
+  auto interactive = [this](QScatterSeries* s) {
+    connect(s, &QXYSeries::hovered, this, [this, s](const QPointF& pt, bool on) {
+      if (!on) {
+        QToolTip::hideText();
+        return;
+      }
+      if (const auto* tp = pointAt(s, pt)) QToolTip::showText(QCursor::pos(), tooltipFor(*tp), view_);
+    });
+    connect(s, &QXYSeries::clicked, this, [this, s](const QPointF& pt) {
+      const auto* tp = pointAt(s, pt);
+      if (!tp) return;
+      const qint64 id = tp->v.variant_id;
+      const bool add = view_->pressModifiers() & Qt::ControlModifier;
+      // Emitted once the mouse release has been delivered: the receiver rebuilds this chart,
+      // and deleting the series under the mouse while Qt is still delivering the release to
+      // its item crashes inside QGraphicsScene.
+      QTimer::singleShot(0, this, [this, id, add] { emit variantClicked(id, add); });
+    });
+  };
   // One scatter series per (format, sparsity) above the floor; grey ones below.
   std::map<std::string, QScatterSeries*> groups;
   for (size_t i = 0; i < data_.points.size(); ++i) {
@@ -344,17 +457,7 @@ void TradeoffView::rebuild() {
       s->setColor(QColor(q(p.meets_floor ? reports::format_color(p.v.format) : reports::kBelowFloorColor)));
       s->setBorderColor(QColor(p.meets_floor ? "#333333" : "#999999"));
       attach(c, s, ax, ay);
-      connect(s, &QXYSeries::hovered, this, [this, s](const QPointF& pt, bool on) {
-        if (!on) {
-          QToolTip::hideText();
-          return;
-        }
-        if (const auto* tp = pointAt(s, pt)) QToolTip::showText(QCursor::pos(), tooltipFor(*tp), view_);
-      });
-      connect(s, &QXYSeries::clicked, this, [this, s](const QPointF& pt) {
-        if (const auto* tp = pointAt(s, pt))
-          emit variantClicked(tp->v.variant_id, QGuiApplication::keyboardModifiers() & Qt::ControlModifier);
-      });
+      interactive(s);
     }
     s->append(p.x, p.y);
     series_points_[s].push_back(i);
@@ -368,9 +471,13 @@ void TradeoffView::rebuild() {
   QPen ring(QColor("#000000"));
   ring.setWidthF(2);
   selected->setPen(ring);
-  for (const auto& p : data_.points)
-    if (sel_.variants.count(p.v.variant_id)) selected->append(p.x, p.y);
+  for (size_t i = 0; i < data_.points.size(); ++i)
+    if (sel_.variants.count(data_.points[i].v.variant_id)) {
+      selected->append(data_.points[i].x, data_.points[i].y);
+      series_points_[selected].push_back(i);
+    }
   attach(c, selected, ax, ay);
+  interactive(selected);  // the ring lies over its marker: hover and clicks land on it
   if (selected->count() == 0) c->legend()->markers(selected).value(0)->setVisible(false);
 
   for (size_t i : data_.frontier) {
@@ -380,9 +487,9 @@ void TradeoffView::rebuild() {
                                             num(p.y), q(data_.y.unit))
                                        .trimmed());
     it->setData(Qt::UserRole, QVariant::fromValue<qint64>(p.v.variant_id));
-    it->setToolTip(q(p.v.config()));
-    if (sel_.variants.count(p.v.variant_id)) it->setSelected(true);
+    it->setToolTip(numbers_.config(p.v));
     frontier_->addItem(it);
+    if (sel_.variants.count(p.v.variant_id)) it->setSelected(true);  // only once in the list
   }
   QStringList un;
   for (const auto& [v, why] : data_.unplotted) un << run_prefix(sel_, v.run_id) + q(v.short_name()) + ": " + q(why);
@@ -445,14 +552,10 @@ void LatencyView::refresh(const Selection& s) {
     cdfs_.push_back(std::move(cdf));
     if (cdfs_.size() >= 16) break;
   }
+  if (!(x1 > 0)) x0 = x1 = 1;  // no positive time: nothing is drawn, the axis still needs a range
   c->setTitle(QString("%1 distribution (CDF, %2 variant%3)").arg(q(metric)).arg(cdfs_.size()).arg(cdfs_.size() == 1 ? "" : "s"));
   if (!cdfs_.empty()) {
-    auto* ax = new QLogValueAxis();
-    ax->setBase(10);
-    ax->setTitleText(q(metric) + " (ms, log scale)");
-    ax->setLabelFormat("%g");
-    ax->setMinorTickCount(8);
-    ax->setRange(x0 / 1.2, x1 * 1.2);
+    QAbstractAxis* ax = time_axis(q(metric), x0, x1);
     auto* ay = value_axis("fraction of requests", 0, 1);
     c->addAxis(ax, Qt::AlignBottom);
     c->addAxis(ay, Qt::AlignLeft);
@@ -689,7 +792,11 @@ void CountersView::refresh(const Selection& s) {
   data_.clear();
   selected_ = s.variants;
   many_runs_ = s.runs.size() > 1;
-  if (s.db && !s.runs.empty()) data_ = s.db->counters(s.runs);
+  numbers_ = {};
+  if (s.db && !s.runs.empty()) {
+    data_ = s.db->counters(s.runs);
+    numbers_ = VariantNumbers(s.db->variants(s.runs));
+  }
   const auto& names = reports::counter_names();
   table_->clear();
   table_->setRowCount(static_cast<int>(data_.size()));
@@ -701,7 +808,7 @@ void CountersView::refresh(const Selection& s) {
     const auto& cs = data_[r];
     const int row = static_cast<int>(r);
     const QString name = (many_runs_ ? QString("run %1: ").arg(cs.v.run_id) : QString()) + q(cs.v.short_name());
-    table_->setItem(row, 0, item(name, q(cs.v.config())));
+    table_->setItem(row, 0, item(name, numbers_.config(cs.v)));
     table_->setItem(row, 1, item(cs.mode.empty() ? "-" : q(cs.mode)));
     for (size_t c = 0; c < names.size(); ++c) {
       const auto& cv = cs.values.at(names[c]);

@@ -3,7 +3,9 @@
 // same calls the HTML report makes, so both show the same numbers.
 #include <QChartView>
 #include <QWidget>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -26,13 +28,40 @@ class ChartView : public QChartView {
   Q_OBJECT
  public:
   explicit ChartView(QWidget* parent = nullptr);
+  // The keyboard modifiers of the last mouse press (Ctrl-click on a point adds it).
+  Qt::KeyboardModifiers pressModifiers() const { return press_modifiers_; }
 
  protected:
   void contextMenuEvent(QContextMenuEvent* e) override;
+  void mousePressEvent(QMouseEvent* e) override;
+
+ private:
+  Qt::KeyboardModifiers press_modifiers_;
 };
 
-// Writes a chart to PNG or SVG (by the file's suffix). Returns an error message, empty on success.
-QString export_chart(QChartView* view, const QString& path);
+// The size charts are exported at: readable, and the same for every chart whatever its size on
+// screen (a chart in a hidden tab has never been laid out at a useful size).
+inline constexpr QSize kExportSize{1200, 800};
+
+// Writes a chart to PNG or SVG (by the file's suffix) at `size`; the view on screen is left as it
+// was. Returns an error message, empty on success.
+QString export_chart(QChartView* view, const QString& path, QSize size = kExportSize);
+
+// Variants numbered as the CLI numbers them while running ("variant 2/7", "step 1/4"): from 1, of
+// the run's variants and of the variant's steps as stored.
+class VariantNumbers {
+ public:
+  VariantNumbers() = default;
+  explicit VariantNumbers(const std::vector<reports::Variant>& all);
+  // "run 3, variant 2/7" (", step 1/4" for a variant with several steps).
+  QString of(const reports::Variant& v) const;
+  // The variant's configuration (reports::Variant::config()) headed by of(v).
+  QString config(const reports::Variant& v) const;
+
+ private:
+  std::map<int64_t, int64_t> variants_;                     // run -> variants
+  std::map<std::pair<int64_t, int64_t>, int64_t> steps_;    // (run, variant index) -> steps
+};
 
 // What every view is shown: the open database, the runs selected in the runs list and the
 // variants selected by clicking (in the trade-off view).
@@ -71,8 +100,13 @@ class TradeoffView : public View {
   // The variant shown at this point of this series (nullptr when none): hover and click.
   const reports::TradeoffPoint* pointAt(QXYSeries* series, const QPointF& p) const;
   QString tooltipFor(const reports::TradeoffPoint& p) const;
+  // Where each plotted variant's marker is drawn, in the coordinates of `in` (this view or a
+  // widget containing it): (variant id, position). Empty until the chart has been laid out.
+  std::vector<std::pair<int64_t, QPoint>> markerPositions(const QWidget* in) const;
 
  signals:
+  // A point (or a frontier entry) was clicked. Emitted from the event loop once the click has
+  // been delivered, never from inside it: the receiver may rebuild the chart that was clicked.
   void variantClicked(qint64 variant_id, bool add);
 
  private:
@@ -89,6 +123,7 @@ class TradeoffView : public View {
   QListWidget* frontier_;
   QLabel* unplotted_;
   std::map<QXYSeries*, std::vector<size_t>> series_points_;  // series -> indices into data_.points
+  VariantNumbers numbers_;
 };
 
 class LatencyView : public View {
@@ -145,6 +180,7 @@ class CountersView : public View {
   QComboBox* which_;
   QLabel* unavailable_;
   std::vector<reports::CounterSummary> data_;
+  VariantNumbers numbers_;
   std::set<int64_t> selected_;
   bool many_runs_ = false;
 };

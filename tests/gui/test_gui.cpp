@@ -15,13 +15,20 @@
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QGraphicsScene>
+#include <QGraphicsTextItem>
+#include <QImage>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLineSeries>
 #include <QListWidget>
 #include <QLogValueAxis>
 #include <QScatterSeries>
+#include <QStatusBar>
 #include <QTableWidget>
+#include <QTest>
+#include <QValueAxis>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -68,6 +75,41 @@ std::vector<QScatterSeries*> scatter(QChart* c) {
   for (auto* s : c->series())
     if (auto* sc = qobject_cast<QScatterSeries*>(s); sc && sc->name() != "selected") out.push_back(sc);
   return out;
+}
+
+// Where a click on the marker of this value lands in the view's viewport.
+QPoint viewport_pos(QChartView* v, QAbstractSeries* s, const QPointF& value) {
+  QChart* c = v->chart();
+  return v->mapFromScene(c->mapToScene(c->mapToPosition(value, s)));
+}
+
+// The numeric labels drawn along an axis of a laid-out chart: the text items of the scene below
+// the plot area (horizontal) or left of it (vertical) that read as numbers.
+QStringList drawn_tick_labels(QChart* c, Qt::Orientation o) {
+  QStringList out;
+  const QRectF plot = c->mapRectToScene(c->plotArea());
+  for (QGraphicsItem* it : c->scene()->items()) {
+    auto* t = qgraphicsitem_cast<QGraphicsTextItem*>(it);
+    if (!t || !t->isVisible() || t->toPlainText().isEmpty()) continue;
+    bool number = false;
+    (void)t->toPlainText().toDouble(&number);
+    if (!number) continue;
+    const QPointF m = t->sceneBoundingRect().center();
+    const bool below = m.y() > plot.bottom() && m.y() < plot.bottom() + 40 && m.x() >= plot.left() - 40 &&
+                       m.x() <= plot.right() + 40;
+    const bool left = m.x() < plot.left() && m.x() > plot.left() - 120 && m.y() >= plot.top() - 20 &&
+                      m.y() <= plot.bottom() + 20;
+    if (o == Qt::Horizontal ? below : left) out << t->toPlainText();
+  }
+  return out;
+}
+
+// The status bar as shown: its message and the text of its labels.
+QString status_text(MainWindow& w) {
+  QStringList parts{w.statusBar()->currentMessage()};
+  for (auto* l : w.statusBar()->findChildren<QLabel*>())
+    if (l->isVisible()) parts << l->text();
+  return parts.join(" | ");
 }
 
 TEST(Gui, RunsListFiltersAndProvenance) {
@@ -198,6 +240,7 @@ TEST(Gui, HoverShowsConfigurationAndClickSelectsEverywhere) {
   emit int8->hovered(QPointF(40, 0.97), true);  // must not crash offscreen
   // A click on the marker selects the variant in the other views.
   emit int8->clicked(QPointF(40, 0.97));
+  settle(w);  // the selection is applied once the click has been delivered
   ASSERT_EQ(w.selection().variants, std::set<int64_t>{fx().ids.v_int8});
   auto* ring = qobject_cast<QScatterSeries*>(series_named(t->chart(), "selected"));
   ASSERT_TRUE(ring);
@@ -210,6 +253,164 @@ TEST(Gui, HoverShowsConfigurationAndClickSelectsEverywhere) {
   EXPECT_TRUE(w.countersView()->table()->item(sel[0].row(), 0)->text().startsWith("int8 t2"));
 }
 
+// Real mouse presses and releases on the markers (not emitted signals): each click selects the
+// point's variant (Ctrl-click adds or removes it), the ring follows, and the window survives.
+TEST(Gui, ClickingPointsWithTheMouseSelectsThem) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  w.showView("tradeoff");
+  w.resize(1400, 900);
+  settle(w);
+  TradeoffView* t = w.tradeoffView();
+  QChartView* view = t->chartViews()[0];
+  ASSERT_GT(view->width(), 400);
+  int clicks = 0;
+  auto click = [&](int64_t variant, Qt::KeyboardModifiers mods) {
+    const auto& pts = t->data().points;
+    const auto p = std::find_if(pts.begin(), pts.end(), [&](const auto& tp) { return tp.v.variant_id == variant; });
+    ASSERT_NE(p, pts.end());
+    const QPointF value(p->x, p->y);
+    QAbstractSeries* series = nullptr;  // the marker's series in the chart drawn now
+    for (auto* s : scatter(view->chart()))
+      if (s->points().contains(value)) series = s;
+    ASSERT_TRUE(series) << "no marker for variant " << variant;
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, mods, viewport_pos(view, series, value));
+    ++clicks;
+    for (int i = 0; i < 5; ++i) QApplication::processEvents();
+  };
+  auto ring = [&] {
+    std::set<std::pair<double, double>> out;
+    auto* r = qobject_cast<QScatterSeries*>(series_named(t->chart(), "selected"));
+    if (r)
+      for (const auto& p : r->points()) out.insert({p.x(), p.y()});
+    return out;
+  };
+  const auto& ids = fx().ids;
+  const std::vector<std::pair<int64_t, std::pair<double, double>>> plain{
+      {ids.v_int8, {40, 0.97}},    {ids.v_f32, {100, 1.0}}, {ids.v_bf16, {60, 0.99}}, {ids.v_w8a8, {45, 0.96}},
+      {ids.v_bf16_sp, {50, 0.98}}, {ids.v_int4, {25, 0.90}}, {ids.v_int8_sp, {35, 0.93}}};
+  for (const auto& [id, xy] : plain) {
+    click(id, Qt::NoModifier);
+    EXPECT_EQ(w.selection().variants, std::set<int64_t>{id}) << "after click " << clicks;
+    EXPECT_EQ(ring(), (std::set<std::pair<double, double>>{xy})) << "after click " << clicks;
+  }
+  click(ids.v_f32, Qt::ControlModifier);  // adds
+  EXPECT_EQ(w.selection().variants, (std::set<int64_t>{ids.v_int8_sp, ids.v_f32}));
+  click(ids.v_bf16, Qt::ControlModifier);
+  EXPECT_EQ(w.selection().variants, (std::set<int64_t>{ids.v_int8_sp, ids.v_f32, ids.v_bf16}));
+  EXPECT_EQ(ring().size(), 3u);
+  click(ids.v_f32, Qt::ControlModifier);  // on a selected point (under its ring): removes it
+  EXPECT_EQ(w.selection().variants, (std::set<int64_t>{ids.v_int8_sp, ids.v_bf16}));
+  click(ids.v_int8, Qt::NoModifier);
+  EXPECT_EQ(clicks, 11);
+  EXPECT_EQ(w.selection().variants, std::set<int64_t>{ids.v_int8});
+  ASSERT_EQ(w.latencyView()->cdfs().size(), 1u);
+  EXPECT_EQ(w.latencyView()->cdfs()[0].variant_id, ids.v_int8);
+  const auto listed = t->frontierList()->selectedItems();  // the frontier list marks it too
+  ASSERT_EQ(listed.size(), 1);
+  EXPECT_TRUE(listed[0]->text().startsWith("int8 t2 w1"));
+  EXPECT_TRUE(w.isVisible());
+  EXPECT_TRUE(status_text(w).contains("selected 1 variant")) << status_text(w).toStdString();
+}
+
+// Variants are numbered as the CLI numbers them while running ("variant 3/9"): from 1, of the
+// run's total.
+TEST(Gui, VariantNumbersCountFromOneOfTheTotal) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  settle(w);
+  TradeoffView* t = w.tradeoffView();
+  const auto& pts = t->data().points;
+  const auto int8 = std::find_if(pts.begin(), pts.end(), [](const auto& p) { return p.v.variant_id == fx().ids.v_int8; });
+  ASSERT_NE(int8, pts.end());
+  ASSERT_EQ(int8->v.variant_index, 2);  // the third of the run's nine variants
+  const QString tip = t->tooltipFor(*int8);
+  EXPECT_TRUE(tip.contains("variant 3/9")) << tip.toStdString();
+  EXPECT_FALSE(tip.contains("variant 2")) << tip.toStdString();
+  const auto f32 = std::find_if(pts.begin(), pts.end(), [](const auto& p) { return p.v.variant_id == fx().ids.v_f32; });
+  ASSERT_NE(f32, pts.end());
+  EXPECT_TRUE(t->tooltipFor(*f32).contains("variant 1/9")) << t->tooltipFor(*f32).toStdString();
+  // The frontier list and the counters table say the same.
+  bool listed = false;
+  for (int i = 0; i < t->frontierList()->count(); ++i)
+    if (t->frontierList()->item(i)->text().startsWith("int8 t2 w1")) {
+      listed = true;
+      EXPECT_TRUE(t->frontierList()->item(i)->toolTip().contains("variant 3/9")) << t->frontierList()->item(i)->toolTip().toStdString();
+    }
+  EXPECT_TRUE(listed);
+  QTableWidget* tb = w.countersView()->table();
+  bool counted = false;
+  for (int r = 0; r < tb->rowCount(); ++r)
+    if (tb->item(r, 0)->text() == "int8 t2 w1") {
+      counted = true;
+      EXPECT_TRUE(tb->item(r, 0)->toolTip().contains("variant 3/9")) << tb->item(r, 0)->toolTip().toStdString();
+    }
+  EXPECT_TRUE(counted);
+  // A stepped run: steps too count from 1 of the variant's steps.
+  w.selectRuns({fx().ids.run_stepped});
+  settle(w);
+  tb = w.countersView()->table();
+  QStringList tips;
+  for (int r = 0; r < tb->rowCount(); ++r) tips << tb->item(r, 0)->toolTip();
+  EXPECT_TRUE(tips.join("\n").contains("variant 1/1, step 4/4")) << tips.join("\n---\n").toStdString();
+  EXPECT_FALSE(tips.join("\n").contains("step 0")) << tips.join("\n---\n").toStdString();
+}
+
+// A CDF whose values lie within one decade (tpot 0.3..0.5 ms, ttft 8..12 ms) still has several
+// labelled ticks; a wide one (1..1000 ms) keeps its log scale.
+TEST(Gui, CdfAxisHasLabelledTicksForNarrowRanges) {
+  const std::string path = temp_path("narrow.sqlite");
+  {
+    Store s(path);
+    const int64_t run = s.insert("runs", test::fixture_run("narrow", test::fixture_formats_toml(), "hostA",
+                                                           "2024-07-01T00:00:00Z", "server"));
+    const int64_t v = test::fixture_variant(s, run, 0, 0, {"f32", 0, 2, 1, 80, 0.99}, 0, 2);
+    std::vector<std::vector<SqlValue>> rows;
+    for (int i = 0; i < 100; ++i) {
+      const double f = i / 99.0;
+      rows.push_back({v, int64_t{i}, int64_t{i}, int64_t{0}, int64_t{1}, 100.0 * i, 0.1, 1.0,
+                      std::pow(10.0, 3 * f) /* latency 1..1000 ms */, 8 + 4 * f /* ttft */, 0.3 + 0.2 * f /* tpot */});
+    }
+    Store::Transaction tr(s);
+    s.insert_many("requests", {"variant_id", "seq", "query_index", "worker", "ok", "scheduled_ms", "queue_ms",
+                               "service_ms", "latency_ms", "ttft_ms", "tpot_ms"}, rows);
+    tr.commit();
+  }
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(path)));
+  w.resize(1400, 900);
+  w.showView("latency");
+  settle(w);
+  LatencyView* l = w.latencyView();
+  for (const char* metric : {"tpot", "ttft", "latency"}) {
+    l->setMetric(metric);
+    settle(w);
+    QChart* c = l->cdfChart();
+    ASSERT_EQ(c->series().size(), 1) << metric;
+    QAbstractAxis* ax = c->axes(Qt::Horizontal).value(0);
+    ASSERT_TRUE(ax) << metric;
+    // Every value is inside the axis' range.
+    double lo = 0, hi = 0;
+    if (auto* v = qobject_cast<QValueAxis*>(ax)) lo = v->min(), hi = v->max();
+    else if (auto* g = qobject_cast<QLogValueAxis*>(ax)) lo = g->min(), hi = g->max();
+    else FAIL() << metric << ": neither a value nor a log axis";
+    const auto* ls = qobject_cast<QLineSeries*>(c->series()[0]);
+    for (const auto& p : ls->points()) {
+      EXPECT_LE(lo, p.x()) << metric;
+      EXPECT_GE(hi, p.x()) << metric;
+    }
+    const QStringList labels = drawn_tick_labels(c, Qt::Horizontal);
+    EXPECT_GE(labels.size(), 3) << metric << ": labels drawn: " << labels.join(", ").toStdString();
+    if (std::string(metric) == "latency") {
+      EXPECT_TRUE(qobject_cast<QLogValueAxis*>(ax)) << "three decades: log scale";
+    }
+    // The y axis (fraction of requests) is labelled too.
+    EXPECT_GE(drawn_tick_labels(c, Qt::Vertical).size(), 3) << metric;
+  }
+}
+
 TEST(Gui, LatencyViewCdfAndLoadWithSlo) {
   MainWindow w;
   ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
@@ -219,7 +420,9 @@ TEST(Gui, LatencyViewCdfAndLoadWithSlo) {
   LatencyView* l = w.latencyView();
   // f32 and bf16 have per-request times, int8 a histogram; the others neither.
   EXPECT_EQ(l->cdfChart()->series().size(), 3);
-  EXPECT_TRUE(qobject_cast<QLogValueAxis*>(l->cdfChart()->axes(Qt::Horizontal).value(0)));
+  // 20..100 ms, less than a decade: a linear axis with several labelled ticks.
+  EXPECT_TRUE(qobject_cast<QValueAxis*>(l->cdfChart()->axes(Qt::Horizontal).value(0)));
+  EXPECT_GE(drawn_tick_labels(l->cdfChart(), Qt::Horizontal).size(), 3);
   auto* f32 = qobject_cast<QLineSeries*>(l->cdfChart()->series().value(0));
   ASSERT_TRUE(f32);
   EXPECT_DOUBLE_EQ(f32->at(f32->count() - 1).y(), 1.0);
@@ -374,6 +577,19 @@ TEST(Gui, ExportChartsAsPngAndSvg) {
   EXPECT_NE(text.find("<svg"), std::string::npos);
   QImage png(QString::fromStdString(dir + "/tradeoff.png"));
   EXPECT_FALSE(png.isNull());
+  // Every chart, shown or in a hidden tab, is written at the same readable size.
+  for (const auto& f : files) {
+    if (f.endsWith(".png")) {
+      const QImage img(f);
+      EXPECT_EQ(img.size(), QSize(1200, 800)) << f.toStdString();
+    } else {
+      std::ifstream in(f.toStdString());
+      const std::string svg_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_NE(svg_text.find("viewBox=\"0 0 1200 800\""), std::string::npos) << f.toStdString();
+    }
+  }
+  // The window's own charts keep their on-screen size.
+  EXPECT_LT(w.scalingView()->chartViews()[0]->width(), 1200);
   EXPECT_EQ(export_chart(w.tradeoffView()->chartViews()[0], "/nonexistent-folder/x.png").isEmpty(), false);
 }
 
