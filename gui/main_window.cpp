@@ -126,9 +126,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   file->addSeparator();
   file->addAction("&Quit", QKeySequence::Quit, qApp, &QApplication::quit);
 
+  run_count_ = new QLabel(this);
+  statusBar()->addPermanentWidget(run_count_);
+
   connect(open, &QPushButton::clicked, this, [this] { openDialog(); });
   for (QLineEdit* f : {f_scenario_, f_host_, f_model_, f_from_, f_to_})
-    connect(f, &QLineEdit::textChanged, this, [this] { fillRuns(); runsSelectionChanged(); });
+    connect(f, &QLineEdit::textChanged, this, [this] {
+      fillRuns();
+      showRunCount();
+      runsSelectionChanged();
+    });
   connect(runs_, &QTableWidget::itemSelectionChanged, this, [this] { runsSelectionChanged(); });
   connect(tradeoff_, &TradeoffView::variantClicked, this, [this](qint64 id, bool add) { selectVariant(id, add); });
 
@@ -164,6 +171,7 @@ bool MainWindow::openDatabase(const QString& path) {
     db_ = std::make_unique<reports::Db>(path.toStdString());
     data_version_ = db_->data_version();
     showMessage("");
+    statusBar()->clearMessage();  // an earlier database's error
   } catch (const std::exception& e) {
     db_.reset();
     showMessage(QString::fromUtf8(e.what()));
@@ -175,14 +183,31 @@ bool MainWindow::openDatabase(const QString& path) {
   fillRuns();
   if (db_ && runs_->rowCount() > 0 && runs_->selectedItems().isEmpty()) runs_->selectRow(0);
   runsSelectionChanged();
-  const int n = runs_->rowCount();
-  const QString runs_text = QString("%1 run%2").arg(n).arg(n == 1 ? "" : "s");
-  if (db_) statusBar()->showMessage(QString("%1; schema version %2").arg(runs_text).arg(db_->schema_version()));
-  // The title names the database and what it holds, so a window list (or a test) tells which is open.
-  const QString file = QFileInfo(path).fileName();
-  setWindowTitle(db_ ? QString("cibench-gui - %1 (%2)").arg(file, runs_text)
-                     : QString("cibench-gui - %1 (not opened)").arg(file));
+  showRunCount();
   return db_ != nullptr;
+}
+
+void MainWindow::showRunCount() {
+  // The title names the database and what it holds, so a window list (or a test) tells which is open.
+  const QString file = QFileInfo(path_).fileName();
+  if (!db_) {
+    run_count_->clear();
+    setWindowTitle(QString("cibench-gui - %1 (not opened)").arg(file));
+    return;
+  }
+  size_t total = 0;
+  try {
+    total = db_->runs().size();
+  } catch (const std::exception& e) {
+    showMessage(QString::fromUtf8(e.what()));
+    return;
+  }
+  const QString runs_text = QString("%1 run%2").arg(total).arg(total == 1 ? "" : "s");
+  const int shown = runs_->rowCount();
+  run_count_->setText(QString("%1%2; schema version %3")
+                          .arg(runs_text, static_cast<size_t>(shown) == total ? QString() : QString(" (%1 shown)").arg(shown))
+                          .arg(db_->schema_version()));
+  setWindowTitle(QString("cibench-gui - %1 (%2)").arg(file, runs_text));
 }
 
 void MainWindow::fillRuns() {
@@ -312,6 +337,7 @@ void MainWindow::reload() {
   }
   const auto keep_variants = sel_.variants;
   fillRuns();
+  showRunCount();
   runsSelectionChanged();
   sel_.variants = keep_variants;
   refreshViews();

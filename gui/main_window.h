@@ -56,12 +56,15 @@ class MainWindow : public QMainWindow {
   CountersView* countersView() const { return counters_; }
   CompareView* compareView() const { return compare_; }
   QTabWidget* tabs() const { return tabs_; }
+  QLabel* runCountLabel() const { return run_count_; }  // in the status bar
   const Selection& selection() const { return sel_; }
   int reloads() const { return reloads_; }
 
  private:
   void showMessage(const QString& m);
   void fillRuns();
+  // The run count (and how many the filters show) in the status bar and the window title.
+  void showRunCount();
   void runsSelectionChanged();
   void refreshViews();
   void openDialog();
@@ -75,6 +78,7 @@ class MainWindow : public QMainWindow {
   Selection sel_;
   QLabel* banner_;
   QLabel* db_label_;
+  QLabel* run_count_;
   QLineEdit *f_scenario_, *f_host_, *f_model_, *f_from_, *f_to_;
   QTableWidget* runs_;
   QTableWidget* provenance_;

@@ -618,6 +618,45 @@ TEST(Gui, LiveRefreshShowsANewRun) {
   (void)ids;
 }
 
+// The run count in the title and the status bar follows the live refresh.
+TEST(Gui, RunCountFollowsTheLiveRefresh) {
+  const std::string path = temp_path("count.sqlite");
+  { Store s(path); }
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(path)));
+  settle(w);
+  EXPECT_EQ(w.windowTitle(), "cibench-gui - count.sqlite (0 runs)");
+  EXPECT_TRUE(status_text(w).contains("0 runs")) << status_text(w).toStdString();
+  auto add_run = [&](const std::string& started) {
+    Store s(path);
+    const int64_t run = s.insert("runs", test::fixture_run("live-run", test::fixture_formats_toml(), "hostA", started, "server"));
+    test::fixture_variant(s, run, 0, 0, {"f32", 0, 2, 1, 80, 0.99}, 0, 2);
+  };
+  add_run("2024-07-01T00:00:00Z");
+  w.checkForChanges();  // what the poll and the file watcher call
+  settle(w);
+  EXPECT_EQ(w.runsTable()->rowCount(), 1);
+  EXPECT_EQ(w.windowTitle(), "cibench-gui - count.sqlite (1 run)");
+  EXPECT_TRUE(status_text(w).contains("1 run;")) << status_text(w).toStdString();
+  EXPECT_FALSE(status_text(w).contains("0 runs")) << status_text(w).toStdString();
+  // A second one, picked up by the window itself (poll or watcher).
+  add_run("2024-07-02T00:00:00Z");
+  QElapsedTimer timer;
+  timer.start();
+  while (w.runsTable()->rowCount() < 2 && timer.elapsed() < 10000) {
+    QApplication::processEvents(QEventLoop::AllEvents, 50);
+    usleep(20000);
+  }
+  EXPECT_EQ(w.runsTable()->rowCount(), 2);
+  EXPECT_EQ(w.windowTitle(), "cibench-gui - count.sqlite (2 runs)");
+  EXPECT_TRUE(status_text(w).contains("2 runs;")) << status_text(w).toStdString();
+  // A filter shows fewer rows; the count says how many are in the database and how many are shown.
+  w.dateFromFilter()->setText("2024-07-02");
+  EXPECT_EQ(w.runsTable()->rowCount(), 1);
+  EXPECT_EQ(w.windowTitle(), "cibench-gui - count.sqlite (2 runs)");
+  EXPECT_TRUE(status_text(w).contains("2 runs (1 shown)")) << status_text(w).toStdString();
+}
+
 TEST(Gui, BadDatabasesGiveAMessageNotACrash) {
   MainWindow w;
   settle(w);
