@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# cibench-gui in a real window: an X server (Xvfb), the dashboard opened on a database with one
-# run written by the harness, the window found by its title (which names the file and its run
-# count) with xdotool, clicked in, and still alive afterwards. scripts/install-deps.sh --test
+# cibench-gui in a real window: an X server (Xvfb), the dashboard opened on the fixture database
+# (written by the harness's Store), the window found by its title (which names the file and its
+# run count) with xdotool, and clicked with the mouse: ten clicks on the trade-off chart's points,
+# at the positions the window prints (--print-points), each of which must select that point's
+# variant, then two clicks elsewhere; the window must still be alive afterwards. scripts/install-deps.sh --test
 # installs xdotool; without Xvfb or xdotool the test is reported as skipped (exit 77), except
 # under CI, where that is a failure.
 # usage: xvfb_window.sh CIBENCH_GUI FIXTURE_TOOL
@@ -13,18 +15,39 @@ fixture=$2
 for tool in xvfb-run xdotool; do command -v "$tool" >/dev/null || missing_tool "$tool"; done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$fixture" "$tmp/dash.sqlite" >/dev/null
+wrote=$("$fixture" "$tmp/dash.sqlite")
 runs=$(sqlite3 "$tmp/dash.sqlite" 'SELECT COUNT(*) FROM runs' 2>/dev/null || echo "?")
+# "wrote PATH: runs 1 (formats, hostA), ...": the run with trade-off points.
+formats_run=$(sed -n 's/.*runs \([0-9][0-9]*\) (formats, hostA).*/\1/p' <<<"$wrote")
+[ -n "$formats_run" ] || { echo "no formats run in the fixture tool's output: $wrote" >&2; exit 1; }
 cat >"$tmp/inner.sh" <<'INNER'
 set -euo pipefail
-gui=$1 db=$2 out=$3
+gui=$1 db=$2 out=$3 run=$4
 unset QT_QPA_PLATFORM   # a real X11 window, not the offscreen platform
-"$gui" "$db" >"$out/gui.log" 2>&1 &
+"$gui" "$db" --runs "$run" --view tradeoff --size 1400x900 --print-points >"$out/gui.log" 2>"$out/gui.err" &
 pid=$!
 wid=$(timeout 60 xdotool search --sync --onlyvisible --name 'cibench-gui - ' | head -n1)
 xdotool getwindowname "$wid" >"$out/title.txt"
 xdotool getwindowgeometry "$wid" >"$out/geometry.txt"
-# Click in the middle of the window (the charts) and on the left panel, then let events settle.
+selections() { grep -c '^selected ' "$out/gui.log" || true; }
+for _ in $(seq 100); do [ "$(selections)" -ge 1 ] && break; sleep 0.1; done
+mapfile -t ids < <(grep '^point ' "$out/gui.log" | awk '{print $2}' | awk '!seen[$0]++')
+[ "${#ids[@]}" -ge 5 ] || { echo "the window printed ${#ids[@]} trade-off points" >&2; exit 1; }
+# Ten clicks, each on another point, where the window last said it is drawn.
+for k in $(seq 0 9); do
+  id=${ids[k % ${#ids[@]}]}
+  read -r _ _ x y < <(grep "^point $id " "$out/gui.log" | tail -n1)
+  before=$(selections)
+  xdotool mousemove --window "$wid" "$x" "$y" click 1
+  for _ in $(seq 100); do [ "$(selections)" -gt "$before" ] && break; kill -0 "$pid"; sleep 0.1; done
+  got=$(grep '^selected ' "$out/gui.log" | tail -n1)
+  if [ "$got" != "selected $id" ]; then
+    echo "click $((k + 1)) at ($x, $y) on variant $id: the window says '$got'" >&2
+    exit 1
+  fi
+  echo "click $((k + 1)) at ($x, $y): $got" >>"$out/clicks.txt"
+done
+# Then in the middle of the window and on the left panel, and let events settle.
 eval "$(xdotool getwindowgeometry --shell "$wid")"
 xdotool mousemove --window "$wid" $((WIDTH / 2)) $((HEIGHT / 2)) click 1
 xdotool mousemove --window "$wid" 100 200 click 1
@@ -34,11 +57,13 @@ xdotool search --onlyvisible --name 'cibench-gui - ' >/dev/null
 kill "$pid"
 wait "$pid" || true
 INNER
-xvfb-run -a -s "-screen 0 1600x1000x24" bash "$tmp/inner.sh" "$gui" "$tmp/dash.sqlite" "$tmp" || {
-  echo "cibench-gui did not open a window, or died after the clicks; its output:" >&2
-  cat "$tmp/gui.log" >&2 || true
+xvfb-run -a -s "-screen 0 1600x1000x24" bash "$tmp/inner.sh" "$gui" "$tmp/dash.sqlite" "$tmp" "$formats_run" || {
+  echo "cibench-gui did not open a window, or died or did not select a point after a click; its output:" >&2
+  cat "$tmp/gui.log" "$tmp/gui.err" >&2 || true
+  cat "$tmp/clicks.txt" >&2 2>/dev/null || true
   exit 1
 }
+cat "$tmp/clicks.txt"
 title=$(cat "$tmp/title.txt")
 echo "window: $title; $(tr '\n' ' ' <"$tmp/geometry.txt")"
 if [ "$runs" = 1 ]; then want="cibench-gui - dash.sqlite (1 run)"; else want="cibench-gui - dash.sqlite ($runs runs)"; fi
@@ -46,4 +71,4 @@ if [ "$title" != "$want" ]; then
   echo "expected the title '$want', got '$title'" >&2
   exit 1
 fi
-echo "ok: cibench-gui opened $runs run(s) in a real X window and survived two clicks"
+echo "ok: cibench-gui opened $runs run(s) in a real X window; ten clicks on points selected them, and it survived"
