@@ -15,6 +15,7 @@
 #include "engines/core/splitmix.h"
 #include "harness/schema/run_ref.h"
 #include "harness/schema/sql_value.h"
+#include "harness/schema/sqlite_error.h"
 #include "harness/schema/stats.h"
 
 namespace cibench::reports {
@@ -346,7 +347,7 @@ struct Stmt {
 Db::Rows Db::select(const std::string& sql, const std::vector<std::string>& params) {
   Stmt s;
   int rc = sqlite3_prepare_v2(db_, sql.c_str(), -1, &s.st, nullptr);
-  if (rc != SQLITE_OK) throw DbError(str(path_, ": ", sqlite3_errmsg(db_), " (in: ", sql.substr(0, 60), ")"));
+  if (rc != SQLITE_OK) throw DbError(str(path_, ": ", sqlite_error_text(db_, path_), " (in: ", sql.substr(0, 60), ")"));
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string& p = params[i];
     // Integers are bound as integers so that comparisons with INTEGER columns are exact.
@@ -361,7 +362,7 @@ Db::Rows Db::select(const std::string& sql, const std::vector<std::string>& para
   const int nc = sqlite3_column_count(s.st);
   for (int i = 0; i < nc; ++i) r.cols.emplace_back(sqlite3_column_name(s.st, i));
   while ((rc = sqlite3_step(s.st)) == SQLITE_ROW) r.rows.push_back(sqlite_row(s.st));
-  if (rc != SQLITE_DONE) throw DbError(str(path_, ": ", sqlite3_errmsg(db_)));
+  if (rc != SQLITE_DONE) throw DbError(str(path_, ": ", sqlite_error_text(db_, path_)));
   return r;
 }
 
@@ -379,6 +380,23 @@ Db::Db(const std::string& path) : path_(path) {
     throw DbError(str(path, ": cannot open: ", msg));
   }
   sqlite3_busy_timeout(db_, 5000);
+  // A WAL store where no -shm can be made (a folder we may not write, a full disk) whose last
+  // writer checkpointed it (no -wal left) is read as it stands: immutable, without locks.
+  if (sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    const int code = sqlite3_extended_errcode(db_) & 0xff;
+    if ((code == SQLITE_IOERR || code == SQLITE_CANTOPEN || code == SQLITE_READONLY || code == SQLITE_FULL) &&
+        (!fs::exists(path + "-wal", ec) || fs::file_size(path + "-wal", ec) == 0)) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      if (sqlite3_open_v2(("file:" + path + "?immutable=1").c_str(), &db_,
+                          SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+        const std::string msg = db_ ? sqlite_error_text(db_, path) : "cannot open";
+        sqlite3_close(db_);
+        db_ = nullptr;
+        throw DbError(str(path, ": cannot open: ", msg));
+      }
+    }
+  }
   try {
     std::set<std::string> tables;
     try {
@@ -386,8 +404,11 @@ Db::Db(const std::string& path) : path_(path) {
       for (const auto& row : select("SELECT name FROM sqlite_master WHERE type='table'").rows)
         tables.insert(as_text(row[0]));
     } catch (const DbError&) {
-      throw DbError(str(path, ": not a readable SQLite database (", sqlite3_errmsg(db_),
-                        "); is it a cibench results file?"));
+      const int code = sqlite3_extended_errcode(db_) & 0xff;
+      if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+        throw DbError(str(path, ": not a readable SQLite database (", sqlite3_errmsg(db_),
+                          "); is it a cibench results file?"));
+      throw DbError(str(path, ": cannot read: ", sqlite_error_text(db_, path)));
     }
     if (tables.empty())
       throw DbError(str(path, ": the database is empty (no cibench tables); `cibench run SCENARIO --db ",

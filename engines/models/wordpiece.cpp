@@ -549,4 +549,10 @@ std::vector<int> WordPieceTokenizer::encode(const std::string& text, int max_len
   return ids;
 }
 
+std::string vocab_size_warning(const std::string& vocab_name, int pieces, int embedding_rows) {
+  if (pieces >= embedding_rows) return "";
+  return str("the vocabulary (", vocab_name, ") has ", pieces, " pieces but the model's embedding has ", embedding_rows,
+             " rows: fine for a padded embedding, wrong for a truncated or different vocab.txt");
+}
+
 }  // namespace cibench

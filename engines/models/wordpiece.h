@@ -79,6 +79,12 @@ class WordPieceTokenizer {
   size_t max_piece_chars_ = 1;
 };
 
+// A vocabulary with fewer pieces than the model's embedding has rows: right for a padded
+// embedding, wrong for a truncated or foreign vocab.txt (words then fall to [UNK] or to other
+// ids). The warning to show and store, or "" when the sizes agree.
+std::string vocab_size_warning(const std::string& vocab_name, int pieces, int embedding_rows);
+
+
 // The Unicode pieces BasicTokenizer needs, exposed for tests.
 namespace wordpiece_unicode {
 bool is_whitespace(char32_t c);   // space, \t, \n, \r, Zs, Zl, Zp

@@ -214,6 +214,8 @@ int run_classify(const ClassifyArgs& a) {
             : WordPieceTokenizer::from_vocab_txt(vocab);
     CIBENCH_CHECK(tok.vocab_size() <= c.vocab_size, vocab, " has ", tok.vocab_size(),
                   " pieces but the model's vocabulary is ", c.vocab_size);
+    if (const std::string w = vocab_size_warning(vocab, tok.vocab_size(), c.vocab_size); !w.empty())
+      std::cerr << "cibench: warning: " << w << "\n";
     for (const Example& e : examples) ids.push_back(tok.encode(e.text, a.max_length));
   }
   if (a.bench) return run_bench(a, model, ids);

@@ -64,7 +64,8 @@ std::string shell_command_line(const std::vector<std::string>& argv) {
       for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
       q += "'";
     }
-    out += (out.empty() ? "" : " ") + q;
+    if (!out.empty()) out += ' ';
+    out += q;
   }
   return out;
 }

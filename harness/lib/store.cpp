@@ -11,13 +11,14 @@
 #include "harness/lib/sysinfo.h"
 #include "harness/schema/migrations.h"
 #include "harness/schema/run_ref.h"
+#include "harness/schema/sqlite_error.h"
 
 namespace cibench {
 namespace {
 
 void check(int rc, sqlite3* db, const std::string& path, const std::string& what) {
   if (rc != SQLITE_OK && rc != SQLITE_DONE && rc != SQLITE_ROW)
-    throw StoreError(str(path, ": ", what, ": ", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    throw StoreError(str(path, ": ", what, ": ", db ? sqlite_error_text(db, path) : sqlite3_errstr(rc)));
 }
 
 void bind(sqlite3_stmt* st, int i, const SqlValue& v) {
@@ -68,7 +69,19 @@ nlohmann::json QueryResult::to_json() const {
 }
 
 Store::Store(const std::string& path, bool create) : path_(path) {
+  // A constructor that throws runs no destructor: close the connection here.
+  try {
+    open(create);
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
+}
+
+void Store::open(bool create) {
   namespace fs = std::filesystem;
+  const std::string& path = path_;
   if (!create && !fs::exists(path)) throw StoreError(str(path, ": no such results database"));
   {
     std::error_code ec;
@@ -85,19 +98,7 @@ Store::Store(const std::string& path, bool create) : path_(path) {
     read_only_ = ::access(path.c_str(), W_OK) != 0 || ::access(parent.c_str(), W_OK) != 0;
   }
   if (read_only_) {
-    open_db(path, SQLITE_OPEN_READONLY, "cannot open read-only");
-    // A WAL store in a folder we cannot write has no -shm to share: read the file as it stands
-    // (immutable: no locks, which a folder nobody writes does not need).
-    if (sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
-      sqlite3_close(db_);
-      db_ = nullptr;
-      open_db("file:" + path + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, "cannot open read-only");
-    }
-    check_owner();
-    const int v = schema_version();
-    if (v != kSchemaVersion)
-      throw StoreError(str(path, ": schema version ", v, ", this cibench reads ", kSchemaVersion,
-                           "; the file is read-only here, so it cannot be migrated (open it once where it is writable)"));
+    open_read_only();
     return;
   }
   if (create) {
@@ -105,7 +106,40 @@ Store::Store(const std::string& path, bool create) : path_(path) {
     std::error_code ec;
     if (!parent.empty()) fs::create_directories(parent, ec);
   }
-  open_db(path, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), "cannot open");
+  try {
+    open_read_write(create);
+  } catch (const StoreError&) {
+    // A reader on a full disk (no room for the -shm file WAL needs) still reads a store whose
+    // last writer checkpointed it (no -wal left): read-only, as it stands.
+    std::error_code ec;
+    const int code = db_ ? sqlite3_extended_errcode(db_) & 0xff : SQLITE_OK;
+    const bool wal_empty = !fs::exists(path + "-wal", ec) || fs::file_size(path + "-wal", ec) == 0;
+    if (create || (code != SQLITE_IOERR && code != SQLITE_FULL && code != SQLITE_CANTOPEN) || !wal_empty) throw;
+    sqlite3_close(db_);
+    db_ = nullptr;
+    read_only_ = true;
+    open_read_only();
+  }
+}
+
+void Store::open_read_only() {
+  open_db(path_, SQLITE_OPEN_READONLY, "cannot open read-only");
+  // A WAL store in a folder we cannot write has no -shm to share: read the file as it stands
+  // (immutable: no locks, which a folder nobody writes does not need).
+  if (sqlite3_exec(db_, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    open_db("file:" + path_ + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, "cannot open read-only");
+  }
+  check_owner();
+  const int v = schema_version();
+  if (v != kSchemaVersion)
+    throw StoreError(str(path_, ": schema version ", v, ", this cibench reads ", kSchemaVersion,
+                         "; the file is read-only here, so it cannot be migrated (open it once where it is writable)"));
+}
+
+void Store::open_read_write(bool create) {
+  open_db(path_, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), "cannot open");
   check_owner();  // before anything is written to the file
   // Switching a new file to WAL takes an exclusive lock for which SQLite does not call the busy
   // handler: when other processes are opening the same new store, wait and retry (up to 10 s).
@@ -131,7 +165,7 @@ Store::~Store() { sqlite3_close(db_); }
 void Store::open_db(const std::string& name, int flags, const char* what) {
   const int rc = sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr);
   if (rc != SQLITE_OK) {
-    const std::string msg = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+    const std::string msg = db_ ? sqlite_error_text(db_, path_) : sqlite3_errstr(rc);
     sqlite3_close(db_);
     db_ = nullptr;
     throw StoreError(str(path_, ": ", what, ": ", msg));
@@ -152,6 +186,10 @@ void Store::check_owner() {
   if (v < 0 || v > 1000)
     throw StoreError(str(path_, ": PRAGMA user_version is ", v, ", which no cibench writes: not a cibench results "
                             "database (or a damaged one); give a new path"));
+  // A store written by a newer cibench is left exactly as it is (not even switched to WAL).
+  if (v > kSchemaVersion)
+    throw StoreError(str(path_, ": schema version ", v, " is newer than this cibench understands (",
+                         kSchemaVersion, "); upgrade cibench"));
   // Version 0: an empty file (a new store) or another program's database, which cibench must not
   // add tables to or switch to WAL.
   if (v > 0 || tables == 0) return;
@@ -193,6 +231,8 @@ void Store::exec(const std::string& sql) {
   if (rc != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
+    if (const std::string full = sqlite_error_text(db_, path_); full.size() > msg.size() && full.rfind(msg, 0) == 0)
+      msg = full;  // with the hint (a full disk, a damaged file)
     throw StoreError(str(path_, ": ", msg, " (in: ", sql.substr(0, 80), ")"));
   }
 }

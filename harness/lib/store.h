@@ -91,6 +91,9 @@ class Store {
   // sqlite3_open_v2 of `name` (the path or a URI) into db_ with a busy timeout; StoreError naming
   // the path and `what` on failure.
   void open_db(const std::string& name, int flags, const char* what);
+  void open(bool create);               // the constructor's work
+  void open_read_only();                // readers of a file or folder they may not write
+  void open_read_write(bool create);    // WAL, migrations, stale-run marking
   // Throws StoreError unless the file is a cibench store or empty (no tables): never add tables
   // to another program's database.
   void check_owner();

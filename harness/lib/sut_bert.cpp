@@ -176,13 +176,11 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
     if (in->tokenizer->vocab_size() > src_.config.vocab_size)
       throw ScenarioError(sc.pos("model.tokenizer").message(str("the vocabulary has ", in->tokenizer->vocab_size(),
                                                                 " pieces, the model ", src_.config.vocab_size)));
-    // Fewer pieces than embedding rows: right for a padded embedding, wrong for a truncated or
-    // foreign vocab.txt (words then fall to [UNK] or to other ids). Said, and stored with the run.
-    if (in->tokenizer->vocab_size() < src_.config.vocab_size)
-      warnings_.push_back(str("the vocabulary (", sc.tokenizer.empty() ? sc.model : sc.tokenizer, ") has ",
-                              in->tokenizer->vocab_size(), " pieces but the model's embedding has ",
-                              src_.config.vocab_size, " rows: fine for a padded embedding, wrong for a truncated or "
-                              "different vocab.txt"));
+    // Fewer pieces than embedding rows: said, and stored with the run.
+    if (const std::string w = vocab_size_warning(sc.tokenizer.empty() ? sc.model : sc.tokenizer,
+                                                 in->tokenizer->vocab_size(), src_.config.vocab_size);
+        !w.empty())
+      warnings_.push_back(w);
   }
   if (sc.workload_source == "eval") {
     if (!in->tokenizer)

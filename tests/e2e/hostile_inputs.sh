@@ -66,6 +66,18 @@ fi
 expect_error classify-empty "empty.tsv: no sentences to classify" -- "$CIBENCH" classify -m synthetic:bert-tiny -i "$tmp/empty.tsv"
 expect_error classify-folder "is a directory, expected a regular file" -- "$CIBENCH" classify -m synthetic:bert-tiny -i "$tmp"
 
+if [ -n "$SHARED" ] && [ -f "$SHARED/models/bert-tiny-sst2/vocab.txt" ]; then
+  mkdir -p "$tmp/bert"
+  cp "$SHARED/models/bert-tiny-sst2/config.json" "$SHARED/models/bert-tiny-sst2/model.safetensors" "$tmp/bert/"
+  head -1000 "$SHARED/models/bert-tiny-sst2/vocab.txt" > "$tmp/bert/vocab.txt"
+  if timeout 20 "$CIBENCH" classify -m "$tmp/bert" --text "a fine film" > "$tmp/out" 2> "$tmp/err" &&
+     grep -q "warning: the vocabulary ($tmp/bert/vocab.txt) has 1000 pieces but the model's embedding has 30522 rows" "$tmp/err"; then
+    echo "ok   classify-short-vocab-warns"
+  else
+    echo "FAIL classify-short-vocab-warns: $(head -c 300 "$tmp/err")"; fails=$((fails + 1))
+  fi
+fi
+
 expect_error compare-resamples "resamples" -- "$CIBENCH" compare 1 1 --db "$db" --resamples 2000000000
 expect_error huge-list "1000 values; a list holds at most 256" -- "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" \
   --db "$db" --set "matrix.threads=[$(seq -s, 1 1000)]"
@@ -93,6 +105,34 @@ else
 fi
 expect_error export-missing-folder "cannot write the export: the folder $tmp/no does not exist" -- \
   "$CIBENCH" export last --db "$db" -o "$tmp/no/e.csv"
+
+# A full disk (a 4 MiB tmpfs, where this user may mount one): a run fails saying the disk is full,
+# the runs stored before stay readable (list works while the disk is full), no partial output
+# files are left, and after space is freed the store holds what it held.
+full=$tmp/full
+mkdir -p "$full"
+if mount -t tmpfs -o size=4m tmpfs "$full" 2> /dev/null; then
+  "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$full/c.sqlite" --set model.source=sut:null \
+    --set run.min_duration_ms=50 --set run.min_queries=2 > /dev/null 2>&1
+  stored=$(sqlite3 "$full/c.sqlite" "SELECT COUNT(*) FROM variants")
+  free=$(( $(stat -f -c '%a * %S' "$full") ))
+  head -c $((free - 24576)) /dev/zero > "$full/filler" 2> /dev/null
+  expect_error full-disk-run "is the disk full?" -- "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" \
+    --db "$full/c.sqlite" --set model.source=sut:null --set run.min_duration_ms=300 --set run.min_queries=20000
+  if timeout 20 "$CIBENCH" list --db "$full/c.sqlite" > "$tmp/out" 2>&1 && grep -q "complete  " "$tmp/out"; then
+    echo "ok   full-disk-list"
+  else
+    echo "FAIL full-disk-list: $(head -c 300 "$tmp/out")"; fails=$((fails + 1))
+  fi
+  expect_error full-disk-quantize "m.cbq: cannot write the quantised model file" -- "$CIBENCH" quantize -m synthetic:stories260k -f int8 -o "$full/m.cbq"
+  ls "$full" | grep -q '\.tmp\.' && { echo "FAIL full-disk: partial files left: $(ls "$full")"; fails=$((fails + 1)); }
+  rm -f "$full/filler"
+  [ "$(sqlite3 "$full/c.sqlite" "SELECT COUNT(*) FROM variants")" = "$stored" ] && echo "ok   full-disk-store-intact" \
+    || { echo "FAIL full-disk: the store changed"; fails=$((fails + 1)); }
+  umount -l "$full"
+else
+  echo "note full-disk cases not run: this user cannot mount a tmpfs (run as root outside a container to include them)"
+fi
 
 # --dry-run: the matrix and its duration bounds, nothing stored.
 if timeout 60 "$CIBENCH" run "$(dirname "$0")/../../scenarios/quickstart.toml" --db "$db" --dry-run > "$tmp/dry" 2>&1 &&

@@ -3,7 +3,15 @@
 # (scenario TOML; the shipped scenarios), fuzz_smoke_text (tokenizers, vocab.txt, TSV, replay,
 # config.json, .cbq), fuzz_smoke_bert (BERT/DistilBERT safetensors; tests/fuzz/corpus) and
 # fuzz_smoke_store (the results store; the release fixtures). Included from tests/CMakeLists.txt,
-# and from tests/fuzz when only fuzzing.
+# and from tests/fuzz when only fuzzing. Under a sanitizer (about 10x slower) the slow ones run
+# fewer mutations.
+if(CIBENCH_SANITIZE)
+  set(CIBENCH_FUZZ_TEXT_ITERATIONS 500)
+  set(CIBENCH_FUZZ_STORE_ITERATIONS 150)
+else()
+  set(CIBENCH_FUZZ_TEXT_ITERATIONS 1500)
+  set(CIBENCH_FUZZ_STORE_ITERATIONS 1000)
+endif()
 if(NOT TARGET fuzz_smoke)
   add_executable(fuzz_smoke ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp
                             ${CMAKE_CURRENT_LIST_DIR}/fuzz_model_files.cpp)
@@ -36,7 +44,7 @@ endif()
 if(NOT TARGET fuzz_smoke_text)
   add_executable(fuzz_smoke_text ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp ${CMAKE_CURRENT_LIST_DIR}/fuzz_text_files.cpp)
   target_link_libraries(fuzz_smoke_text PRIVATE cibench_harness)
-  add_test(NAME fuzz.smoke_text COMMAND fuzz_smoke_text --iterations 1500
+  add_test(NAME fuzz.smoke_text COMMAND fuzz_smoke_text --iterations ${CIBENCH_FUZZ_TEXT_ITERATIONS}
            ${CIBENCH_SHARED_DIR}/models/stories260K/tok512.bin
            ${CIBENCH_SHARED_DIR}/models/bert-tiny-sst2/vocab.txt
            ${CIBENCH_SHARED_DIR}/models/bert-tiny-sst2/config.json
@@ -64,7 +72,7 @@ endif()
 if(NOT TARGET fuzz_smoke_store)
   add_executable(fuzz_smoke_store ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp ${CMAKE_CURRENT_LIST_DIR}/fuzz_store.cpp)
   target_link_libraries(fuzz_smoke_store PRIVATE cibench_harness cibench_reports)
-  add_test(NAME fuzz.smoke_store COMMAND fuzz_smoke_store --iterations 1000
+  add_test(NAME fuzz.smoke_store COMMAND fuzz_smoke_store --iterations ${CIBENCH_FUZZ_STORE_ITERATIONS}
            ${CMAKE_SOURCE_DIR}/tests/fixtures/store-schema3.sqlite
            ${CMAKE_SOURCE_DIR}/tests/fixtures/store-schema4.sqlite)
   set_tests_properties(fuzz.smoke_store PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)

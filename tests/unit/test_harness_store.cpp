@@ -222,6 +222,38 @@ TEST(HarnessStoreForeign, OtherDatabasesAndOddFilesAreRefusedUntouched) {
   std::filesystem::remove_all(folder);
 }
 
+// A store written by a newer cibench is refused naming both versions, and left byte for byte as
+// it was: not switched to WAL, no -wal or -shm made beside it.
+TEST(HarnessStoreForeign, NewerStoreIsRefusedAndLeftUntouched) {
+  const std::string path = temp_db("newer.sqlite");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE runs (run_id INTEGER PRIMARY KEY); PRAGMA user_version = 99;", nullptr,
+                           nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const auto bytes = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string before = bytes(path);
+  for (bool create : {true, false}) {
+    try {
+      Store s(path, create);
+      ADD_FAILURE() << "a newer store was opened";
+    } catch (const StoreError& e) {
+      EXPECT_EQ(std::string(e.what()), path + ": schema version 99 is newer than this cibench understands (" +
+                                           std::to_string(kSchemaVersion) + "); upgrade cibench");
+    }
+  }
+  EXPECT_EQ(bytes(path), before);
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path + "-shm"));
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace cibench
 
