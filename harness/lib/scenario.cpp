@@ -692,6 +692,10 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
       throw ScenarioError(r.table_pos("target_qps").message("required (> 0) for pattern = \"server\""));
     if (s.pattern == Pattern::stepped && s.rates_qps.empty())
       throw ScenarioError(r.table_pos("rates_qps").message("required for pattern = \"stepped\""));
+    // Rates that would be ignored are refused: the run would not be the sweep its file describes.
+    if (s.pattern != Pattern::stepped && !s.rates_qps.empty())
+      throw ScenarioError(s.pos("load.rates_qps").message(str("only pattern = \"stepped\" sweeps rates; the pattern is \"",
+                                                              p, "\" (give target_qps, or set pattern = \"stepped\")")));
   }
   {  // [run]
     Reader r(top.sub("run"), "run", path, &s.key_pos);

@@ -121,6 +121,15 @@ TEST(HarnessScenario, KvModeHalfCacheExpandsAndUnknownModesListTheKnown) {
   }
 }
 
+// Rates given to a pattern that does not sweep them are refused naming the key (they would be
+// ignored, and a huge one was blamed on target_qps).
+TEST(HarnessScenario, RatesOutsideASteppedPatternAreRefused) {
+  const std::string e = error_of(kGood, {"load.rates_qps=[1, 2]"});
+  EXPECT_NE(e.find("key 'load.rates_qps': only pattern = \"stepped\" sweeps rates; the pattern is \"server\""),
+            std::string::npos) << e;
+  EXPECT_NO_THROW(parse_scenario_text(kGood, "case.toml", {"load.pattern=\"stepped\"", "load.rates_qps=[1, 2]"}));
+}
+
 TEST(HarnessScenario, UnknownKeyNamesFileLineColumn) {
   std::string t = kGood;
   t.replace(t.find("target_qps = 50.5"), 17, "target_qsp = 50.5");  // line 19
