@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include "engines/core/error.h"
 #include "engines/core/splitmix.h"
