@@ -695,7 +695,7 @@ def command_cases(r):
                        (["quantize", "-m", "synthetic:stories260k", "-r", "magic", "-o", str(r.tmp / "q.cbq")], "magic"),
                        (["quantize", "-m", "synthetic:stories260k", "--param", "alpha=7", "-r", "smoothquant", "-f", "w8a8", "-o", str(r.tmp / "q.cbq")], "alpha"),
                        (["quantize", "-m", "synthetic:stories260k", "-z", str(r.shared / "models/stories260K/tok512.bin"), "--calib", "nofile:0-4", "-r", "awq", "-o", str(r.tmp / "q.cbq")], "nofile"),
-                       (["recipes", "--model", "synthetic:stories260k", "-z", str(r.shared / "models/stories260K/tok512.bin"), "--recipes", "rtn:int3"], "int3"),
+                       (["recipes", "--model", "synthetic:stories260k", "-z", str(r.shared / "models/stories260K/tok512.bin"), "--eval", str(r.shared / "data/tinystories-validation-1000/tinystories_val_first1000.txt") + ":0-4", "--variants", "rtn:int3"], "int3"),
                        (["classify", "-m", "synthetic:bert-tiny", "--limit", "-1", "--text", "x"], "limit")):
         env = {"CIBENCH_MEMORY_AVAILABLE_BYTES": str(24 << 30)} if "llama2-7b" in args else None
         r.case("commands", " ".join(args)[:44], args, "error", must, env=env, timeout=60)

@@ -758,7 +758,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     a.max_kl_mean = r.num_opt("max_kl_mean", 0, 1e9);
     a.max_kl_p99 = r.num_opt("max_kl_p99", 0, 1e9);
     a.max_ppl_ratio = r.num_opt("max_ppl_ratio", 0, 1e9);
-    a.max_accuracy_drop = r.num_opt("max_accuracy_drop", -1, 1);
+    a.max_accuracy_drop = r.num_opt("max_accuracy_drop", 0, 1);  // a drop: a negative one is no floor
     a.min_task_accuracy = r.num_opt("min_task_accuracy", 0, 1);
     a.bootstrap_resamples = static_cast<int>(r.int_opt("bootstrap_resamples", 10, 1000000).value_or(1000));
     a.bootstrap_seed = static_cast<uint64_t>(r.int_opt("bootstrap_seed", 0, INT64_MAX).value_or(1));

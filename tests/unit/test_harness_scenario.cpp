@@ -130,6 +130,13 @@ TEST(HarnessScenario, RatesOutsideASteppedPatternAreRefused) {
   EXPECT_NO_THROW(parse_scenario_text(kGood, "case.toml", {"load.pattern=\"stepped\"", "load.rates_qps=[1, 2]"}));
 }
 
+// A largest accuracy drop below zero is not a floor (every variant would fail it): refused.
+TEST(HarnessScenario, NegativeAccuracyDropIsRefused) {
+  const std::string e = error_of(kGood, {"accuracy.max_accuracy_drop=-1"});
+  EXPECT_NE(e.find("key 'accuracy.max_accuracy_drop'"), std::string::npos) << e;
+  EXPECT_NE(e.find("-1"), std::string::npos) << e;
+}
+
 TEST(HarnessScenario, UnknownKeyNamesFileLineColumn) {
   std::string t = kGood;
   t.replace(t.find("target_qps = 50.5"), 17, "target_qsp = 50.5");  // line 19
