@@ -121,7 +121,15 @@ std::string describe_config(const BertConfig& c) {
 
 BertSource open_hf_bert(const std::string& spec) {
   const hf::Folder folder = hf::open_folder(spec);
-  const auto& [spec_path, spec_is_dir, dir, dir_s, cfg, cfg_text, j] = folder;
+  // Named references, not a structured binding: lambdas below use them (clang 14 cannot
+  // capture a binding).
+  const std::filesystem::path& spec_path = folder.spec;
+  const bool spec_is_dir = folder.spec_is_dir;
+  const std::filesystem::path& dir = folder.dir;
+  const std::string& dir_s = folder.dir_s;
+  const std::string& cfg = folder.cfg;
+  const std::string& cfg_text = folder.cfg_text;
+  const nlohmann::json& j = folder.config;
 
   BertSource src;
   src.origin = dir_s;

@@ -204,8 +204,8 @@ BertSource memory_bert_source(const BertSource& base, std::string origin,
     ts.rows = t.rows;
     ts.cols = t.cols;
     const MemTensor* p = &t;
-    ts.read = [p, name](int64_t r0, int64_t n, float* dst) {
-      CIBENCH_CHECK(r0 >= 0 && n >= 0 && r0 + n <= p->rows, "tensor '", name, "': rows [", r0,
+    ts.read = [p, tname = name](int64_t r0, int64_t n, float* dst) {  // (clang 14 cannot capture a binding)
+      CIBENCH_CHECK(r0 >= 0 && n >= 0 && r0 + n <= p->rows, "tensor '", tname, "': rows [", r0,
                     ", ", r0 + n, ") are outside its ", p->rows, " rows");
       std::copy(p->data.begin() + r0 * p->cols, p->data.begin() + (r0 + n) * p->cols, dst);
     };
