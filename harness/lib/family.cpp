@@ -72,6 +72,7 @@ class BertFamily : public ModelFamily {
     cfg.emplace_back("cache_limit_entries", v.cache && v.cache_entries > 0 ? SqlValue(v.cache_entries) : sql_null());
     cfg.emplace_back("cache_limit_bytes", v.cache && v.cache_bytes > 0 ? SqlValue(v.cache_bytes) : sql_null());
   }
+  void release_builds_except(const Variant& v) override { bench_.keep_only(v.format_name(), v.sparsity); }
   std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) override {
     return std::make_unique<BertSut>(bench_.model(v.format_name(), v.sparsity), bench_.inputs(), bench_.sut_options(v));
   }
@@ -145,6 +146,7 @@ class LlamaFamily : public ModelFamily {
     cfg.emplace_back("calibration", text_or_null(rr.calibration_json));
     cfg.emplace_back("quantized_file", text_or_null(rr.quantized_file));
   }
+  void release_builds_except(const Variant& v) override { models_->keep_only(v.format_name(), v.sparsity, v.recipe); }
   std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) override {
     return std::make_unique<LlamaSut>(models_->get(v.format_name(), v.sparsity, v.recipe), session_options(v), v.workers,
                                       prompts_);

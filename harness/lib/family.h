@@ -49,6 +49,10 @@ class ModelFamily {
   virtual std::string label(const Variant& v) const { return v.label(); }
   // Columns saying how this family builds and serves the variant (format, recipe, shape, cache).
   virtual void describe(const Variant& v, Fields& cfg) const = 0;
+  // Before the variant is measured: drop what the family keeps for other variants (cached
+  // builds), so the resident set measured for this variant holds no earlier variant's weights.
+  // The accuracy reference's results (not its build) stay: they serve every variant.
+  virtual void release_builds_except(const Variant& /*v*/) {}
   virtual std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) = 0;
   // After the timed run: what only this family measures of its SUT, as columns and console lines.
   virtual void measured(SystemUnderTest& /*sut*/, Fields& /*f*/, std::vector<std::string>& /*lines*/) {}

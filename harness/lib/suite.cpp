@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -82,6 +83,18 @@ class Progress {
   bool bar_shown_ = false;
 };
 
+// Restarts the resident-set peak (SuiteOptions::reset_peak_rss when a test sets it), keeping
+// the first refusal's reason.
+struct RssPeaks {
+  std::string refused;
+  bool reset(const SuiteOptions& o) {
+    std::string why;
+    const bool ok = o.reset_peak_rss ? o.reset_peak_rss(&why) : reset_peak_rss(&why);
+    if (!ok && refused.empty()) refused = "resident-set peak not restarted: " + why;
+    return ok;
+  }
+};
+
 struct StepOutcome {
   int64_t variant_id = 0;
   bool failed = false;
@@ -121,8 +134,18 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
   StepOutcome out;
   out.variant_id = vid;
   try {
+    // Memory, per variant: earlier variants' builds are dropped and the memory they freed goes
+    // back to the kernel (glibc keeps freed pages resident otherwise), then the resident-set peak
+    // is restarted twice: before the build (the peak with the load) and after it, once the
+    // build's transients are returned too (the peak while serving).
+    family.release_builds_except(v);
+    release_free_memory();
+    RssPeaks rss;
+    const bool load_reset = rss.reset(o);
     std::unique_ptr<SystemUnderTest> sut = family.make_sut(v);
-    const bool rss_reset = reset_peak_rss();
+    const std::optional<int64_t> build_peak = load_reset ? peak_rss_bytes() : std::nullopt;
+    release_free_memory();
+    const bool serve_reset = rss.reset(o);
     LoadSettings ls;
     ls.pattern = pattern;
     ls.target_qps = offered;
@@ -154,7 +177,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     }
     const LoadResult lr = run_load(*sut, ls);
     if (!lr.error.empty()) throw Error(lr.error);
-    const std::optional<int64_t> rss = peak_rss_bytes();
+    const std::optional<int64_t> serve_peak = serve_reset ? peak_rss_bytes() : std::nullopt;
     const SutInfo info = sut->info();
     // What only this family measures of its SUT in the timed run (before the profiling pass).
     Fields family_fields;
@@ -190,7 +213,10 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     r.pinning = info.pinning;
     r.weight_bytes = info.weight_bytes;
     r.kv_cache_bytes = info.kv_cache_bytes;
-    r.peak_rss_bytes = rss_reset ? rss : std::nullopt;
+    r.peak_rss_bytes = serve_peak;
+    if (serve_peak && build_peak) r.peak_rss_load_bytes = std::max(*build_peak, *serve_peak);
+    if (!serve_peak || !build_peak)
+      r.peak_rss_reason = !rss.refused.empty() ? rss.refused : std::string("/proc/self/status: no VmHWM line");
     r.queries = rec.count();
     r.failed_queries = rec.failed();
     r.duration_s = lr.duration_s;

@@ -21,6 +21,9 @@ struct SuiteOptions {
   std::ostream* log = nullptr;   // progress and notes (stderr); null = silent
   // Counter chains; empty = default_counter_plan(). Tests inject a fake PMU here.
   std::function<CounterPlan()> counter_plan;
+  // Restarts the resident-set peak; empty = reset_peak_rss() (harness/lib/sysinfo.h). Tests
+  // inject a refusal here.
+  std::function<bool(std::string* why)> reset_peak_rss;
 };
 
 struct SuiteResult {

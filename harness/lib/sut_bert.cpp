@@ -246,6 +246,11 @@ std::shared_ptr<const BertModel> ClassifierBench::model(const std::string& forma
   return m;
 }
 
+void ClassifierBench::keep_only(const std::string& format, double sparsity) {
+  const std::string key = str(format, "/", sparsity);
+  std::erase_if(models_, [&](const auto& e) { return e.first != key; });
+}
+
 BertSutOptions ClassifierBench::sut_options(const Variant& v) const {
   BertSutOptions o;
   o.workers = v.workers;

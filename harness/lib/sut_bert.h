@@ -103,6 +103,9 @@ class ClassifierBench {
   const std::vector<std::string>& warnings() const { return warnings_; }
   // The model packed in `format` (builds are kept: the reference and the most recent other).
   std::shared_ptr<const BertModel> model(const std::string& format, double sparsity);
+  // Drops every kept build but (format, sparsity)'s, the reference's included (its predictions,
+  // once made, are kept; a later accuracy() of a new format rebuilds it when they are not).
+  void keep_only(const std::string& format, double sparsity);
   BertSutOptions sut_options(const Variant& v) const;
   // Predictions of the eval set (dynamic shapes, one sentence at a time).
   std::vector<int> predict_all(const BertModel& m, int threads) const;

@@ -58,9 +58,20 @@ RecipeRecord LlamaModels::record(const std::string& format, double sparsity,
   return r;
 }
 
+namespace {
+std::string build_key(const std::string& format, double sparsity, const std::string& recipe) {
+  return str(format, "/", sparsity, "/", recipe);
+}
+}  // namespace
+
+void LlamaModels::keep_only(const std::string& format, double sparsity, const std::string& recipe) {
+  const std::string key = build_key(format, sparsity, recipe);
+  std::erase_if(cache_, [&](const auto& e) { return e.first != key; });
+}
+
 std::shared_ptr<const LlamaModel> LlamaModels::get(const std::string& format, double sparsity,
                                                    const std::string& recipe) {
-  const std::string key = str(format, "/", sparsity, "/", recipe);
+  const std::string key = build_key(format, sparsity, recipe);
   for (auto& [k, m] : cache_)
     if (k == key) return m;
   std::shared_ptr<const LlamaModel> m;

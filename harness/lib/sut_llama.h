@@ -46,6 +46,8 @@ class LlamaModels {
   void set_calibration(std::shared_ptr<const CalibrationSet> calib, bool hessians, int threads);
   std::shared_ptr<const LlamaModel> get(const std::string& format, double sparsity,
                                         const std::string& recipe = "");
+  // Drops every cached build but (format, sparsity, recipe)'s.
+  void keep_only(const std::string& format, double sparsity, const std::string& recipe = "");
   // How the weights of (format, recipe) are made, for the store.
   RecipeRecord record(const std::string& format, double sparsity, const std::string& recipe) const;
 

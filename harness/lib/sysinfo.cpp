@@ -1,5 +1,7 @@
 #include "harness/lib/sysinfo.h"
 
+#include <fcntl.h>
+#include <malloc.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -152,13 +154,22 @@ std::optional<int64_t> peak_rss_bytes() {
   return std::nullopt;
 }
 
-bool reset_peak_rss() {
-  std::ofstream out("/proc/self/clear_refs");
-  if (!out) return false;
-  out << "5";
-  out.flush();
-  return static_cast<bool>(out);
+bool reset_peak_rss(std::string* why) {
+  const char* path = "/proc/self/clear_refs";
+  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  int e = 0;
+  if (fd < 0) {
+    e = errno;
+  } else {
+    if (::write(fd, "5", 1) != 1) e = errno ? errno : EIO;
+    ::close(fd);
+  }
+  if (e == 0) return true;
+  if (why) *why = str(path, ": ", std::strerror(e));
+  return false;
 }
+
+void release_free_memory() { malloc_trim(0); }
 
 std::string utc_now_iso() {
   const auto now = std::chrono::system_clock::now();

@@ -45,9 +45,14 @@ std::optional<int64_t> meminfo_bytes(const std::string& field, const std::string
 SystemInfo collect_system_info(const std::string& sysfs_root = "");
 
 // Resident-set peak (VmHWM) of this process in bytes, or nullopt; reset_peak_rss() asks the
-// kernel to restart the peak (writes 5 to /proc/self/clear_refs), returning false if refused.
+// kernel to restart the peak from the current resident set (writes 5 to /proc/self/clear_refs),
+// returning false if refused, with the reason in *why when given.
 std::optional<int64_t> peak_rss_bytes();
-bool reset_peak_rss();
+bool reset_peak_rss(std::string* why = nullptr);
+// Returns the heap's free memory to the kernel (glibc malloc_trim(0) over every arena): memory a
+// finished variant freed stays resident otherwise, and a peak restarted from the current
+// resident set would count it.
+void release_free_memory();
 
 std::string utc_now_iso();
 

@@ -81,6 +81,8 @@ Fields VariantResult::fields() const {
            {"tokens_per_s", sql_opt(tokens_per_s())},
            {"percentile_estimator", percentile_estimator},
            {"peak_rss_bytes", sql_opt(peak_rss_bytes)},
+           {"peak_rss_load_bytes", sql_opt(peak_rss_load_bytes)},
+           {"peak_rss_reason", peak_rss_reason.empty() ? sql_null() : SqlValue(peak_rss_reason)},
            {"weight_bytes", sql_opt(weight_bytes)},
            {"kv_cache_bytes", sql_opt(kv_cache_bytes)},
            {"valid", int64_t{valid()}},
@@ -138,6 +140,17 @@ std::vector<std::string> VariantResult::console_lines() const {
                     tokens_per_s() ? str(*tokens_per_s(), " tok/s; ") : std::string(),
                     valid() ? std::string("valid") : "INVALID: " + reasons));
   out.push_back("SLO: " + slo_report);
+  {
+    auto mib = [](const std::optional<int64_t>& b) {
+      if (!b) return std::string("-");
+      std::ostringstream os;
+      os << std::fixed << std::setprecision(1) << static_cast<double>(*b) / (1 << 20);
+      return os.str();
+    };
+    out.push_back(str("memory: resident peak ", mib(peak_rss_bytes), " MiB serving, ", mib(peak_rss_load_bytes),
+                      " MiB with the build", peak_rss_reason.empty() ? "" : " (" + peak_rss_reason + ")", "; weights ",
+                      mib(weight_bytes), " MiB, KV cache ", mib(kv_cache_bytes), " MiB"));
+  }
   for (const auto& l : family_lines) out.push_back(l);
   if (const ClassifierAccuracy* c = quality.classifier)
     out.push_back(str("accuracy (", c->kind, "): agreement ", c->agreement,

@@ -31,7 +31,12 @@ struct VariantResult {
   // What ran.
   std::optional<std::string> isa_used;
   std::string pinning;
-  std::optional<int64_t> weight_bytes, kv_cache_bytes, peak_rss_bytes;
+  std::optional<int64_t> weight_bytes, kv_cache_bytes;
+  // Resident-set peaks (VmHWM) of this variant alone: while serving (restarted after the build,
+  // read after the timed run) and with the build (restarted before it); nullopt with the reason
+  // when the peak could not be restarted or read.
+  std::optional<int64_t> peak_rss_bytes, peak_rss_load_bytes;
+  std::string peak_rss_reason;
   // The timed run.
   int64_t queries = 0, failed_queries = 0;
   double duration_s = 0;

@@ -225,6 +225,12 @@ ALTER TABLE variants ADD COLUMN rtn_calib_rel_err REAL;
 ALTER TABLE variants ADD COLUMN quantize_s REAL;
 ALTER TABLE variants ADD COLUMN off_grid_weights INTEGER;
 )SQL"},
+    {6, "variants: peak_rss_load_bytes (the resident peak with the build; peak_rss_bytes is the peak while serving), "
+        "peak_rss_reason (why a peak is NULL), knee_reached (whether a stepped load found its knee below the highest rate)", R"SQL(
+ALTER TABLE variants ADD COLUMN peak_rss_load_bytes INTEGER;
+ALTER TABLE variants ADD COLUMN peak_rss_reason TEXT;
+ALTER TABLE variants ADD COLUMN knee_reached INTEGER;
+)SQL"},
 };
 
 }  // namespace

@@ -1,0 +1,151 @@
+// Memory per variant: the stored resident-set peaks are each variant's own (earlier variants'
+// builds dropped, freed memory returned, the peak restarted), NULL with the reason when the peak
+// cannot be restarted.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "engines/core/error.h"
+#include "engines/models/synthetic.h"
+#include "engines/runtime/session.h"
+#include "harness/lib/scenario.h"
+#include "harness/lib/store.h"
+#include "harness/lib/suite.h"
+#include "harness/lib/sysinfo.h"
+
+namespace cibench {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / str("cibench_memory_", name, "_", getpid())) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string db() const { return (path / "r.sqlite").string(); }
+};
+
+struct MemoryRow {
+  std::optional<int64_t> serving, load, weights, kv;
+  std::string reason;
+};
+
+std::optional<int64_t> opt_int(const SqlValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return *i;
+  return std::nullopt;
+}
+
+std::vector<MemoryRow> memory_rows(const std::string& db, int64_t run) {
+  Store st(db);
+  const auto q = st.query(
+      "SELECT peak_rss_bytes, peak_rss_load_bytes, weight_bytes, kv_cache_bytes, peak_rss_reason, status "
+      "FROM variants WHERE run_id = ? ORDER BY variant_index, step_index",
+      {run});
+  std::vector<MemoryRow> out;
+  for (const auto& r : q.rows) {
+    EXPECT_EQ(sql_to_string(r[5]), "ok");
+    out.push_back({opt_int(r[0]), opt_int(r[1]), opt_int(r[2]), opt_int(r[3]), sql_to_string(r[4])});
+  }
+  return out;
+}
+
+constexpr const char* kTwoFormats = R"(
+[model]
+source = "synthetic:tinystories-15m"
+[matrix]
+format = ["f32", "int4_g32"]
+threads = [1]
+workers = [1]
+[workload]
+source = "synthetic"
+prompt_tokens = 8
+gen_tokens = 4
+[load]
+pattern = "single_stream"
+[run]
+warmup_queries = 1
+min_queries = 4
+min_duration_ms = 1
+max_duration_ms = 60000
+[counters]
+enabled = false
+)";
+
+// A larger variant (f32) run before a smaller one (int4_g32: 43 MiB of weights against 93): the
+// smaller one's serving peak is smaller, by what its weights save. The process's running peak
+// (what was stored before) made the later variant look as large as the earlier one or larger: the
+// f32 build was still cached and its freed memory still resident.
+TEST(HarnessMemory, PeakRssIsEachVariantsOwnAndFollowsTheWeights) {
+  std::string why;
+  if (!reset_peak_rss(&why)) GTEST_SKIP() << "the peak cannot be restarted here: " << why;
+  TempDir dir("formats");
+  SuiteOptions o;
+  o.db_path = dir.db();
+  const SuiteResult res = run_suite(parse_scenario_text(kTwoFormats, "formats.toml"), o);
+  ASSERT_EQ(res.failed_variants, 0);
+  const std::vector<MemoryRow> rows = memory_rows(o.db_path, res.run_id);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const MemoryRow& r : rows) {
+    ASSERT_TRUE(r.serving && r.load && r.weights && r.kv) << r.reason;
+    EXPECT_EQ(r.reason, "");
+    // The variant's own weights and KV cache are resident while it serves; the build comes first.
+    EXPECT_GE(*r.serving, *r.weights + *r.kv);
+    EXPECT_GE(*r.load, *r.serving);
+  }
+  const MemoryRow& f32 = rows[0];
+  const MemoryRow& int4 = rows[1];
+  ASSERT_LT(*int4.weights, *f32.weights);  // the matrices in 4.5 bits; the embedding table stays f32
+  EXPECT_LT(*int4.serving, *f32.serving);
+  // Both serve with the same resident rest (the process, the FP32 source they are packed from, the
+  // store), so the peaks differ by the weights, give or take what a session allocates besides
+  // them: its KV cache and scratch (at most one session's, the same shape for both formats).
+  SessionOptions so;
+  so.threads = 1;
+  const LlamaConfig c = synthetic_llama_source("synthetic:tinystories-15m").config;
+  const double session = static_cast<double>(LlamaSession::estimate_bytes(c, so));
+  const double peak_diff = static_cast<double>(*f32.serving - *int4.serving);
+  const double weight_diff = static_cast<double>(*f32.weights - *int4.weights);
+  EXPECT_NEAR(peak_diff, weight_diff, session)
+      << "f32 serving " << *f32.serving << ", int4_g32 serving " << *int4.serving << ", weights " << *f32.weights
+      << " and " << *int4.weights << ", one session " << session;
+}
+
+// A peak that cannot be restarted would include earlier work: NULL, with the reason, never a number.
+TEST(HarnessMemory, RefusedPeakResetIsStoredAsNullWithTheReason) {
+  TempDir dir("refused");
+  SuiteOptions o;
+  o.db_path = dir.db();
+  o.reset_peak_rss = [](std::string* why) {
+    *why = "/proc/self/clear_refs: Permission denied";
+    return false;
+  };
+  const std::string text = "[model]\nsource = \"sut:null\"\n[run]\nmin_queries = 4\nmin_duration_ms = 1\n"
+                           "[load]\npattern = \"single_stream\"\n[counters]\nenabled = false\n";
+  const SuiteResult res = run_suite(parse_scenario_text(text, "null.toml"), o);
+  const std::vector<MemoryRow> rows = memory_rows(o.db_path, res.run_id);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_FALSE(rows[0].serving);
+  EXPECT_FALSE(rows[0].load);
+  EXPECT_EQ(rows[0].reason, "resident-set peak not restarted: /proc/self/clear_refs: Permission denied");
+
+  // The same run where the peak can be restarted stores both peaks and no reason.
+  std::string why;
+  if (!reset_peak_rss(&why)) GTEST_SKIP() << "the peak cannot be restarted here: " << why;
+  o.reset_peak_rss = nullptr;
+  const SuiteResult ok = run_suite(parse_scenario_text(text, "null.toml"), o);
+  const std::vector<MemoryRow> measured = memory_rows(o.db_path, ok.run_id);
+  ASSERT_EQ(measured.size(), 1u);
+  ASSERT_TRUE(measured[0].serving && measured[0].load);
+  EXPECT_GE(*measured[0].load, *measured[0].serving);
+  EXPECT_EQ(measured[0].reason, "");
+}
+
+}  // namespace
+}  // namespace cibench
