@@ -5,9 +5,11 @@
 #include <sstream>
 
 #include "harness/cli/command.h"
+#include "harness/lib/scenario.h"
 #include "harness/lib/store.h"
 #include "harness/lib/suite.h"
 #include "harness/lib/text_table.h"
+#include "harness/schema/slo.h"
 
 namespace cibench::cli {
 namespace {
@@ -83,6 +85,29 @@ void print_command_rows(Store& st, int64_t id, const std::string& kind) {
     t.add(cells);
   }
   t.print(std::cout);
+}
+
+// The number of variants of the run's matrix, as `cibench run` counts them ("variant 2/7"): from
+// the stored scenario, or (when it no longer parses here, e.g. its model file is elsewhere) the
+// variants stored.
+int64_t variant_count(Store& st, int64_t run, const std::string& toml, const std::string& path) {
+  try {
+    return static_cast<int64_t>(parse_scenario_text(toml, path.empty() ? "scenario.toml" : path).variants().size());
+  } catch (const std::exception&) {
+    const auto n = st.query("SELECT MAX(variant_index) + 1 FROM variants WHERE run_id = ?", {run});
+    const auto* v = std::get_if<int64_t>(&n.rows.at(0).at(0));
+    return v ? *v : 0;
+  }
+}
+
+// A stored knee (harness/schema/slo.h): knee_qps and knee_reached (schema 6); a run stored before
+// has no knee_reached, and its knee was reached when one of its steps broke an SLO.
+Knee stored_knee(const SqlValue& qps, const SqlValue& reached, const SqlValue& some_step_broke) {
+  Knee k;
+  k.qps = sql_number(qps);
+  if (const auto* r = std::get_if<int64_t>(&reached)) k.reached = *r != 0;
+  else if (const auto* b = std::get_if<int64_t>(&some_step_broke)) k.reached = *b != 0;
+  return k;
 }
 
 RegisterCommand reg{Command{
@@ -168,7 +193,9 @@ RegisterCommand reg{Command{
         const auto c = st.query(
             "SELECT label, cache_enabled, cache_hits, cache_misses, cache_hit_rate, cache_peak_bytes, duplicate_rate, "
             "queries, batches, task_accuracy, task_accuracy_lo, task_accuracy_hi, accuracy_delta, accuracy_delta_lo, "
-            "accuracy_delta_hi, macro_f1, top1_agreement, knee_qps FROM variants "
+            "accuracy_delta_hi, macro_f1, top1_agreement, knee_qps, knee_reached, "
+            "(SELECT MAX(s.slo_met = 0) FROM variants s WHERE s.run_id = variants.run_id "
+            "AND s.variant_index = variants.variant_index), pattern FROM variants "
             "WHERE run_id = ? AND shape IS NOT NULL ORDER BY variant_index, step_index",
             {id});
         if (!c.rows.empty()) {
@@ -187,15 +214,19 @@ RegisterCommand reg{Command{
                     peak ? num(SqlValue(static_cast<double>(*peak) / 1024.0), 1) : "-", num(row[6], 3),
                     q && b && *b ? num(SqlValue(static_cast<double>(*q) / static_cast<double>(*b)), 2) : "-",
                     ci(row[9], row[10], row[11]), ci(row[12], row[13], row[14]), num(row[15], 4), num(row[16], 4),
-                    num(row[17])});
+                    sql_to_string(row[20]) == "stepped" ? stored_knee(row[17], row[18], row[19]).cell() : "-"});
           }
           std::cout << "\n";
           ct.print(std::cout);
         }
-        const auto knee = st.query("SELECT DISTINCT variant_index, knee_qps FROM variants WHERE run_id = ? AND pattern = 'stepped'", {id});
+        const int64_t total = variant_count(st, id, f("scenario_toml"), f("scenario_path"));
+        const auto knee = st.query(
+            "SELECT variant_index, MAX(knee_qps), MAX(knee_reached), MAX(slo_met = 0) FROM variants "
+            "WHERE run_id = ? AND pattern = 'stepped' GROUP BY variant_index ORDER BY variant_index",
+            {id});
         for (const auto& k : knee.rows)
-          std::cout << "\nvariant " << sql_to_string(k[0]) << ": knee (highest rate meeting the SLOs) = "
-                    << (std::holds_alternative<std::monostate>(k[1]) ? "none" : num(k[1]) + " qps") << "\n";
+          std::cout << "\nvariant " << std::get<int64_t>(k[0]) + 1 << "/" << total
+                    << ": knee (highest rate meeting the SLOs) = " << stored_knee(k[1], k[2], k[3]).describe() << "\n";
         return 0;
       };
     }}};

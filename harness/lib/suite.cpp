@@ -371,8 +371,7 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
     for (const Variant& v : variants) {
       std::vector<double> rates = sc.pattern == Pattern::stepped ? sc.rates_qps : std::vector<double>{sc.target_qps};
       std::vector<int64_t> step_ids;
-      std::optional<double> knee;
-      std::string knee_note;
+      std::vector<KneeStep> steps;  // stepped: the steps measured, in the order run
       for (size_t k = 0; k < rates.size(); ++k) {
         prog.line(str("variant ", v.index + 1, "/", variants.size(), ": ",
                       sc.is_test_sut() ? str(sc.model, " ", p.family->label(v)) : p.family->label(v),
@@ -385,19 +384,17 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
           break;
         }
         if (sc.pattern == Pattern::stepped) {
-          if (so.slo_met.value_or(false)) {
-            knee = rates[k];
-          } else {
-            knee_note = str("SLO not met at ", rates[k], " qps; higher rates not run");
-            break;
-          }
+          steps.push_back({rates[k], so.slo_met});
+          if (!so.slo_met.value_or(false)) break;  // higher rates are not run
         }
       }
       if (sc.pattern == Pattern::stepped) {
-        prog.line(knee ? str("  knee: highest rate meeting the SLOs = ", *knee, " qps")
-                       : std::string("  knee: no rate met the SLOs"));
+        const Knee knee = find_knee(steps);
+        prog.line("  knee (highest rate meeting the SLOs): " + knee.describe());
         Store::Transaction t(st);
-        for (int64_t id : step_ids) st.update("variants", "variant_id", id, {{"knee_qps", sql_opt(knee)}});
+        for (int64_t id : step_ids)
+          st.update("variants", "variant_id", id,
+                    {{"knee_qps", sql_opt(knee.qps)}, {"knee_reached", int64_t{knee.reached ? 1 : 0}}});
         t.commit();
       }
     }

@@ -172,4 +172,27 @@ std::vector<QualityFloor> floors_from_json(const nlohmann::json& j) {
   return out;
 }
 
+Knee find_knee(const std::vector<KneeStep>& steps) {
+  Knee k;
+  for (const KneeStep& s : steps) {
+    if (!s.slo_met.value_or(false)) {
+      k.reached = true;
+      break;
+    }
+    k.qps = s.rate_qps;
+  }
+  return k;
+}
+
+std::string Knee::describe() const {
+  if (!qps) return reached ? "none (the lowest rate tried broke an SLO)" : "not measured (no step completed)";
+  if (!reached) return str("not reached below the highest rate tried (", *qps, " qps)");
+  return str(*qps, " qps");
+}
+
+std::string Knee::cell() const {
+  if (!qps) return reached ? "none" : "-";
+  return str(reached ? "" : ">= ", *qps);
+}
+
 }  // namespace cibench

@@ -80,4 +80,27 @@ struct QualityFloor {
 nlohmann::json floors_to_json(const std::vector<QualityFloor>& floors);
 std::vector<QualityFloor> floors_from_json(const nlohmann::json& j);
 
+// The knee of a stepped load: the highest offered rate whose step met every SLO. The steps run in
+// rising rate order and stop at the first that breaks one, so the knee is found (`reached`) only
+// when a step broke an SLO; when every step run met them, the rate the system holds at the SLOs
+// lies at or above the highest rate tried, and `qps` is only a lower bound. The run finds it
+// (find_knee) and stores variants.knee_qps and knee_reached; readers state it with describe().
+struct Knee {
+  std::optional<double> qps;  // NULL: no step met the SLOs
+  bool reached = false;       // a step above qps broke an SLO (or the lowest did, qps NULL)
+  // "20 qps" | "not reached below the highest rate tried (400 qps)" |
+  // "none (the lowest rate tried broke an SLO)" | "not measured (no step completed)"
+  std::string describe() const;
+  // The table form: "20", ">= 400", "none", "-".
+  std::string cell() const;
+};
+// One step as run: its offered rate and its SLO verdict (nullopt, no SLO or one not measured,
+// does not meet them).
+struct KneeStep {
+  double rate_qps = 0;
+  std::optional<bool> slo_met;
+};
+// The knee of the steps run, in the order run (the run stops after the first that breaks an SLO).
+Knee find_knee(const std::vector<KneeStep>& steps);
+
 }  // namespace cibench

@@ -1,6 +1,6 @@
 // Memory per variant: the stored resident-set peaks are each variant's own (earlier variants'
 // builds dropped, freed memory returned, the peak restarted), NULL with the reason when the peak
-// cannot be restarted.
+// cannot be restarted; and the knee of a stepped load as the run stores it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,6 +15,7 @@
 #include "harness/lib/store.h"
 #include "harness/lib/suite.h"
 #include "harness/lib/sysinfo.h"
+#include "harness/schema/slo.h"
 
 namespace cibench {
 namespace {
@@ -145,6 +146,59 @@ TEST(HarnessMemory, RefusedPeakResetIsStoredAsNullWithTheReason) {
   ASSERT_TRUE(measured[0].serving && measured[0].load);
   EXPECT_GE(*measured[0].load, *measured[0].serving);
   EXPECT_EQ(measured[0].reason, "");
+}
+
+// ---- the knee of a stepped load -------------------------------------------------------------
+
+TEST(HarnessKnee, FoundOnlyWhenAStepBrokeAnSlo) {
+  const Knee all_met = find_knee({{10, true}, {20, true}, {40, true}});
+  EXPECT_EQ(all_met.qps, 40);
+  EXPECT_FALSE(all_met.reached);
+  EXPECT_EQ(all_met.describe(), "not reached below the highest rate tried (40 qps)");
+  EXPECT_EQ(all_met.cell(), ">= 40");
+
+  const Knee broke = find_knee({{10, true}, {20, true}, {40, false}});
+  EXPECT_EQ(broke.qps, 20);
+  EXPECT_TRUE(broke.reached);
+  EXPECT_EQ(broke.describe(), "20 qps");
+  EXPECT_EQ(broke.cell(), "20");
+
+  const Knee first_broke = find_knee({{10, false}});
+  EXPECT_FALSE(first_broke.qps);
+  EXPECT_TRUE(first_broke.reached);
+  EXPECT_EQ(first_broke.describe(), "none (the lowest rate tried broke an SLO)");
+  EXPECT_EQ(first_broke.cell(), "none");
+
+  // An SLO that could not be measured does not meet it.
+  EXPECT_EQ(find_knee({{1.5, true}, {3, std::nullopt}}).describe(), "1.5 qps");
+  EXPECT_EQ(find_knee({}).describe(), "not measured (no step completed)");
+}
+
+// The run stores the knee on every step of the variant: reached when a step broke an SLO.
+TEST(HarnessKnee, TheRunStoresWhetherTheKneeWasReached) {
+  TempDir dir("knee");
+  SuiteOptions o;
+  o.db_path = dir.db();
+  // 1 ms of service at 20 and 40 qps: far inside a p99 of 1 s, so no step breaks it.
+  const std::string held = "[model]\nsource = \"sut:sleep?ms=1\"\n[load]\npattern = \"stepped\"\n"
+                           "rates_qps = [20, 40]\n[run]\nmin_queries = 4\nmin_duration_ms = 200\n"
+                           "max_duration_ms = 5000\n[slo]\np99_ms = 1000\n[counters]\nenabled = false\n";
+  // 40 ms of service on one worker: 10 qps holds a p99 of 200 ms, 200 qps queues past it.
+  const std::string broke = "[model]\nsource = \"sut:sleep?ms=40\"\n[load]\npattern = \"stepped\"\n"
+                            "rates_qps = [10, 200]\n[run]\nmin_queries = 4\nmin_duration_ms = 400\n"
+                            "max_duration_ms = 5000\n[slo]\np99_ms = 200\n[counters]\nenabled = false\n";
+  for (const auto& [text, knee, reached] :
+       {std::tuple{held, 40.0, int64_t{0}}, std::tuple{broke, 10.0, int64_t{1}}}) {
+    const SuiteResult res = run_suite(parse_scenario_text(text, "stepped.toml"), o);
+    Store st(o.db_path);
+    const auto q = st.query("SELECT knee_qps, knee_reached FROM variants WHERE run_id = ? ORDER BY step_index",
+                            {res.run_id});
+    ASSERT_EQ(q.rows.size(), 2u) << text;
+    for (const auto& r : q.rows) {
+      EXPECT_EQ(sql_number(r[0]), knee) << text;
+      EXPECT_EQ(opt_int(r[1]), reached) << text;
+    }
+  }
 }
 
 }  // namespace
