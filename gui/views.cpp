@@ -912,11 +912,15 @@ void CompareView::refresh(const Selection& s) {
       }
     qint64 ra = keep_a, rb = keep_b;
     if (changed && s.runs.size() >= 2) ra = s.runs[0], rb = s.runs[1];
-    else if (changed && s.runs.size() == 1) ra = s.runs[0];
+    else if (changed && s.runs.size() == 1) {
+      // B is never a run of another scenario or model picked silently: the newest comparable run,
+      // else B = A and the view asks for a run B.
+      ra = s.runs[0];
+      const auto same = s.db->comparable_runs(ra);
+      rb = same.empty() ? ra : same.front();
+    }
     a_->setCurrentIndex(std::max(0, a_->findData(QVariant::fromValue<qint64>(ra))));
     b_->setCurrentIndex(std::max(0, b_->findData(QVariant::fromValue<qint64>(rb))));
-    if (changed && s.runs.size() < 2 && a_->currentIndex() == b_->currentIndex() && b_->count() > 1)
-      b_->setCurrentIndex(a_->currentIndex() == 0 ? 1 : 0);
   }
   recompute();
 }
@@ -932,7 +936,9 @@ void CompareView::recompute() {
   }
   const int64_t ra = a_->currentData().toLongLong(), rb = b_->currentData().toLongLong();
   if (ra == rb) {
-    info_->setText("Pick two different runs.");
+    info_->setText(QString("Pick run B: no other run of %1 with model %2 is selected or stored; runs of other "
+                           "scenarios or models can be picked, with a warning.")
+                       .arg(q(sel_.db->run(ra).origin()), q(sel_.db->run(ra).model_spec)));
     return;
   }
   cmp_ = sel_.db->compare(ra, rb);
@@ -943,10 +949,12 @@ void CompareView::recompute() {
                      .arg(cmp.a.run_id).arg(q(cmp.a.hostname), q(cmp.a.cpu_model)).arg(cmp.b.run_id)
                      .arg(q(cmp.b.hostname), q(cmp.b.cpu_model)).arg(static_cast<int>(cmp.confidence * 100)).arg(cmp.resamples)
                      .arg(cmp.seed);
-  if (!cmp.only_in_a.empty() || !cmp.only_in_b.empty())
-    info += QString(" Unmatched variants: %1 only in A, %2 only in B.").arg(cmp.only_in_a.size()).arg(cmp.only_in_b.size());
+  for (const auto& w : cmp.warnings) info = "<b style=\"color:#a00\">WARNING: " + q(w).toHtmlEscaped() + "</b><br>" + info;
+  for (const auto& f : cmp.failed) info += "<br>Failed: " + q(f).toHtmlEscaped();
+  for (const auto& u : cmp.only_in_a) info += "<br>Only in A: " + q(u).toHtmlEscaped();
+  for (const auto& u : cmp.only_in_b) info += "<br>Only in B: " + q(u).toHtmlEscaped();
   info_->setText(info);
-  const QStringList head{"variant", "metric", "A", "B", "B - A", "95% interval", "significant"};
+  const QStringList head{"variant", "metric", "A", "B", "B - A", "95% interval", "significant", "change", "n A / B"};
   table_->setColumnCount(static_cast<int>(head.size()));
   table_->setHorizontalHeaderLabels(head);
   table_->setRowCount(static_cast<int>(cmp.rows.size()));
@@ -959,9 +967,12 @@ void CompareView::recompute() {
     table_->setItem(row, 3, item(q(reports::fmt_opt(r.b))));
     table_->setItem(row, 4, item(q(reports::fmt_opt(r.diff))));
     table_->setItem(row, 5, item(r.ci_low ? QString("[%1, %2]").arg(num(*r.ci_low), num(*r.ci_high)) : q(r.note)));
-    table_->setItem(row, 6, item(r.ci_low ? (r.significant() ? "yes" : "no") : "-"));
+    table_->setItem(row, 6, item(QString(r.ci_low ? (r.significant() ? "yes" : "no") : "-") +
+                                     (r.warning.empty() ? "" : " (!)"), q(r.warning)));
+    table_->setItem(row, 7, item(r.change_pct ? QString::asprintf("%+.1f%%", *r.change_pct) : QString()));
+    table_->setItem(row, 8, item(r.n_a && r.n_b ? QString("%1 / %2").arg(*r.n_a).arg(*r.n_b) : QString()));
     if (r.significant())
-      for (int col = 0; col < 7; ++col) {
+      for (int col = 0; col < 9; ++col) {
         QFont f = table_->item(row, col)->font();
         f.setBold(true);
         table_->item(row, col)->setFont(f);

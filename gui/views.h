@@ -197,6 +197,7 @@ class CompareView : public View {
   QTableWidget* table() const { return table_; }
   QChart* chart() const;
   const reports::Comparison* comparison() const { return cmp_ ? &*cmp_ : nullptr; }
+  QLabel* infoLabel() const { return info_; }
 
  private:
   void recompute();

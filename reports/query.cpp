@@ -216,15 +216,35 @@ const std::vector<Axis>& y_axes() {
       {"kl_p99", "KL divergence, p99", "nats", false, 1},
       {"ppl_ratio", "perplexity ratio to the reference", "", false, 1},
       {"ppl", "perplexity", "", false, 1},
+      // Runs without accuracy: throughput against the SLO latency.
+      {"tokens_per_s", "throughput", "tokens/s", true, 1},
+      {"achieved_qps", "throughput", "queries/s", true, 1},
   };
   return a;
 }
 
-const Axis& find_axis(const std::string& key) {
+bool is_quality_axis(const std::string& key) {
+  for (const Axis& a : y_axes())
+    if (a.key == key) return a.key != "tokens_per_s" && a.key != "achieved_qps";
+  return false;
+}
+
+Axis find_axis(const std::string& key) {
   for (const auto* list : {&x_axes(), &y_axes()})
     for (const Axis& a : *list)
       if (a.key == key) return a;
-  throw DbError(str("unknown axis '", key, "'"));
+  // Any column an SLO can bound: "ttft_p99_ms", "queue_max_ms".
+  for (const std::string& m : slo_metrics())
+    if (key.rfind(m + "_", 0) == 0) {
+      const std::string rest = key.substr(m.size() + 1);
+      if (auto slo = parse_slo_key(rest); slo && slo->metric == "latency") {
+        const std::string p = slo->percentile == 100 ? "max" : "p" + fmt_num(slo->percentile, 3);
+        const std::string name = m == "latency" ? "latency" : m == "ttft" ? "time to first token"
+                                 : m == "tpot" ? "time per output token" : m == "queue" ? "queue wait" : "service time";
+        return Axis{key, name + " " + p, "ms", false, 1};
+      }
+    }
+  throw DbError(str("unknown axis '", key, "' (expected one of the listed axes or a percentile column such as ttft_p99_ms)"));
 }
 
 std::vector<size_t> pareto_frontier(const std::vector<Point>& pts, bool x_higher_better,
@@ -264,6 +284,11 @@ bool meets_floor(const Axis& y, double value, double floor) {
 
 // ---- counters --------------------------------------------------------------------------------
 
+const std::vector<std::string>& software_counter_names() {
+  static const std::vector<std::string> n{"task_clock_ms", "context_switches", "page_faults", "cpu_migrations"};
+  return n;
+}
+
 const std::vector<std::string>& counter_names() {
   static const std::vector<std::string> n{"ipc",         "l1d_mpki", "l2_mpki",
                                           "l3_mpki",     "branch_mpki", "energy_j",
@@ -279,6 +304,10 @@ std::string counter_title(const std::string& name) {
   if (name == "branch_mpki") return "branch misses / 1000 instr";
   if (name == "energy_j") return "energy (J)";
   if (name == "energy_per_request_j") return "energy per request (J)";
+  if (name == "task_clock_ms") return "task clock (ms)";
+  if (name == "context_switches") return "context switches";
+  if (name == "page_faults") return "page faults";
+  if (name == "cpu_migrations") return "CPU migrations";
   return name;
 }
 
@@ -683,21 +712,91 @@ std::pair<std::string, std::string> Db::default_axes(const std::vector<int64_t>&
       if (axis_value(a, v, reps)) return true;
     return false;
   };
-  std::string x = "latency_p95_ms";
-  if (!any(find_axis(x))) {
+  // x: the latency the scenario's SLOs bound (end-to-end first, the highest percentile).
+  std::string x;
+  std::optional<Slo> best;
+  for (int64_t id : run_ids) {
+    for (const Slo& s : slos(id)) {
+      if (!any(find_axis(s.column()))) continue;
+      const bool lat = s.metric == "latency", best_lat = best && best->metric == "latency";
+      if (!best || (lat && !best_lat) || (lat == best_lat && s.percentile > best->percentile)) best = s;
+    }
+    if (best) break;
+  }
+  if (best) x = best->column();
+  else if (any(find_axis("latency_p95_ms"))) x = "latency_p95_ms";
+  else {
+    x = "latency_p95_ms";
     for (const Axis& a : x_axes())
       if (any(a)) { x = a.key; break; }
   }
   // y: the column a run's quality floor bounds (what the user said matters), when the variants have
-  // it; otherwise the first accuracy axis any variant has.
+  // it; otherwise the first quality axis any variant has; without accuracy, throughput.
   for (int64_t id : run_ids)
     for (const QualityFloor& f : floors(id))
       for (const Axis& a : y_axes())
         if (a.key == f.column && any(a)) return {x, a.key};
-  std::string y = "top1_agreement";
+  // A quality measure that is the same for every variant (a stepped run of one build) says nothing
+  // the throughput would not: the throughput is plotted instead.
+  auto varies = [&](const Axis& a) {
+    std::set<double> seen;
+    for (const Variant& v : reps)
+      if (auto y = axis_value(a, v, reps)) seen.insert(*y);
+    return seen.size() > 1;
+  };
+  bool has_throughput = false;
+  for (const char* k : {"tokens_per_s", "achieved_qps"}) has_throughput = has_throughput || (k != x && any(find_axis(k)));
   for (const Axis& a : y_axes())
-    if (any(a)) { y = a.key; break; }
-  return {x, y};
+    if (is_quality_axis(a.key) && any(a) && (varies(a) || !has_throughput)) return {x, a.key};
+  for (const char* k : {"tokens_per_s", "achieved_qps"})
+    if (k != x && any(find_axis(k))) return {x, k};
+  return {x, "top1_agreement"};
+}
+
+std::string FloorsVerdict::summary() const {
+  auto join = [](const std::vector<std::string>& xs) {
+    std::string s;
+    for (const auto& x : xs) s += (s.empty() ? "" : "; ") + x;
+    return s;
+  };
+  if (!broken.empty()) return "below: " + join(broken);
+  if (met && *met) return "meets floors";
+  if (unmeasured.empty()) return "no floor";
+  return "not measured: " + join(unmeasured);
+}
+
+namespace {
+FloorsVerdict judge_floors_on(const std::vector<QualityFloor>& floors, const Variant& v, const std::vector<Variant>& reps) {
+  FloorsVerdict fv;
+  bool broken = false;
+  for (const QualityFloor& f : floors) {
+    std::optional<double> x;
+    if (f.column == "accuracy_delta") x = axis_value(find_axis("accuracy_delta"), v, reps);
+    else x = v.get(f.column);
+    if (!x) {
+      fv.unmeasured.push_back(f.key);
+      continue;
+    }
+    if (!f.met_by(*x)) {
+      broken = true;
+      fv.broken.push_back(str(f.column, " ", fmt_num(*x), f.is_minimum ? " < " : " > ", fmt_num(f.bound), " (", f.key,
+                              " = ", fmt_num(f.value), ")"));
+    }
+  }
+  if (broken) fv.met = false;
+  else if (!floors.empty() && fv.unmeasured.empty()) fv.met = true;
+  return fv;
+}
+}  // namespace
+
+FloorsVerdict Db::judge_floors(const Variant& v) {
+  const auto reps = representatives(variants({v.run_id}));
+  Variant r = v;
+  for (const Variant& x : reps)  // accuracy columns from any step of the same variant
+    if (x.variant_index == v.variant_index)
+      for (const auto& [c, val] : x.num)
+        if (is_accuracy_column(c) && !r.num.count(c)) r.num[c] = val;
+  return judge_floors_on(floors(v.run_id), r, reps);
 }
 
 Tradeoff Db::tradeoff(const std::vector<int64_t>& run_ids, const std::string& x_key,
@@ -716,10 +815,32 @@ Tradeoff Db::tradeoff(const std::vector<int64_t>& run_ids, const std::string& x_
         break;
       }
   }
-  const auto reps = representatives(variants(run_ids));
+  const auto all = variants(run_ids);
+  const auto reps = representatives(all);
+  // Stepped runs: every step is a point of its own (each offered rate judged), with the variant's
+  // accuracy columns.
+  std::vector<Variant> pts_of;
+  std::map<int64_t, std::vector<QualityFloor>> run_floors;
+  std::set<int64_t> stepped;
+  for (int64_t id : run_ids) {
+    run_floors[id] = use_scenario_floor ? floors(id) : std::vector<QualityFloor>{};
+    if (run(id).pattern == "stepped") stepped.insert(id);
+  }
+  for (const Variant& v : all) {
+    if (!stepped.count(v.run_id)) continue;
+    t.per_step = true;
+    Variant x = v;
+    for (const Variant& r : reps)
+      if (r.run_id == v.run_id && r.variant_index == v.variant_index)
+        for (const auto& [c, val] : r.num)
+          if (is_accuracy_column(c) && !x.num.count(c)) x.num[c] = val;
+    pts_of.push_back(std::move(x));
+  }
+  for (const Variant& v : reps)
+    if (!stepped.count(v.run_id)) pts_of.push_back(v);
   std::vector<Point> pass_pts;
   std::vector<size_t> pass_idx;
-  for (const Variant& v : reps) {
+  for (const Variant& v : pts_of) {
     const auto x = axis_value(t.x, v, reps);
     const auto y = axis_value(t.y, v, reps);
     if (v.status != "ok") {
@@ -737,7 +858,8 @@ Tradeoff Db::tradeoff(const std::vector<int64_t>& run_ids, const std::string& x_
     p.v = v;
     p.x = *x;
     p.y = *y;
-    p.meets_floor = !t.floor || meets_floor(t.y, *y, *t.floor);
+    p.floors = judge_floors_on(run_floors[v.run_id], v, reps);
+    p.meets_floor = (!t.floor || meets_floor(t.y, *y, *t.floor)) && !(p.floors.met && !*p.floors.met);
     if (p.meets_floor) {
       pass_pts.push_back({p.x, p.y});
       pass_idx.push_back(t.points.size());
@@ -798,6 +920,35 @@ CdfSeries Db::latency_cdf(int64_t variant_id, const std::string& metric) {
   return s;
 }
 
+std::optional<double> LoadCurve::knee() const {
+  std::optional<double> k;
+  for (const Step& s : steps) {  // by offered rate, ascending
+    if (!s.verdict.met || !*s.verdict.met) break;
+    k = s.offered_qps;
+  }
+  return k;
+}
+
+std::string LoadCurve::knee_text() const {
+  if (steps.empty()) return "no step completed";
+  bool any_slo = false;
+  for (const Step& s : steps) any_slo = any_slo || s.verdict.met.has_value() || !s.verdict.unmeasured.empty();
+  if (!any_slo) return "no SLO to judge the steps by";
+  const auto k = knee();
+  const Step* next = nullptr;
+  for (const Step& s : steps)
+    if (!k || s.offered_qps > *k) {
+      next = &s;
+      break;
+    }
+  if (k && !next)
+    return str("knee not reached below the highest rate tried (", fmt_num(steps.back().offered_qps), " qps): every step met every SLO");
+  const std::string why = next->verdict.summary();
+  if (!k) return str("no rate met every SLO (lowest tried: ", fmt_num(steps.front().offered_qps), " qps, ", why, ")");
+  return str("knee ", fmt_num(*k), " qps: the highest offered rate meeting every SLO (the next, ", fmt_num(next->offered_qps),
+             " qps, ", why, ")");
+}
+
 bool LoadSweep::has_steps() const {
   for (const auto& c : curves)
     if (c.steps.size() >= 2 || (pattern == "stepped" && !c.steps.empty())) return true;
@@ -832,7 +983,12 @@ LoadSweep Db::load_sweep(int64_t run_id, const std::string& metric) {
     s.p50_ms = v.get(metric + "_p50_ms");
     s.p95_ms = v.get(metric + "_p95_ms");
     s.p99_ms = v.get(metric + "_p99_ms");
+    for (const auto& [suffix, pct] : std::vector<std::pair<const char*, double>>{
+             {"p50", 50}, {"p90", 90}, {"p95", 95}, {"p99", 99}, {"p999", 99.9}, {"max", 100}})
+      if (auto x = v.get(str(metric, "_", suffix, "_ms"))) s.percentiles[pct] = *x;
     if (auto m = v.get("slo_met")) s.slo_met = *m != 0;
+    s.verdict = judge_slos(ls.slos, [&](const Slo& slo) { return v.get(slo.column()); });
+    s.queries = static_cast<int64_t>(v.get("queries").value_or(0));
     c.steps.push_back(s);
     if (auto k = v.get("knee_qps")) c.knee_qps = k;
   }
@@ -918,7 +1074,9 @@ std::vector<CounterSummary> Db::counters(const std::vector<int64_t>& run_ids) {
     CounterSummary s;
     s.v = v;
     s.mode = v.text_of("counters_mode");
-    for (const std::string& name : counter_names()) {
+    std::vector<std::string> names = counter_names();
+    names.insert(names.end(), software_counter_names().begin(), software_counter_names().end());
+    for (const std::string& name : names) {
       if (name == "energy_per_request_j") continue;
       CounterValue cv;
       if (it != by_variant.end() && it->second.count(name)) cv = it->second.at(name);
@@ -938,6 +1096,18 @@ std::vector<CounterSummary> Db::counters(const std::vector<int64_t>& run_ids) {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::optional<double> Db::goodput(const Variant& v, const std::vector<Slo>& slos) {
+  const auto queries = v.get("queries"), dur = v.get("duration_s");
+  if (slos.empty() || !queries || !dur || *dur <= 0) return std::nullopt;
+  std::string where;
+  for (const Slo& s : slos)
+    where += str(" AND (", s.metric, "_ms IS NULL OR ", s.metric, "_ms <= ", fmt_num(s.limit_ms, 17), ")");
+  Rows n = select("SELECT COUNT(*), SUM(ok = 1" + where + ") FROM requests WHERE variant_id = ?",
+                  {std::to_string(v.variant_id)});
+  if (as_int(n.rows.at(0).at(0)) != static_cast<int64_t>(*queries)) return std::nullopt;
+  return static_cast<double>(as_int(n.rows.at(0).at(1))) / *dur;
 }
 
 std::vector<double> Db::compare_samples(const Variant& v, const std::string& metric, bool* from_histogram) {

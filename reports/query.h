@@ -106,7 +106,11 @@ struct Axis {
 
 const std::vector<Axis>& x_axes();  // latency percentiles, throughput, memory
 const std::vector<Axis>& y_axes();  // accuracy deltas and task metrics
-const Axis& find_axis(const std::string& key);  // either list; throws DbError when unknown
+// Either list, or any percentile column an SLO can bound ("ttft_p99_ms", "queue_max_ms"); throws
+// DbError when unknown.
+Axis find_axis(const std::string& key);
+// Whether the axis is one of y_axes() (a quality measure), as opposed to latency or throughput.
+bool is_quality_axis(const std::string& key);
 
 struct Point {
   double x = 0;
@@ -122,18 +126,32 @@ std::vector<size_t> pareto_frontier(const std::vector<Point>& pts, bool x_higher
 // lower is better (the floor is then a ceiling, e.g. max_ppl_ratio).
 bool meets_floor(const Axis& y, double value, double floor);
 
+// A variant against every quality floor of its run (harness/schema/slo.h's kinds), on the stored
+// columns: met = false when a measured column breaks its floor; true when every floor was measured
+// and met; nullopt when there is no floor, or some were not measured and none was broken.
+struct FloorsVerdict {
+  std::optional<bool> met;
+  std::vector<std::string> broken;      // "accuracy_delta -0.02 < -0.01 (max_accuracy_drop = 0.01)"
+  std::vector<std::string> unmeasured;  // floor keys
+  std::string summary() const;          // "meets floors" | "below: ..." | "no floor" | "not measured: ..."
+};
+
 struct TradeoffPoint {
   Variant v;
   double x = 0;  // shown units (after Axis::scale)
   double y = 0;
-  bool meets_floor = true;
+  bool meets_floor = true;  // the y axis's floor and every other floor of the run (when applied)
   bool on_frontier = false;
+  FloorsVerdict floors;     // every floor of the variant's run
 };
 
 struct Tradeoff {
   Axis x, y;
   std::optional<double> floor;
   std::string floor_source;  // "scenario: min_top1_agreement" / "set by the user" / ""
+  // Stepped runs: one point per (variant, offered rate), each judged on its own; otherwise one per
+  // variant (its first step).
+  bool per_step = false;
   std::vector<TradeoffPoint> points;
   std::vector<size_t> frontier;  // indices into points, by x ascending
   std::vector<std::pair<Variant, std::string>> unplotted;  // and why (no y, failed, ...)
@@ -157,10 +175,19 @@ struct LoadCurve {
   struct Step {
     double offered_qps = 0;
     std::optional<double> achieved_qps, p50_ms, p95_ms, p99_ms;
-    std::optional<bool> slo_met;
+    std::map<double, double> percentiles;  // every stored percentile of the metric (100 = max), ms
+    std::optional<bool> slo_met;           // as stored by the run
+    SloVerdict verdict;                    // this step judged against every SLO of the run
+    int64_t queries = 0;
   };
   std::vector<Step> steps;
-  std::optional<double> knee_qps;
+  std::optional<double> knee_qps;  // as stored by the run
+  // The knee from the steps' verdicts: the highest offered rate at which this step and every
+  // lower one met every SLO; nullopt when the first step missed (or nothing was judged).
+  std::optional<double> knee() const;
+  // "knee 2 qps (the next rate, 4 qps, missed: ...)", "not reached below the highest rate tried
+  // (4 qps)", "no rate met every SLO (lowest tried: 0.5 qps)" or "no SLO".
+  std::string knee_text() const;
 };
 
 struct LoadSweep {
@@ -207,6 +234,9 @@ struct CounterSummary {
 
 // ipc, l1d_mpki, l2_mpki, l3_mpki, branch_mpki, energy_j, energy_per_request_j
 const std::vector<std::string>& counter_names();
+// The operating system's counters, measured without a PMU: task_clock_ms, context_switches,
+// page_faults, cpu_migrations (CounterSummary::values holds them too).
+const std::vector<std::string>& software_counter_names();
 std::string counter_title(const std::string& name);  // "IPC", "L1D misses / 1000 instr", ...
 
 struct CompareRow {
@@ -290,8 +320,16 @@ class Db {
   // Default axes for these runs: x = latency p95 when measured (else throughput), y = the column
   // of the first run's quality floor that the variants have (a classifier's max_accuracy_drop:
   // accuracy_delta), else the first accuracy axis any variant has.
+  // The views follow the scenario: x = the column of the run's SLO on end-to-end latency with the
+  // highest percentile, else its SLO with the highest percentile, else latency p95 (else the first
+  // x axis measured); y = the column of the run's first quality floor the variants have (a
+  // classifier's max_accuracy_drop: accuracy_delta), else the first quality axis measured that
+  // differs between variants, else throughput: tokens/s when measured, else queries/s.
   std::pair<std::string, std::string> default_axes(const std::vector<int64_t>& run_ids);
-  // One point per variant (its first step; accuracy columns from any step of that variant).
+  // Every variant against every floor of its run.
+  FloorsVerdict judge_floors(const Variant& v);
+  // One point per variant (its first step; accuracy columns from any step of that variant), or per
+  // step for stepped runs.
   // floor: nullopt = the scenario's floor for the y axis (of the first run that has one), or no
   // floor at all when use_scenario_floor is false.
   Tradeoff tradeoff(const std::vector<int64_t>& run_ids, const std::string& x_key,
@@ -304,6 +342,11 @@ class Db {
   LoadSweep load_sweep(int64_t run_id, const std::string& metric = "latency");
   std::vector<ScalingSeries> scaling(const std::vector<int64_t>& run_ids);
   std::vector<CounterSummary> counters(const std::vector<int64_t>& run_ids);
+  // Requests per second that met every SLO on their own (each request's latency, ttft, ... at most
+  // the SLO's limit; a request without that metric, e.g. one token and no tpot, is not judged on
+  // it), over the variant's duration: vLLM's goodput. nullopt without SLOs, without a duration, or
+  // when not every request was kept.
+  std::optional<double> goodput(const Variant& v, const std::vector<Slo>& slos);
   // Defaults as `cibench compare`: 2000 resamples, seed 1.
   Comparison compare(int64_t run_a, int64_t run_b, int resamples = 2000, uint64_t seed = 1);
   // Runs that can be compared with `run_id` without a warning: the same scenario and model,

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -109,22 +110,55 @@ std::string md_table(const Table& t) {
 
 // ---- the tables ---------------------------------------------------------------------------------
 
+// "0.813 [0.788, 0.839]" from a column and its _lo/_hi interval; "n/a" when not measured.
+std::string with_interval(const Variant& v, const std::string& col) {
+  const auto x = v.get(col);
+  if (!x) return "n/a";
+  const auto lo = v.get(col + "_lo"), hi = v.get(col + "_hi");
+  return fmt_num(*x) + (lo && hi ? " [" + fmt_num(*lo) + ", " + fmt_num(*hi) + "]" : "");
+}
+
+bool any_has(const ReportData& d, const std::string& col) {
+  for (const Variant& v : d.variants)
+    if (v.get(col)) return true;
+  return false;
+}
+
 Table ranked_table(const ReportData& d) {
   const Tradeoff& t = d.tradeoff;
   Table tb;
-  tb.head = {"rank", "variant", t.x.title(), t.y.title(), "quality floor", "SLOs", "frontier",
-             "p50 (ms)", "p99 (ms)", "queries/s", "peak RSS (MiB)", "valid"};
+  tb.head = {"rank", "variant", t.x.title(), t.y.title(), "quality floors", "SLOs", "frontier"};
+  // The scenario's SLO columns (beside the axes), then what was measured of throughput and quality.
+  std::vector<std::pair<std::string, std::string>> cols;  // column, title
+  std::set<std::string> seen{t.x.key, t.y.key};
+  for (const auto& run_slos : d.slos)
+    for (const Slo& s : run_slos)
+      if (seen.insert(s.column()).second) cols.emplace_back(s.column(), find_axis(s.column()).title());
+  for (const auto& [c, title] : std::vector<std::pair<std::string, std::string>>{
+           {"achieved_qps", "queries/s"}, {"tokens_per_s", "tokens/s"}, {"tpot_p50_ms", "TPOT p50 (ms)"},
+           {"tpot_p95_ms", "TPOT p95 (ms)"}, {"ttft_p50_ms", "TTFT p50 (ms)"}})
+    if (any_has(d, c) && seen.insert(c).second) cols.emplace_back(c, title);
+  const bool task = any_has(d, "task_accuracy"), delta = any_has(d, "accuracy_delta_lo");
+  for (const auto& c : cols) tb.head.push_back(c.second);
+  if (task) tb.head.push_back("task accuracy [95% CI]");
+  if (delta) tb.head.push_back("accuracy delta [95% CI]");
+  for (const char* h : {"peak RSS (MiB)", "valid", "note"}) tb.head.push_back(h);
   for (const auto& r : rank_variants(d)) {
     const auto rss = r.v.get("peak_rss_bytes");
     const auto valid = r.v.get("valid");
-    tb.rows.push_back({r.rank ? std::to_string(r.rank) : "-", display_name(d, r.v), fmt_opt(r.x), fmt_opt(r.y),
-                       r.floor_verdict, r.slo_verdict, r.on_frontier ? "yes" : "",
-                       fmt_opt(r.v.get("latency_p50_ms")), fmt_opt(r.v.get("latency_p99_ms")),
-                       fmt_opt(r.v.get("achieved_qps")),
-                       rss ? fmt_num(*rss / (1024.0 * 1024.0), 4) : "n/a",
-                       !valid ? "n/a" : *valid != 0 ? "yes" : "no: " + r.v.text_of("validity_reasons")});
-    if (!r.note.empty()) tb.rows.back()[2] = r.note;
-    tb.row_class.push_back(r.on_frontier ? "frontier" : r.floor_verdict == "below floor" ? "below" : "");
+    std::vector<std::string> row{r.rank ? std::to_string(r.rank) : "-", display_name(d, r.v), fmt_opt(r.x), fmt_opt(r.y),
+                                 r.floor_verdict, r.slo_verdict, r.on_frontier ? "yes" : ""};
+    for (const auto& c : cols) {
+      const auto x = r.v.get(c.first);
+      row.push_back(fmt_opt(x));
+    }
+    if (task) row.push_back(with_interval(r.v, "task_accuracy"));
+    if (delta) row.push_back(with_interval(r.v, "accuracy_delta"));
+    row.push_back(rss ? fmt_num(*rss / (1024.0 * 1024.0), 4) : "n/a");
+    row.push_back(!valid ? "n/a" : *valid != 0 ? "yes" : "no: " + r.v.text_of("validity_reasons"));
+    row.push_back(r.note);
+    tb.rows.push_back(row);
+    tb.row_class.push_back(r.on_frontier ? "frontier" : r.floor_verdict.rfind("below", 0) == 0 ? "below" : "");
   }
   return tb;
 }
@@ -221,33 +255,98 @@ const char* kCacheNote =
     "the traffic's duplicate rate means the gain comes from repeated inputs: with fewer repeats in "
     "real traffic, expect the cache-off figures.";
 
+// The counters that were measured for some variant, one column each (software counters
+// included); a cell is "n/a" where that variant lacks it (the reason is in counter_gaps).
 Table counters_table(const ReportData& d) {
+  std::vector<std::string> names = counter_names();
+  names.insert(names.end(), software_counter_names().begin(), software_counter_names().end());
+  std::vector<std::string> measured;
+  for (const auto& n : names)
+    for (const auto& c : d.counters)
+      if (auto it = c.values.find(n); it != c.values.end() && it->second.value) {
+        measured.push_back(n);
+        break;
+      }
   Table tb;
+  if (measured.empty()) return tb;
   tb.head = {"variant", "mode"};
-  for (const auto& n : counter_names()) tb.head.push_back(counter_title(n));
+  for (const auto& n : measured) tb.head.push_back(counter_title(n));
   for (const auto& c : d.counters) {
     std::vector<std::string> row{display_name(d, c.v), c.mode.empty() ? "-" : c.mode};
-    for (const auto& n : counter_names()) {
+    for (const auto& n : measured) {
       auto it = c.values.find(n);
-      if (it == c.values.end()) row.push_back("unavailable");
-      else if (it->second.value) row.push_back(fmt_num(*it->second.value));
-      else row.push_back("unavailable: " + it->second.reason);
+      row.push_back(it != c.values.end() && it->second.value ? fmt_num(*it->second.value) : "n/a");
     }
     tb.rows.push_back(row);
   }
   return tb;
 }
 
+// Unavailable counters, one line per distinct reason: "IPC, L1D misses / 1000 instr (all 6
+// variants): papi: ...".
+std::vector<std::string> counter_gaps(const ReportData& d) {
+  std::vector<std::string> names = counter_names();
+  names.insert(names.end(), software_counter_names().begin(), software_counter_names().end());
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<std::vector<std::string>, std::set<int64_t>>> by_reason;
+  for (const auto& n : names)
+    for (const auto& c : d.counters) {
+      auto it = c.values.find(n);
+      if (it == c.values.end() || it->second.value) continue;
+      const std::string& why = it->second.reason;
+      auto [at, fresh] = by_reason.try_emplace(why);
+      if (fresh) order.push_back(why);
+      auto& [counters, variants] = at->second;
+      if (std::find(counters.begin(), counters.end(), counter_title(n)) == counters.end())
+        counters.push_back(counter_title(n));
+      variants.insert(c.v.variant_id);
+    }
+  std::vector<std::string> out;
+  for (const auto& why : order) {
+    const auto& [counters, variants] = by_reason.at(why);
+    std::string list;
+    for (const auto& c : counters) list += (list.empty() ? "" : ", ") + c;
+    const std::string who = variants.size() == d.counters.size()
+                                ? str("all ", variants.size(), " variant", variants.size() == 1 ? "" : "s")
+                                : str(variants.size(), " of ", d.counters.size(), " variants");
+    out.push_back(str(list, " (", who, "): ", why));
+  }
+  return out;
+}
+
+std::string pct_text(const std::optional<double>& v) {
+  if (!v) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", *v);
+  return buf;
+}
+
+std::string with_n(const std::optional<double>& v, const std::optional<int64_t>& n) {
+  return fmt_opt(v) + (n ? " (n=" + std::to_string(*n) + ")" : "");
+}
+
 Table compare_table(const Comparison& c) {
   Table tb;
-  tb.head = {"variant", "metric", "run " + std::to_string(c.a.run_id), "run " + std::to_string(c.b.run_id),
-             "difference (B - A)", "95% interval", "significant"};
+  tb.head = {"variant", "metric", "run " + std::to_string(c.a.run_id) + " (A)", "run " + std::to_string(c.b.run_id) + " (B)",
+             "B - A", "change", "95% interval", "significant"};
   for (const auto& r : c.rows) {
     std::string ci = r.ci_low ? "[" + fmt_num(*r.ci_low) + ", " + fmt_num(*r.ci_high) + "]" : r.note;
-    tb.rows.push_back({compact_label(r.variant), r.metric, fmt_opt(r.a), fmt_opt(r.b), fmt_opt(r.diff), ci,
-                       r.ci_low ? (r.significant() ? "yes" : "no") : "-"});
+    std::string sig = r.ci_low ? (r.significant() ? "yes" : "no") : "-";
+    if (!r.warning.empty()) sig += " (!) " + r.warning;
+    tb.rows.push_back({compact_label(r.variant), r.metric, with_n(r.a, r.n_a), with_n(r.b, r.n_b), fmt_opt(r.diff),
+                       pct_text(r.change_pct), ci, sig});
+    tb.row_class.push_back(r.warning.empty() ? "" : "warn");
   }
   return tb;
+}
+
+// The variants left out of the compare, by name.
+std::vector<std::string> compare_notes(const Comparison& c) {
+  std::vector<std::string> out;
+  for (const auto& f : c.failed) out.push_back("failed: " + f);
+  for (const auto& u : c.only_in_a) out.push_back("only in A (run " + std::to_string(c.a.run_id) + "): " + u);
+  for (const auto& u : c.only_in_b) out.push_back("only in B (run " + std::to_string(c.b.run_id) + "): " + u);
+  return out;
 }
 
 Table provenance_table(const RunInfo& run, const std::vector<std::pair<std::string, std::string>>& prov) {
@@ -317,38 +416,72 @@ svg::Chart cdf_chart(const ReportData& d) {
   return c;
 }
 
+std::string metric_title(const std::string& m) {
+  if (m == "ttft") return "time to first token";
+  if (m == "tpot") return "time per output token";
+  if (m == "queue") return "queue wait";
+  if (m == "service") return "service time";
+  return "latency";
+}
+
+std::string pct_name(double p) { return p == 100 ? "max" : "p" + fmt_num(p, 3); }
+
+// One chart per metric the run's SLOs bound (latency when none): the SLO's percentile (and p50)
+// of every curve against the offered rate, with the SLO as a horizontal line.
 std::vector<svg::Chart> load_charts(const ReportData& d) {
   std::vector<svg::Chart> out;
+  for (size_t r = 0; r < d.metric_sweeps.size(); ++r) {
+    for (const LoadSweep& ls : d.metric_sweeps[r]) {
+      if (!ls.has_steps()) continue;
+      svg::Chart c;
+      c.title = "Run " + std::to_string(d.runs[r].run_id) + ": " + metric_title(ls.metric) + " against offered load";
+      c.x_title = "offered load (queries/s)";
+      c.y_title = metric_title(ls.metric) + " (ms)";
+      std::set<double> pcts;
+      for (const Slo& s : ls.slos)
+        if (s.metric == ls.metric) pcts.insert(s.percentile);
+      if (pcts.empty()) pcts = {95, 99};
+      pcts.insert(50);
+      size_t i = 0;
+      for (const auto& cv : ls.curves) {
+        for (double p : pcts) {
+          svg::Series s;
+          s.name = cv.name + " " + pct_name(p);
+          s.kind = svg::Series::Kind::line;
+          s.color = palette(i);
+          s.dashed = p == 50;
+          for (const auto& st : cv.steps)
+            if (auto it = st.percentiles.find(p); it != st.percentiles.end()) {
+              s.pts.push_back({st.offered_qps, it->second});
+              s.tips.push_back(str(fmt_num(st.offered_qps), " qps: ", pct_name(p), " ", fmt_num(it->second), " ms (n=",
+                                   st.queries, ")\n", st.verdict.summary()));
+              s.labels.push_back("");
+            }
+          if (!s.pts.empty()) c.series.push_back(s);
+        }
+        if (auto k = cv.knee()) c.vlines.push_back({*k, "knee " + fmt_num(*k) + " qps", "#2ca02c"});
+        ++i;
+      }
+      for (const Slo& s : ls.slos)
+        if (s.metric == ls.metric) c.hlines.push_back({s.limit_ms, "SLO " + s.key + " " + fmt_num(s.limit_ms) + " ms", "#d62728"});
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// The knee of every stepped curve, in words.
+std::vector<std::string> knee_lines(const ReportData& d) {
+  std::vector<std::string> out;
   for (size_t r = 0; r < d.sweeps.size(); ++r) {
     const LoadSweep& ls = d.sweeps[r];
     if (!ls.has_steps()) continue;
-    svg::Chart c;
-    c.title = "Run " + std::to_string(d.runs[r].run_id) + ": latency against offered load";
-    c.x_title = "offered load (queries/s)";
-    c.y_title = "latency (ms)";
-    size_t i = 0;
     for (const auto& cv : ls.curves) {
-      for (int which : {95, 99}) {
-        svg::Series s;
-        s.name = cv.name + (which == 95 ? " p95" : " p99");
-        s.kind = svg::Series::Kind::line;
-        s.color = palette(i);
-        s.dashed = which == 99;
-        for (const auto& st : cv.steps) {
-          const auto v = which == 95 ? st.p95_ms : st.p99_ms;
-          if (v) s.pts.push_back({st.offered_qps, *v});
-        }
-        if (!s.pts.empty()) c.series.push_back(s);
-      }
-      ++i;
+      std::string line = "Run " + std::to_string(d.runs[r].run_id) + ", " + cv.name + ": " + cv.knee_text();
+      if (cv.knee_qps && cv.knee() && *cv.knee_qps != *cv.knee())
+        line += str(" (the run stored ", fmt_num(*cv.knee_qps), " qps)");
+      out.push_back(line);
     }
-    std::string others;
-    for (const Slo& s : ls.slos) {
-      if (s.metric == "latency") c.hlines.push_back({s.limit_ms, "SLO " + s.key + " " + fmt_num(s.limit_ms) + " ms", "#d62728"});
-      else others += (others.empty() ? "" : ", ") + s.key + " " + fmt_num(s.limit_ms);
-    }
-    if (!others.empty()) c.title += " (other SLOs: " + others + ")";
-    out.push_back(c);
   }
   return out;
 }
@@ -397,11 +530,14 @@ const char* kCss = R"CSS(
 body { font-family: sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 12px; }
-th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; }
+th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-align: top; overflow-wrap: break-word; }
+td { max-width: 360px; }
 th { background: #f2f2f2; }
 tr.frontier td { background: #eef6ee; font-weight: bold; }
 tr.below td { color: #888; }
 .note { color: #555; font-size: 12px; }
+.warning { color: #a00; font-weight: bold; }
+tr.warn td { background: #fff4e5; }
 details { margin: 6px 0; } pre { background: #f7f7f7; padding: 8px; font-size: 11px; overflow-x: auto; }
 )CSS";
 
@@ -420,6 +556,15 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
     d.provenance.push_back(db.provenance(id));
     d.slos.push_back(db.slos(id));
     d.sweeps.push_back(db.load_sweep(id));
+    // The load chart plots what the SLOs bound: one sweep per SLO metric (latency when none).
+    std::vector<LoadSweep> per_metric;
+    std::vector<std::string> metrics;
+    for (const Slo& s : d.slos.back())
+      if (std::find(metrics.begin(), metrics.end(), s.metric) == metrics.end()) metrics.push_back(s.metric);
+    if (metrics.empty()) metrics.push_back("latency");
+    for (const auto& m : metrics) per_metric.push_back(m == "latency" ? d.sweeps.back() : db.load_sweep(id, m));
+    d.metric_sweeps.push_back(std::move(per_metric));
+    d.floors.push_back(db.floors(id));
   }
   auto [dx, dy] = db.default_axes(runs);
   d.tradeoff = db.tradeoff(runs, opt.x_axis.empty() ? dx : opt.x_axis, opt.y_axis.empty() ? dy : opt.y_axis, opt.floor);
@@ -430,6 +575,12 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
     if (s.points.empty()) continue;
     s.name = (runs.size() > 1 ? "run " + std::to_string(v.run_id) + ": " : "") + v.short_name();
     d.cdfs.push_back(std::move(s));
+  }
+  for (const Variant& v : d.variants) {
+    if (v.status != "ok") continue;
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i] == v.run_id)
+        if (auto g = db.goodput(v, d.slos[i])) d.goodput[v.variant_id] = *g;
   }
   d.scaling = db.scaling(runs);
   d.counters = db.counters(runs);
@@ -452,15 +603,22 @@ std::vector<RankedVariant> rank_variants(const ReportData& d) {
     r.x = p.x;
     r.y = p.y;
     r.on_frontier = p.on_frontier;
-    r.floor_verdict = !t.floor ? "no floor" : p.meets_floor ? "meets floor" : "below floor";
+    const bool y_floor_broken = t.floor && !meets_floor(t.y, p.y, *t.floor);
+    if (p.floors.met && !*p.floors.met) r.floor_verdict = p.floors.summary();
+    else if (y_floor_broken) r.floor_verdict = "below floor " + fmt_num(*t.floor) + " (" + t.floor_source + ")";
+    else if (!p.floors.met && p.floors.unmeasured.empty()) r.floor_verdict = t.floor ? "meets floor" : "no floor";
+    else r.floor_verdict = p.floors.summary();
     r.slo_verdict = slo_verdict(p.v, slos_of(p.v.run_id));
     placed.push_back(std::move(r));
   }
   auto good = [](const RankedVariant& r) {
-    return r.floor_verdict != "below floor" && r.slo_verdict.rfind("missed", 0) != 0;
+    return r.floor_verdict.rfind("below", 0) != 0 && r.slo_verdict.rfind("missed", 0) != 0;
   };
+  // Quality on y: frontier first, then by x; throughput on y (no accuracy): by throughput.
+  const bool by_y = !is_quality_axis(t.y.key);
   std::stable_sort(placed.begin(), placed.end(), [&](const RankedVariant& a, const RankedVariant& b) {
     if (good(a) != good(b)) return good(a);
+    if (by_y) return t.y.higher_is_better ? *a.y > *b.y : *a.y < *b.y;
     if (a.on_frontier != b.on_frontier) return a.on_frontier;
     return t.x.higher_is_better ? *a.x > *b.x : *a.x < *b.x;
   });
@@ -470,6 +628,8 @@ std::vector<RankedVariant> rank_variants(const ReportData& d) {
     r.v = v;
     r.x = v.get(t.x.key);
     if (r.x) *r.x *= t.x.scale;
+    r.y = v.get(t.y.key);
+    if (r.y) *r.y *= t.y.scale;
     r.floor_verdict = "not measured";
     r.slo_verdict = v.status == "ok" ? slo_verdict(v, slos_of(v.run_id)) : "not measured";
     r.note = why;
@@ -478,6 +638,161 @@ std::vector<RankedVariant> rank_variants(const ReportData& d) {
   placed.insert(placed.end(), unplaced.begin(), unplaced.end());
   return placed;
 }
+
+namespace {
+
+// The verdict lines shared by both documents: every quality floor of every run with how many
+// variants meet it, a floor set by the user, and the knee of every stepped curve.
+std::vector<std::string> verdict_lines(const ReportData& d) {
+  const Tradeoff& t = d.tradeoff;
+  std::vector<std::string> out;
+  for (size_t r = 0; r < d.runs.size(); ++r) {
+    const int64_t id = d.runs[r].run_id;
+    const std::string who = d.runs.size() > 1 ? str("run ", id, ": ") : "";
+    if (d.floors[r].empty()) out.push_back(who + "no quality floor in the scenario.");
+    for (const QualityFloor& f : d.floors[r]) {
+      size_t judged = 0, met = 0, unmeasured = 0;
+      for (const auto& p : t.points) {
+        if (p.v.run_id != id) continue;
+        if (std::find(p.floors.unmeasured.begin(), p.floors.unmeasured.end(), f.key) != p.floors.unmeasured.end()) {
+          ++unmeasured;
+          continue;
+        }
+        ++judged;
+        bool broken = false;
+        for (const auto& b : p.floors.broken) broken = broken || b.find("(" + f.key + " =") != std::string::npos;
+        met += !broken;
+      }
+      std::string line = str(who, "quality floor ", f.describe(), ": ", met, " of ", judged, " ",
+                             t.per_step ? "steps" : "variants", " meet it");
+      if (unmeasured) line += str(" (", unmeasured, " not measured)");
+      out.push_back(line + ".");
+    }
+  }
+  if (t.floor && t.floor_source == "set by the user")
+    out.push_back(str("floor set by the user on ", t.y.title(), ": ", t.y.higher_is_better ? "at least " : "at most ",
+                      fmt_num(*t.floor), "."));
+  for (const auto& k : knee_lines(d)) out.push_back(k + ".");
+  return out;
+}
+
+// The task accuracy and its interval per variant, where stored (classifiers).
+Table accuracy_table(const ReportData& d) {
+  Table tb;
+  if (!any_has(d, "task_accuracy")) return tb;
+  tb.head = {"variant", "task accuracy [95% CI]", "reference accuracy", "delta vs reference [95% CI]", "macro F1",
+             "top-1 agreement", "quality verdict"};
+  std::set<std::pair<int64_t, int64_t>> seen;
+  for (const Variant& v : d.variants) {
+    if (!v.get("task_accuracy") || !seen.insert({v.run_id, v.variant_index}).second) continue;
+    tb.rows.push_back({run_prefix(d, v) + v.short_name(false), with_interval(v, "task_accuracy"),
+                       fmt_opt(v.get("ref_task_accuracy")), with_interval(v, "accuracy_delta"), fmt_opt(v.get("macro_f1")),
+                       fmt_opt(v.get("top1_agreement")), v.text_of("quality_verdict").empty() ? "n/a" : v.text_of("quality_verdict")});
+  }
+  return tb;
+}
+
+// "mean / p50 / p99" of a metric in ms, "(!)" when p99 is the sample maximum; "" when not measured.
+std::string mean_p50_p99(const Variant& v, const std::string& m) {
+  const auto mean = v.get(m + "_mean_ms"), p50 = v.get(m + "_p50_ms"), p99 = v.get(m + "_p99_ms");
+  if (!mean && !p50 && !p99) return "";
+  const auto n = v.get("queries");
+  const bool at_max = n && *n > 0 && percentile_is_max(99, static_cast<size_t>(*n));
+  return fmt_opt(mean, 3) + " / " + fmt_opt(p50, 3) + " / " + fmt_opt(p99, 3) + (at_max ? " (!)" : "");
+}
+
+std::string pm(const Variant& v, const std::string& col) {
+  const auto x = v.get(col);
+  if (!x) return "";
+  const auto sd = v.get(col + "_sd");
+  return fmt_num(*x, 4) + (sd ? " ± " + fmt_num(*sd, 2) : "");
+}
+
+// One pasteable row per configuration (per step of a stepped run), in the spirit of llama-bench
+// (prefill and decode t/s ± stddev) and vLLM's serving summary (request and output-token
+// throughput, TTFT / TPOT / end-to-end mean, median and p99, goodput), with LoadGen's VALID /
+// INVALID and the achieved against the target rate. Only the columns some variant measured.
+Table lead_table(const ReportData& d) {
+  std::vector<const Variant*> rows;
+  for (const Variant& v : d.variants)
+    if (v.status == "ok") rows.push_back(&v);
+  struct Col {
+    std::string head;
+    std::function<std::string(const Variant&)> cell;
+  };
+  auto slos_of = [&](int64_t run_id) -> const std::vector<Slo>& {
+    static const std::vector<Slo> none;
+    for (size_t i = 0; i < d.runs.size(); ++i)
+      if (d.runs[i].run_id == run_id) return d.slos[i];
+    return none;
+  };
+  std::vector<Col> cols{
+      {"configuration", [&](const Variant& v) { return display_name(d, v); }},
+      {"n", [](const Variant& v) { return v.get("queries") ? fmt_num(*v.get("queries"), 8) : ""; }},
+      {"prefill t/s", [](const Variant& v) { return pm(v, "prefill_tokens_per_s"); }},
+      {"decode t/s", [](const Variant& v) { return pm(v, "decode_tokens_per_s"); }},
+      {"req/s (target)", [](const Variant& v) {
+         const auto a = v.get("achieved_qps"), o = v.get("offered_qps");
+         if (!a) return std::string();
+         return fmt_num(*a, 4) + (o ? " (" + fmt_num(*o, 4) + ")" : "");
+       }},
+      {"output tok/s", [](const Variant& v) { return v.get("tokens_per_s") ? fmt_num(*v.get("tokens_per_s"), 4) : ""; }},
+      {"TTFT ms mean / p50 / p99", [](const Variant& v) { return mean_p50_p99(v, "ttft"); }},
+      {"TPOT ms mean / p50 / p99", [](const Variant& v) { return mean_p50_p99(v, "tpot"); }},
+      {"E2E ms mean / p50 / p99", [](const Variant& v) { return mean_p50_p99(v, "latency"); }},
+      {"goodput req/s", [&](const Variant& v) {
+         auto it = d.goodput.find(v.variant_id);
+         return it == d.goodput.end() ? std::string() : fmt_num(it->second, 4);
+       }},
+      {"result", [&](const Variant& v) {
+         std::vector<std::string> why;
+         const auto valid = v.get("valid");
+         if (valid && *valid == 0) why.push_back(v.text_of("validity_reasons").empty() ? "invalid run" : v.text_of("validity_reasons"));
+         const SloVerdict sv = judge_slos(slos_of(v.run_id), [&](const Slo& s) { return v.get(s.column()); });
+         if (sv.met && !*sv.met) why.push_back("SLO " + sv.summary());
+         if (!valid && !sv.met) return std::string();
+         std::string r = why.empty() ? "VALID" : "INVALID: ";
+         for (size_t i = 0; i < why.size(); ++i) r += (i ? "; " : "") + why[i];
+         return r;
+       }},
+  };
+  Table tb;
+  std::vector<size_t> keep;
+  for (size_t c = 0; c < cols.size(); ++c)
+    for (const Variant* v : rows)
+      if (!cols[c].cell(*v).empty()) {
+        keep.push_back(c);
+        break;
+      }
+  for (size_t c : keep) tb.head.push_back(cols[c].head);
+  for (const Variant* v : rows) {
+    std::vector<std::string> row;
+    for (size_t c : keep) {
+      const std::string x = cols[c].cell(*v);
+      row.push_back(x.empty() ? "n/a" : x);
+    }
+    tb.rows.push_back(row);
+  }
+  return tb;
+}
+
+const char* kLeadNote =
+    "n = completed requests; mean / p50 / p99 are nearest-rank over them, (!) = the p99 is the sample "
+    "maximum (n < 100). goodput = requests meeting every SLO on their own per second (every request "
+    "kept). VALID = minimum duration and queries met and every SLO met; INVALID says why.";
+
+std::string html_list(const std::vector<std::string>& lines, const std::string& cls = "") {
+  if (lines.empty()) return "";
+  std::string s = "<ul" + (cls.empty() ? std::string() : " class=\"" + cls + "\"") + ">";
+  for (const auto& l : lines) s += "<li>" + xml_escape(l) + "</li>";
+  return s + "</ul>\n";
+}
+
+const char* kCountersNote =
+    "Counters a machine cannot count are stored as unavailable with the reason, never as zero; the "
+    "table shows what was measured, the reasons follow, one line each.";
+
+}  // namespace
 
 std::string render_html(const ReportData& d) {
   const Tradeoff& t = d.tradeoff;
@@ -502,21 +817,16 @@ std::string render_html(const ReportData& d) {
     if (!r.error.empty()) os << "<br>Error: " << xml_escape(r.error);
     os << "</p>\n";
   }
+  if (d.comparison)
+    for (const auto& w : d.comparison->warnings) os << "<p class=\"warning\">WARNING (compare): " << xml_escape(w) << "</p>\n";
+  os << "<h2>Summary</h2>\n<p class=\"note\">" << kLeadNote << "</p>\n" << html_table(lead_table(d), "lead");
 
-  os << "<h2>Verdicts</h2>\n<p>Quality floor on <b>" << xml_escape(t.y.title()) << "</b>: ";
-  if (t.floor) {
-    size_t pass = 0;
-    for (const auto& p : t.points) pass += p.meets_floor;
-    os << (t.y.higher_is_better ? "at least " : "at most ") << fmt_num(*t.floor) << " (" << xml_escape(t.floor_source)
-       << "); " << pass << " of " << t.points.size() << " placed variants meet it.";
-  } else {
-    os << "none set in the scenario.";
-  }
-  os << "</p>\n" << html_table(slo_table(d));
+  os << "<h2>Verdicts</h2>\n" << html_list(verdict_lines(d)) << html_table(slo_table(d));
+  if (const Table at = accuracy_table(d); !at.rows.empty()) os << "<h3>Task accuracy</h3>\n" << html_table(at, "accuracy");
 
   os << "<h2>Trade-off and Pareto frontier</h2>\n" << svg::render(tradeoff_chart(d)) << "\n";
-  os << "<p class=\"note\">Colour = weight format, marker = sparsity, grey = below the quality floor; "
-        "the dashed line joins the Pareto frontier of the variants meeting the floor "
+  os << "<p class=\"note\">Colour = weight format, marker = sparsity, grey = below a quality floor; "
+        "the dashed line joins the Pareto frontier of the variants meeting the floors "
         "(no other variant is better on both axes). Hover a point for its configuration.</p>\n";
   os << "<h3>Frontier</h3>\n"
      << (t.frontier.empty() ? "<p>No variant meets the floor with both values measured.</p>\n"
@@ -533,17 +843,19 @@ std::string render_html(const ReportData& d) {
   }
   if (const Table ct = cache_table(d); !ct.rows.empty())
     os << "<h2>Result cache</h2>\n<p class=\"note\">" << kCacheNote << "</p>\n" << html_table(ct, "cache");
-  os << "<h2>Counters</h2>\n<p class=\"note\">Counters a machine cannot count are stored as unavailable with "
-        "the reason, never as zero.</p>\n"
-     << html_table(counters_table(d));
   if (d.comparison) {
-    os << "<h2>Compare: run " << d.comparison->a.run_id << " (A) and run " << d.comparison->b.run_id << " (B)</h2>\n"
-       << "<p class=\"note\">Differences B - A with " << static_cast<int>(d.comparison->confidence * 100)
-       << "% percentile-bootstrap intervals, as <code>cibench compare " << d.comparison->a.run_id << " "
-       << d.comparison->b.run_id << "</code> computes them (" << d.comparison->resamples << " resamples, seed "
-       << d.comparison->seed << ").</p>\n"
-       << html_table(compare_table(*d.comparison));
+    const Comparison& c = *d.comparison;
+    os << "<h2>Compare: run " << c.a.run_id << " (A) and run " << c.b.run_id << " (B)</h2>\n";
+    for (const auto& w : c.warnings) os << "<p class=\"warning\">WARNING: " << xml_escape(w) << "</p>\n";
+    os << "<p class=\"note\">Differences B - A with " << static_cast<int>(c.confidence * 100)
+       << "% percentile-bootstrap intervals, as <code>cibench compare " << c.a.run_id << " " << c.b.run_id
+       << "</code> computes them (" << c.resamples << " resamples, seed " << c.seed
+       << "); n = requests behind a percentile; (!) = the percentile is the sample maximum.</p>\n"
+       << html_table(compare_table(c), "compare") << html_list(compare_notes(c), "note");
   }
+  os << "<h2>Counters</h2>\n<p class=\"note\">" << kCountersNote << "</p>\n";
+  if (const Table ct = counters_table(d); !ct.rows.empty()) os << html_table(ct, "counters");
+  os << html_list(counter_gaps(d), "note");
   os << "<h2>Provenance</h2>\n";
   for (size_t i = 0; i < d.runs.size(); ++i)
     os << "<details" << (i == 0 ? " open" : "") << "><summary>Run " << d.runs[i].run_id << "</summary>\n"
@@ -558,6 +870,9 @@ std::string render_markdown(const ReportData& d) {
   std::string ids;
   for (const auto& r : d.runs) ids += (ids.empty() ? "" : ", ") + std::to_string(r.run_id);
   os << "# cibench report: run" << (d.runs.size() > 1 ? "s " : " ") << ids << "\n\n";
+  if (d.comparison)
+    for (const auto& w : d.comparison->warnings) os << "**WARNING (compare): " << md(w) << "**\n\n";
+  os << md_table(lead_table(d)) << "\n" << kLeadNote << "\n\n";
   os << "Generated " << utc_now() << " by `cibench report`; charts are in report.html. n/a = not measured.\n\n";
   for (const auto& r : d.runs) {
     os << "- **Run " << r.run_id << "**: "
@@ -567,27 +882,31 @@ std::string render_markdown(const ReportData& d) {
     if (!r.question.empty()) os << ". Question: *" << md(r.question) << "*";
     os << "\n";
   }
-  os << "\n## Verdicts\n\nQuality floor on **" << t.y.title() << "**: ";
-  if (t.floor) {
-    size_t pass = 0;
-    for (const auto& p : t.points) pass += p.meets_floor;
-    os << (t.y.higher_is_better ? "at least " : "at most ") << fmt_num(*t.floor) << " (" << t.floor_source << "); "
-       << pass << " of " << t.points.size() << " placed variants meet it.\n\n";
-  } else {
-    os << "none set in the scenario.\n\n";
-  }
-  os << md_table(slo_table(d)) << "\n## Pareto frontier\n\n";
+  os << "\n## Verdicts\n\n";
+  for (const auto& l : verdict_lines(d)) os << "- " << md(l) << "\n";
+  os << "\n" << md_table(slo_table(d));
+  if (const Table at = accuracy_table(d); !at.rows.empty()) os << "\n### Task accuracy\n\n" << md_table(at);
+  os << "\n## Pareto frontier\n\n";
   os << (t.frontier.empty() ? "No variant meets the floor with both values measured.\n" : md_table(frontier_table(d)));
   os << "\n## Variants ranked\n\n" << md_table(ranked_table(d));
   if (const Table ct = cache_table(d); !ct.rows.empty())
     os << "\n## Result cache\n\n" << kCacheNote << "\n\n" << md_table(ct);
-  os << "\n## Counters\n\n" << md_table(counters_table(d));
-  if (d.comparison)
-    os << "\n## Compare: run " << d.comparison->a.run_id << " (A) and run " << d.comparison->b.run_id << " (B)\n\n"
-       << "Differences B - A with " << static_cast<int>(d.comparison->confidence * 100)
-       << "% percentile-bootstrap intervals, as `cibench compare " << d.comparison->a.run_id << " " << d.comparison->b.run_id
-       << "` computes them (" << d.comparison->resamples << " resamples, seed " << d.comparison->seed << ").\n\n"
-       << md_table(compare_table(*d.comparison));
+  if (d.comparison) {
+    const Comparison& c = *d.comparison;
+    os << "\n## Compare: run " << c.a.run_id << " (A) and run " << c.b.run_id << " (B)\n\n";
+    for (const auto& w : c.warnings) os << "**WARNING: " << md(w) << "**\n\n";
+    os << "Differences B - A with " << static_cast<int>(c.confidence * 100)
+       << "% percentile-bootstrap intervals, as `cibench compare " << c.a.run_id << " " << c.b.run_id
+       << "` computes them (" << c.resamples << " resamples, seed " << c.seed
+       << "); n = requests behind a percentile; (!) = the percentile is the sample maximum.\n\n"
+       << md_table(compare_table(c));
+    const auto notes = compare_notes(c);
+    if (!notes.empty()) os << "\n";
+    for (const auto& n : notes) os << "- " << md(n) << "\n";
+  }
+  os << "\n## Counters\n\n" << kCountersNote << "\n\n";
+  if (const Table ct = counters_table(d); !ct.rows.empty()) os << md_table(ct) << "\n";
+  for (const auto& g : counter_gaps(d)) os << "- unavailable: " << md(g) << "\n";
   os << "\n## Provenance\n";
   for (size_t i = 0; i < d.runs.size(); ++i)
     os << "\n### Run " << d.runs[i].run_id << "\n\n" << md_table(provenance_table(d.runs[i], d.provenance[i]));

@@ -3,6 +3,7 @@
 // script, no network) and a Markdown summary with the same tables: the variants ranked, the
 // Pareto frontier, SLO and quality-floor verdicts, counters, provenance, and the compare of two
 // runs. Everything comes from the query layer (query.h), as in cibench-gui.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,11 +25,14 @@ struct ReportData {
   std::vector<std::vector<Slo>> slos;                                        // per run
   Tradeoff tradeoff;
   std::vector<CdfSeries> cdfs;         // one per plotted or unplotted variant with latencies
-  std::vector<LoadSweep> sweeps;       // per run
+  std::vector<LoadSweep> sweeps;       // per run, end-to-end latency
+  std::vector<std::vector<LoadSweep>> metric_sweeps;  // per run, one per metric its SLOs bound
+  std::vector<std::vector<QualityFloor>> floors;      // per run
   std::vector<ScalingSeries> scaling;
   std::vector<CounterSummary> counters;
   std::optional<Comparison> comparison;
   std::vector<Variant> variants;       // every variant row of the runs, every step
+  std::map<int64_t, double> goodput;   // variant_id -> requests/s meeting every SLO (Db::goodput)
 };
 
 // One line of the ranked table.
@@ -36,15 +40,19 @@ struct RankedVariant {
   int rank = 0;             // 1-based; 0 for variants that could not be placed
   Variant v;
   std::optional<double> x, y;
-  std::string floor_verdict;  // "meets floor" | "below floor" | "no floor" | "not measured"
+  // Every floor of the run: "meets floors" | "below: ..." | "no floor" | "not measured: ..." ("meets
+  // floor" / "below floor ..." for a floor set by the user on the y axis).
+  std::string floor_verdict;
   std::string slo_verdict;    // "met" | "missed: p95_ms 1200 > 1000" | "no SLO" | "not measured: ttft_p99_ms"
   bool on_frontier = false;
   std::string note;           // why it was not placed
 };
 
 ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const ReportOptions& opt = {});
-// Ranking: variants meeting both the floor and the SLOs first, then the others; within a group
-// frontier variants first, then by the x axis (best first). Unplaced variants last, rank 0.
+// Ranking: variants meeting every floor and every SLO first, then the others; within a group, when
+// y is a quality axis, frontier variants first, then by the x axis (best first); when y is
+// throughput (runs without accuracy), by throughput. Unplaced variants last, rank 0. Stepped runs
+// rank every step.
 std::vector<RankedVariant> rank_variants(const ReportData& d);
 // "met" / "missed: ..." / "no SLO" / "not measured: KEYS" for a variant against its run's SLOs
 // (the harness's judgement, harness/schema/slo.h, on the stored columns).

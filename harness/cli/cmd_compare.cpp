@@ -1,12 +1,13 @@
 // cibench compare RUN_A RUN_B [--db PATH] [--json]: per variant, B - A of the median and p95
-// with bootstrap 95 % intervals.
+// with n per side, the change in %, and bootstrap 95 % intervals. The numbers are
+// reports::Db::compare's, the same as the report's and the GUI's.
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "harness/cli/command.h"
-#include "harness/lib/compare.h"
 #include "harness/lib/text_table.h"
+#include "reports/query.h"
 
 namespace cibench::cli {
 namespace {
@@ -19,14 +20,47 @@ struct Args {
   uint64_t seed = 1;
 };
 
-std::string f2(double x) {
+std::string opt(const std::optional<double>& v) { return v ? reports::fmt_num(*v) : std::string("n/a"); }
+
+std::string pct(const std::optional<double>& v) {
+  if (!v) return "";
   std::ostringstream os;
-  os << std::fixed << std::setprecision(std::abs(x) < 10 ? 3 : 1) << x;
+  os << std::showpos << std::fixed << std::setprecision(1) << *v << "%";
   return os.str();
 }
 
+std::string with_n(const std::optional<double>& v, const std::optional<int64_t>& n) {
+  return opt(v) + (n ? " (n=" + std::to_string(*n) + ")" : "");
+}
+
+void print_text(const reports::Comparison& c, std::ostream& os) {
+  for (const auto& w : c.warnings) os << "WARNING: " << w << "\n";
+  if (!c.warnings.empty()) os << "\n";
+  os << "compare run " << c.a.run_id << " (A: " << c.a.origin() << ", " << c.a.model_spec << ") with run "
+     << c.b.run_id << " (B: " << c.b.origin() << ", " << c.b.model_spec << ")\n"
+     << "difference B - A of nearest-rank percentiles; " << static_cast<int>(c.confidence * 100)
+     << "% percentile-bootstrap interval, " << c.resamples << " resamples, seed " << c.seed << "\n\n";
+  TextTable t({"variant", "metric", "A", "B", "B-A", "change", "95% CI", "verdict"});
+  std::vector<std::string> warnings;
+  for (const auto& r : c.rows) {
+    std::string ci = r.ci_low ? "[" + reports::fmt_num(*r.ci_low) + ", " + reports::fmt_num(*r.ci_high) + "]" : r.note;
+    std::string verdict = !r.ci_low ? "-" : *r.ci_high < 0 ? "B lower" : *r.ci_low > 0 ? "B higher" : "no significant difference";
+    if (!r.warning.empty()) {
+      verdict += " (!)";
+      warnings.push_back(reports::compact_label(r.variant) + ", " + r.metric + ": " + r.warning);
+    }
+    t.add({reports::compact_label(r.variant), r.metric, with_n(r.a, r.n_a), with_n(r.b, r.n_b), opt(r.diff),
+           pct(r.change_pct), ci, verdict});
+  }
+  t.print(os);
+  for (const auto& w : warnings) os << "(!) " << w << "\n";
+  for (const auto& f : c.failed) os << "failed: " << f << "\n";
+  for (const auto& u : c.only_in_a) os << "unmatched: " << u << " (only in A)\n";
+  for (const auto& u : c.only_in_b) os << "unmatched: " << u << " (only in B)\n";
+}
+
 RegisterCommand reg{Command{
-    "compare", "Compare two runs: differences of median and p95 (B - A) with bootstrap 95% intervals",
+    "compare", "Compare two runs: differences of median and p95 (B - A) with n, % change and bootstrap 95% intervals",
     [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<Args>();
       sub.add_option("run_a", a->a, "Baseline run (id, 'last', 'last~N')")->required();
@@ -36,35 +70,15 @@ RegisterCommand reg{Command{
       sub.add_option("--seed", a->seed, "Bootstrap seed")->capture_default_str();
       sub.add_flag("--json", a->json, "JSON on stdout");
       return [a]() {
-        Store st(a->db, false);
-        const int64_t ra = st.resolve_run(a->a), rb = st.resolve_run(a->b);
-        const nlohmann::json j = compare_runs(st, ra, rb, a->resamples, a->seed);
+        reports::Db db(a->db);
+        const int64_t ra = db.resolve_run(a->a), rb = db.resolve_run(a->b);
+        const reports::Comparison c = db.compare(ra, rb, a->resamples, a->seed);
         if (a->json) {
-          std::cout << j.dump(2) << "\n";
+          for (const auto& w : c.warnings) std::cerr << "cibench compare: WARNING: " << w << "\n";
+          std::cout << reports::comparison_json(c).dump(2) << "\n";
           return 0;
         }
-        std::cout << "compare run " << ra << " (A) with run " << rb << " (B): " << j["method"].get<std::string>() << "\n\n";
-        TextTable t({"variant", "metric", "A p50", "B p50", "B-A p50 [95% CI]", "A p95", "B p95", "B-A p95 [95% CI]", "p95 verdict"});
-        for (const auto& v : j["variants"]) {
-          if (v.contains("note")) {
-            t.add({v["label"].get<std::string>(), "-", "", "", v["note"].get<std::string>(), "", "", "", ""});
-            continue;
-          }
-          for (const std::string m : {"latency", "ttft", "tpot"}) {
-            if (!v.contains(m)) continue;
-            const auto& x = v[m];
-            auto ci = [&](const char* p) {
-              return f2(x[p]["diff_ms"].get<double>()) + " [" + f2(x[p]["ci95_lo_ms"].get<double>()) + ", " +
-                     f2(x[p]["ci95_hi_ms"].get<double>()) + "]";
-            };
-            t.add({v["label"].get<std::string>(), m + " ms" + (x["from_histogram"].get<bool>() ? " (hist)" : ""),
-                   f2(x["p50"]["a_ms"].get<double>()), f2(x["p50"]["b_ms"].get<double>()), ci("p50"),
-                   f2(x["p95"]["a_ms"].get<double>()), f2(x["p95"]["b_ms"].get<double>()), ci("p95"),
-                   x["p95"]["verdict"].get<std::string>()});
-          }
-        }
-        t.print(std::cout);
-        for (const auto& u : j["unmatched"]) std::cout << "unmatched: " << u.get<std::string>() << "\n";
+        print_text(c, std::cout);
         return 0;
       };
     }}};

@@ -1,15 +1,13 @@
 #pragma once
-// Comparing two runs: for each variant present in both, the difference (B - A) of the median and
-// the p95 with a percentile-bootstrap 95 % confidence interval (each run's requests resampled
-// with replacement, independently; the statistic is the nearest-rank percentile, as everywhere
-// in cibench). Not a ratio of means: tails and medians are what users feel.
+// Comparing two runs. The compare itself (matching variants, the samples, the bootstrap) is
+// reports::Db::compare, the one implementation behind `cibench compare`, `cibench report` and
+// cibench-gui; its statistics are harness/schema/stats.h's percentile_diff. This header keeps the
+// harness's name for one percentile's difference with its verdict.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "harness/lib/store.h"
+#include "harness/schema/stats.h"
 
 namespace cibench {
 
@@ -22,15 +20,9 @@ struct BootstrapCI {
   std::string verdict() const;
 };
 
-// Nearest-rank percentile p of `a` and `b` and the bootstrap CI of b - a. Deterministic per seed.
+// Nearest-rank percentile p of `a` and `b` and the bootstrap CI of b - a: percentile_diff's
+// numbers (samples sorted first). Deterministic per seed.
 BootstrapCI bootstrap_percentile_diff(const std::vector<double>& a, const std::vector<double>& b, double p,
                                       int resamples, uint64_t seed);
-
-// A metric's per-request values of one variant (ms): from the requests table when every request
-// was kept, else expanded from its histogram (bucket midpoints). `from_histogram` says which.
-std::vector<double> variant_samples(Store& st, int64_t variant_id, const std::string& metric, bool* from_histogram);
-
-// Compares two runs variant by variant (matched by label and step). JSON for --json and tests.
-nlohmann::json compare_runs(Store& st, int64_t run_a, int64_t run_b, int resamples, uint64_t seed);
 
 }  // namespace cibench

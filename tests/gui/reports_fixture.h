@@ -130,13 +130,16 @@ inline void fixture_requests(Store& s, int64_t variant, double p95) {
   std::vector<std::vector<SqlValue>> rows;
   for (int i = 0; i < 200; ++i) {
     const double lat = p95 * (0.5 + 0.5 * i / 189.0);  // the 190th of 200 (nearest-rank p95) = p95
+    // Time per output token in no particular order (stored in completion order, as a real run's):
+    // a reader must not depend on the order the rows come back in.
+    const double tpot = p95 / 20 * (0.5 + 0.5 * ((i * 77) % 200) / 199.0);
     rows.push_back({variant, int64_t{i}, int64_t{i}, int64_t{0}, int64_t{1}, 500.0 * i, lat * 0.1, lat * 0.9, lat,
-                    lat * 0.3});
+                    lat * 0.3, tpot});
   }
   Store::Transaction t(s);
   s.insert_many("requests",
                 {"variant_id", "seq", "query_index", "worker", "ok", "scheduled_ms", "queue_ms", "service_ms",
-                 "latency_ms", "ttft_ms"},
+                 "latency_ms", "ttft_ms", "tpot_ms"},
                 rows);
   t.commit();
 }

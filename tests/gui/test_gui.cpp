@@ -560,6 +560,29 @@ TEST(Gui, CompareViewTwoRunsWithIntervals) {
   EXPECT_FALSE(cv->comparison());
 }
 
+// With one run selected, B is the newest run of the same scenario and model, or none: never a run
+// of another scenario picked silently. Across scenarios, the warning comes first.
+TEST(Gui, CompareViewNeverPicksAnotherScenarioSilently) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.showView("compare");
+  CompareView* cv = w.compareView();
+  w.selectRuns({fx().ids.run_formats});
+  settle(w);
+  ASSERT_TRUE(cv->comparison());
+  EXPECT_EQ(cv->comparison()->b.run_id, fx().ids.run_formats_b);  // the same scenario and model
+  EXPECT_TRUE(cv->comparison()->warnings.empty());
+  w.selectRuns({fx().ids.run_threads});  // no other fixture-threads run
+  settle(w);
+  EXPECT_FALSE(cv->comparison());
+  EXPECT_TRUE(cv->infoLabel()->text().contains("Pick run B")) << cv->infoLabel()->text().toStdString();
+  cv->runB()->setCurrentIndex(cv->runB()->findData(QVariant::fromValue<qint64>(fx().ids.run_formats)));
+  ASSERT_TRUE(cv->comparison());
+  EXPECT_TRUE(cv->infoLabel()->text().startsWith("<b style=\"color:#a00\">WARNING: different scenarios"))
+      << cv->infoLabel()->text().toStdString();
+  EXPECT_TRUE(cv->infoLabel()->text().contains("Failed: B: int4_sym_g32")) << cv->infoLabel()->text().toStdString();
+}
+
 TEST(Gui, ExportChartsAsPngAndSvg) {
   MainWindow w;
   ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));

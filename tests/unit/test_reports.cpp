@@ -412,7 +412,9 @@ TEST(Reports, TradeoffFloorFrontierAndUnplotted) {
   // Lower-is-better y: the floor is a ceiling (ppl_ratio <= 1.05 from the scenario).
   const Tradeoff t3 = db.tradeoff({fx.run_formats}, "achieved_qps", "ppl_ratio");
   EXPECT_DOUBLE_EQ(*t3.floor, 1.05);
-  for (const auto& p : t3.points) EXPECT_EQ(p.meets_floor, p.y <= 1.05) << p.v.short_name();
+  // Every floor of the run applies: ppl_ratio <= 1.05 on the axis and top-1 agreement >= 0.95.
+  for (const auto& p : t3.points)
+    EXPECT_EQ(p.meets_floor, p.y <= 1.05 && *p.v.get("top1_agreement") >= 0.95) << p.v.short_name();
   // Memory axis in MiB.
   const Tradeoff t4 = db.tradeoff({fx.run_formats}, "peak_rss_bytes", "top1_agreement");
   EXPECT_DOUBLE_EQ(t4.points[0].x, 64.0);
@@ -564,41 +566,168 @@ TEST(Reports, CompareTwoRuns) {
   EXPECT_TRUE(saw_f32_p95 && saw_int8 && saw_qps && saw_w8a8);
 }
 
-TEST(Reports, CompareGivesTheNumbersOfCibenchCompare) {
+// The numbers of `cibench compare --json` (its own code path, run as the command) are Db::compare's,
+// which the report and the GUI show: identical intervals for the same samples, seed and resamples.
+TEST(Reports, CompareCommandGivesTheNumbersOfDbCompare) {
+  const std::string exe = std::string(CIBENCH_BINARY_DIR) + "/bin/cibench";
+  if (!fs::exists(exe)) GTEST_SKIP() << exe << " not built";
   const auto& fx = fixture();
   Db db(fixture_path());
   const Comparison c = db.compare(fx.run_formats, fx.run_formats_b, 400, 9);
+  const std::string out = temp_path("compare.json");
+  const std::string cmd = exe + " compare " + std::to_string(fx.run_formats) + " " + std::to_string(fx.run_formats_b) +
+                          " --resamples 400 --seed 9 --json --db " + fixture_path() + " > " + out + " 2>" + out + ".err";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << read_file(out + ".err");
+  const nlohmann::json h = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(h["rows"].size(), c.rows.size());
+  int intervals = 0, tpot = 0;
+  for (size_t i = 0; i < c.rows.size(); ++i) {
+    const auto& e = h["rows"][i];
+    const CompareRow& r = c.rows[i];
+    EXPECT_EQ(e["variant"].get<std::string>(), r.variant);
+    EXPECT_EQ(e["metric"].get<std::string>(), r.metric);
+    if (!r.ci_low) continue;
+    EXPECT_EQ(e["a"].get<double>(), *r.a) << r.variant << " " << r.metric;
+    EXPECT_EQ(e["b"].get<double>(), *r.b);
+    EXPECT_EQ(e["ci_low"].get<double>(), *r.ci_low) << r.variant << " " << r.metric;
+    EXPECT_EQ(e["ci_high"].get<double>(), *r.ci_high) << r.variant << " " << r.metric;
+    EXPECT_EQ(e["n_a"].get<int64_t>(), *r.n_a);
+    EXPECT_EQ(e["n_b"].get<int64_t>(), *r.n_b);
+    ++intervals;
+    tpot += r.metric.rfind("tpot", 0) == 0;
+  }
+  EXPECT_GE(intervals, 10);  // f32 and bf16 (latency, ttft, tpot) and int8 (latency), p50 and p95
+  EXPECT_EQ(tpot, 4);
+}
+
+// The interval does not depend on the order the samples were read in: the fixture stores tpot in
+// completion order (not sorted), and the compare's interval is the one of the sorted samples.
+TEST(Reports, CompareIntervalDoesNotDependOnTheOrderOfTheRows) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const Comparison c = db.compare(fx.run_formats, fx.run_formats_b, 300, 5);
   Store st(fixture_path(), false);
-  const nlohmann::json h = compare_runs(st, fx.run_formats, fx.run_formats_b, 400, 9);
-  int checked = 0;
-  for (const auto& v : h["variants"]) {
-    for (const char* metric : {"latency", "ttft", "tpot"}) {
-      if (!v.contains(metric)) continue;
-      for (const char* p : {"p50", "p95"}) {
-        const auto& e = v[metric][p];
-        const std::string title = std::string(metric) + " " + p + " (ms)";
-        const CompareRow* row = nullptr;
-        for (const auto& r : c.rows)
-          if (r.variant == v["label"].get<std::string>() && r.metric == title) row = &r;
-        ASSERT_TRUE(row) << v["label"] << " " << title;
-        EXPECT_DOUBLE_EQ(*row->a, e["a_ms"].get<double>());
-        EXPECT_DOUBLE_EQ(*row->b, e["b_ms"].get<double>());
-        EXPECT_DOUBLE_EQ(*row->ci_low, e["ci95_lo_ms"].get<double>()) << v["label"] << " " << title;
-        EXPECT_DOUBLE_EQ(*row->ci_high, e["ci95_hi_ms"].get<double>()) << v["label"] << " " << title;
-        ++checked;
-      }
+  auto rows_as_stored = [&](int64_t run) {
+    const auto q = st.query("SELECT r.tpot_ms FROM requests r JOIN variants v ON v.variant_id = r.variant_id "
+                            "WHERE v.run_id = ? AND v.format = 'f32' AND v.threads = 2 ORDER BY r.rowid", {run});
+    std::vector<double> out;
+    for (const auto& row : q.rows) out.push_back(std::get<double>(row[0]));
+    return out;
+  };
+  const auto a = rows_as_stored(fx.run_formats), b = rows_as_stored(fx.run_formats_b);
+  ASSERT_EQ(a.size(), 200u);
+  ASSERT_FALSE(std::is_sorted(a.begin(), a.end()));  // stored out of order
+  const CompareRow* row = nullptr;
+  for (const auto& r : c.rows)
+    if (r.variant.rfind("f32 t2", 0) == 0 && r.metric == "tpot p50 (ms)") row = &r;
+  ASSERT_TRUE(row);
+  const PercentileDiff d = percentile_diff(a, b, 50, 300, 5);
+  EXPECT_EQ(*row->ci_low, d.lo);
+  EXPECT_EQ(*row->ci_high, d.hi);
+  auto sa = a, sb = b;
+  std::sort(sa.begin(), sa.end());
+  std::sort(sb.begin(), sb.end());
+  EXPECT_EQ(bootstrap_diff_ci(sa, sb, 50, 300, 0.95, 5), std::make_pair(d.lo, d.hi));
+  std::reverse(sa.begin(), sa.end());
+  const PercentileDiff rev = percentile_diff(sa, b, 50, 300, 5);
+  EXPECT_EQ(rev.lo, d.lo);
+  EXPECT_EQ(rev.hi, d.hi);
+  // And the harness's name for it gives the same numbers.
+  const BootstrapCI h = bootstrap_percentile_diff(a, b, 50, 300, 5);
+  EXPECT_EQ(h.lo, d.lo);
+  EXPECT_EQ(h.hi, d.hi);
+}
+
+TEST(Reports, PercentileIsTheSampleMaximumByTheArithmeticOfNearestRank) {
+  // ceil(p/100 n) = n  <=>  n < 1 / (1 - p/100)
+  EXPECT_TRUE(percentile_is_max(95, 19));
+  EXPECT_FALSE(percentile_is_max(95, 20));
+  EXPECT_TRUE(percentile_is_max(99, 99));
+  EXPECT_FALSE(percentile_is_max(99, 100));
+  EXPECT_TRUE(percentile_is_max(50, 1));
+  EXPECT_FALSE(percentile_is_max(50, 2));
+  EXPECT_TRUE(percentile_is_max(99.9, 999));
+  EXPECT_FALSE(percentile_is_max(99.9, 1000));
+  EXPECT_EQ(min_n_below_max(95), 20u);
+  for (size_t n = 1; n < 300; ++n) {
+    std::vector<double> v;
+    for (size_t i = 0; i < n; ++i) v.push_back(static_cast<double>(i));
+    EXPECT_EQ(percentile_is_max(95, n), sample_stat(v, 95) == v.back()) << n;
+  }
+}
+
+// Six requests per side (quickstart's minimum): p95 is each sample's maximum, said beside n.
+TEST(Reports, CompareShowsNAndChangeAndWarnsWhenP95IsTheMaximum) {
+  const std::string path = temp_path("small_compare.sqlite");
+  int64_t runs[2];
+  {
+    Store s(path);
+    for (int r = 0; r < 2; ++r) {
+      runs[r] = s.insert("runs", test::fixture_run("fixture-formats", test::fixture_formats_toml(), "hostA",
+                                                   r ? "2024-05-02T10:00:00Z" : "2024-05-01T10:00:00Z", "server"));
+      const int64_t v = test::fixture_variant(s, runs[r], 0, 0, {"f32", 0, 2, 1, 100, 1.0}, 0, 2.0);
+      s.update("variants", "variant_id", v, {{"queries", int64_t{6}}});
+      for (int i = 0; i < 6; ++i)
+        s.insert("requests", {{"variant_id", v}, {"seq", int64_t{i}}, {"query_index", int64_t{i}}, {"worker", int64_t{0}},
+                              {"ok", int64_t{1}}, {"scheduled_ms", 100.0 * i}, {"queue_ms", 0.0},
+                              {"service_ms", 10.0 * (i + 1) + 5.0 * r}, {"latency_ms", 10.0 * (i + 1) + 5.0 * r}});
     }
   }
-  EXPECT_GE(checked, 8);  // f32, bf16 (latency, ttft) and int8 (latency), p50 and p95
-  // And the bootstrap alone, on samples with ties.
-  std::vector<double> a, b;
-  for (int i = 0; i < 101; ++i) a.push_back(i % 7), b.push_back(i % 5 + 0.5);
-  for (double p : {50.0, 95.0}) {
-    const auto mine = bootstrap_diff_ci(a, b, p, 250, 0.95, 3);
-    const auto theirs = bootstrap_percentile_diff(a, b, p, 250, 3);
-    EXPECT_DOUBLE_EQ(mine.first, theirs.lo);
-    EXPECT_DOUBLE_EQ(mine.second, theirs.hi);
+  Db db(path);
+  const Comparison c = db.compare(runs[0], runs[1], 200, 1);
+  EXPECT_TRUE(c.warnings.empty());
+  const CompareRow *p95 = nullptr, *p50 = nullptr, *rss = nullptr;
+  for (const auto& r : c.rows) {
+    if (r.metric == "latency p95 (ms)") p95 = &r;
+    if (r.metric == "latency p50 (ms)") p50 = &r;
+    if (r.metric.rfind("peak RSS", 0) == 0) rss = &r;
   }
+  ASSERT_TRUE(p95 && p50 && rss);
+  EXPECT_EQ(*p95->n_a, 6);
+  EXPECT_EQ(*p95->n_b, 6);
+  EXPECT_DOUBLE_EQ(*p95->a, 60.0);  // the maximum
+  EXPECT_DOUBLE_EQ(*p95->change_pct, 100.0 * 5 / 60);
+  EXPECT_NE(p95->warning.find("sample maximum"), std::string::npos) << p95->warning;
+  EXPECT_NE(p95->warning.find("n >= 20"), std::string::npos) << p95->warning;
+  EXPECT_TRUE(p50->warning.empty()) << p50->warning;  // the 3rd of 6
+  EXPECT_DOUBLE_EQ(*p50->change_pct, 100.0 * 5 / 30);
+  EXPECT_EQ(rss->metric, "peak RSS (MiB)");
+  EXPECT_DOUBLE_EQ(*rss->a, 64.0);
+  const nlohmann::json j = comparison_json(c);
+  bool warned = false;
+  for (const auto& r : j["rows"]) warned = warned || r.contains("warning");
+  EXPECT_TRUE(warned);
+  const std::string mdn = render_markdown(collect_report(db, {runs[0], runs[1]}, resamples(100)));
+  EXPECT_NE(mdn.find("60 (n=6)"), std::string::npos);
+  EXPECT_NE(mdn.find("+8.3%"), std::string::npos);
+}
+
+// Runs of different scenarios and models are compared only with a warning said first; failed
+// variants are named; the GUI's "B" is never silently another scenario's run.
+TEST(Reports, CompareWarnsAcrossScenariosAndNamesFailedVariants) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const Comparison same = db.compare(fx.run_formats, fx.run_formats_b, 100);
+  EXPECT_TRUE(same.warnings.empty());
+  ASSERT_EQ(same.failed.size(), 2u);  // int4_sym_g32 failed in both runs
+  EXPECT_NE(same.failed[0].find("A: int4_sym_g32 t2 w1"), std::string::npos) << same.failed[0];
+  EXPECT_NE(same.failed[0].find("no kernel for this format"), std::string::npos) << same.failed[0];
+  const Comparison other = db.compare(fx.run_formats, fx.run_threads, 100);
+  ASSERT_FALSE(other.warnings.empty());
+  EXPECT_FALSE(other.same_scenario);
+  EXPECT_NE(other.warnings[0].find("fixture-formats"), std::string::npos);
+  EXPECT_NE(other.warnings[0].find("fixture-threads"), std::string::npos);
+  EXPECT_EQ(db.comparable_runs(fx.run_formats), std::vector<int64_t>{fx.run_formats_b});
+  EXPECT_TRUE(db.comparable_runs(fx.run_threads).empty());
+  const ReportData d = collect_report(db, {fx.run_formats, fx.run_threads}, resamples(50));
+  const std::string html = render_html(d), mdn = render_markdown(d);
+  const size_t warn_md = mdn.find("**WARNING (compare): different scenarios");
+  ASSERT_NE(warn_md, std::string::npos);
+  EXPECT_LT(warn_md, mdn.find("## Verdicts"));
+  const size_t warn_html = html.find("WARNING (compare): different scenarios");
+  ASSERT_NE(warn_html, std::string::npos);
+  EXPECT_LT(warn_html, html.find("<h2>Verdicts"));
+  EXPECT_NE(mdn.find("failed: A: int4_sym_g32 t2 w1"), std::string::npos);
 }
 
 // ---- reports ----
@@ -647,9 +776,9 @@ TEST(Reports, HtmlAndMarkdownCarryTheSameFrontier) {
               std::string::npos)
         << r.v.short_name();
   }
-  // Counters: unavailable with the reason in both.
-  EXPECT_NE(mdn.find("unavailable: needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
-  EXPECT_NE(html.find("unavailable: needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
+  // Counters: unavailable with the reason in both, once per reason.
+  EXPECT_NE(mdn.find("IPC (1 of 8 variants): needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
+  EXPECT_NE(html.find("IPC (1 of 8 variants): needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
 }
 
 TEST(Reports, ReportOfTwoRunsHasTheCompareAndCharts) {
