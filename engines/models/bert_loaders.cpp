@@ -237,8 +237,8 @@ BertSource open_hf_bert(const std::string& spec) {
     t.cols = want.back();
     const int64_t rows = t.rows, cols = t.cols;
     const bool one_d = want.size() == 1;
-    t.read = [info, hf, rows, cols, one_d](int64_t r0, int64_t n, float* dst) {
-      CIBENCH_CHECK(r0 >= 0 && n >= 0 && r0 + n <= rows, "tensor '", hf, "': rows [", r0, ", ",
+    t.read = [info, hf_name = hf, rows, cols, one_d](int64_t r0, int64_t n, float* dst) {
+      CIBENCH_CHECK(r0 >= 0 && n >= 0 && r0 + n <= rows, "tensor '", hf_name, "': rows [", r0, ", ",
                     r0 + n, ") are outside its ", rows, " rows");
       if (one_d) info->read_rows_f32(r0 * cols, n * cols, dst);
       else info->read_rows_f32(r0, n, dst);

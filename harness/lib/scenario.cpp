@@ -260,12 +260,13 @@ class Reader {
   // A scalar or an array of scalars of one kind, checked element by element.
   template <typename T>
   std::optional<std::vector<T>> list_opt(const std::string& key,
-                                         const std::function<T(const toml::node&)>& conv) {
+                                         const std::function<T(const toml::node&)>& conv,
+                                         bool allow_empty = false) {
     const toml::node* n = node(key);
     if (!n) return std::nullopt;
     std::vector<T> out;
     if (const toml::array* a = n->as_array()) {
-      if (a->empty()) fail(*n, key, "the list is empty");
+      if (a->empty() && !allow_empty) fail(*n, key, "the list is empty");
       if (a->size() > static_cast<size_t>(kMaxListValues))
         fail(*n, key, str(a->size(), " values; a list holds at most ", kMaxListValues));
       for (const toml::node& e : *a) out.push_back(conv(e));
@@ -685,7 +686,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
           const double x = *e.value<double>();
           if (!(x > 0)) r.fail(e, "rates_qps", str("must be > 0, got ", x));
           return x;
-        }))
+        }, /*allow_empty=*/true))  // [] drops a file's rates (--set load.pattern=server ...)
       s.rates_qps = *v;
     r.finish();
     if (s.pattern == Pattern::server && s.target_qps <= 0)
@@ -695,7 +696,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     // Rates that would be ignored are refused: the run would not be the sweep its file describes.
     if (s.pattern != Pattern::stepped && !s.rates_qps.empty())
       throw ScenarioError(s.pos("load.rates_qps").message(str("only pattern = \"stepped\" sweeps rates; the pattern is \"",
-                                                              p, "\" (give target_qps, or set pattern = \"stepped\")")));
+                                                              p, "\" (give target_qps and rates_qps = [], or set pattern = \"stepped\")")));
   }
   {  // [run]
     Reader r(top.sub("run"), "run", path, &s.key_pos);

@@ -23,7 +23,7 @@ fi
 
 "$CIBENCH" run "$here/scenarios/classifier-sweep.toml" --db "$db" -q \
   --set model.source=models/bert-tiny-sst2 --set 'matrix.format=["f32","int8"]' \
-  --set load.pattern=server --set load.target_qps=100 --set run.min_duration_ms=600 \
+  --set load.pattern=server --set load.target_qps=100 --set 'load.rates_qps=[]' --set run.min_duration_ms=600 \
   --set run.min_queries=60 --set accuracy.bootstrap_resamples=200 \
   --set 'slo.p99_ms=10000' --set 'slo.p50_ms=10000'
 
@@ -59,7 +59,7 @@ grep -q "int8 t1 w2 cache=512" "$tmp/show.txt" || fail "show: labels"
 "$CIBENCH" run "$here/scenarios/classifier-sweep.toml" --db "$db" -q \
   --set model.source=models/bert-tiny-sst2 --set 'matrix.format=["f32"]' --set 'matrix.layout=["1x2"]' \
   --set 'matrix.shapes=["padded"]' --set 'matrix.max_batch=[4]' --set 'matrix.cache=[false]' \
-  --set classifier.pad_to=80 --set classifier.max_wait_ms=2 --set load.pattern=offline \
+  --set classifier.pad_to=80 --set classifier.max_wait_ms=2 --set load.pattern=offline --set 'load.rates_qps=[]' \
   --set run.min_queries=40 --set run.min_duration_ms=0 --set accuracy.bootstrap_resamples=50
 [ "$(q "SELECT shape || ' ' || pad_to || ' ' || max_batch || ' ' || (batches = 10) FROM variants WHERE run_id = 2")" = "padded 80 4 1" ] \
   || fail "padded batches: $(q "SELECT shape, pad_to, max_batch, batches FROM variants WHERE run_id = 2")"
