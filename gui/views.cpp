@@ -608,9 +608,13 @@ void LatencyView::refresh(const Selection& s) {
         }
         if (!ln.pts.empty()) lines.push_back(ln);
       }
-      if (cv.knee_qps)
-        knees.emplace_back(run_prefix(s, run) + q(cv.name) + QString(" knee %1 qps").arg(num(*cv.knee_qps)),
-                           *cv.knee_qps);
+      // The knee as the run defines it (find_knee): a rate where every step tried met the SLOs
+      // is a lower bound, not a knee.
+      if (const Knee kn = cv.knee_of_steps(); kn.qps)
+        knees.emplace_back(run_prefix(s, run) + q(cv.name) +
+                               (kn.reached ? QString(" knee %1 qps").arg(num(*kn.qps))
+                                           : QString(" all met up to %1 qps (knee not reached)").arg(num(*kn.qps))),
+                           *kn.qps);
       ++ci;
     }
     for (const auto& slo : sweep.slos)

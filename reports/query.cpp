@@ -920,28 +920,29 @@ CdfSeries Db::latency_cdf(int64_t variant_id, const std::string& metric) {
   return s;
 }
 
-std::optional<double> LoadCurve::knee() const {
-  std::optional<double> k;
-  for (const Step& s : steps) {  // by offered rate, ascending
-    if (!s.verdict.met || !*s.verdict.met) break;
-    k = s.offered_qps;
-  }
-  return k;
+// The run's own definition (harness/schema/slo.h find_knee) on the steps as judged here.
+Knee LoadCurve::knee_of_steps() const {
+  std::vector<KneeStep> ks;
+  for (const Step& s : steps) ks.push_back({s.offered_qps, s.verdict.met});  // by offered rate, ascending
+  return find_knee(ks);
 }
+
+std::optional<double> LoadCurve::knee() const { return knee_of_steps().qps; }
 
 std::string LoadCurve::knee_text() const {
   if (steps.empty()) return "no step completed";
   bool any_slo = false;
   for (const Step& s : steps) any_slo = any_slo || s.verdict.met.has_value() || !s.verdict.unmeasured.empty();
   if (!any_slo) return "no SLO to judge the steps by";
-  const auto k = knee();
+  const Knee kn = knee_of_steps();
+  const std::optional<double> k = kn.qps;
   const Step* next = nullptr;
   for (const Step& s : steps)
     if (!k || s.offered_qps > *k) {
       next = &s;
       break;
     }
-  if (k && !next)
+  if (k && (!kn.reached || !next))
     return str("knee not reached below the highest rate tried (", fmt_num(steps.back().offered_qps), " qps): every step met every SLO");
   const std::string why = next->verdict.summary();
   if (!k) return str("no rate met every SLO (lowest tried: ", fmt_num(steps.front().offered_qps), " qps, ", why, ")");

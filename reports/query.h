@@ -185,6 +185,7 @@ struct LoadCurve {
   // The knee from the steps' verdicts: the highest offered rate at which this step and every
   // lower one met every SLO; nullopt when the first step missed (or nothing was judged).
   std::optional<double> knee() const;
+  Knee knee_of_steps() const;  // find_knee on the steps' verdicts
   // "knee 2 qps (the next rate, 4 qps, missed: ...)", "not reached below the highest rate tried
   // (4 qps)", "no rate met every SLO (lowest tried: 0.5 qps)" or "no SLO".
   std::string knee_text() const;

@@ -459,7 +459,10 @@ std::vector<svg::Chart> load_charts(const ReportData& d) {
             }
           if (!s.pts.empty()) c.series.push_back(s);
         }
-        if (auto k = cv.knee()) c.vlines.push_back({*k, "knee " + fmt_num(*k) + " qps", "#2ca02c"});
+        if (const Knee kn = cv.knee_of_steps(); kn.qps)
+          c.vlines.push_back({*kn.qps, kn.reached ? "knee " + fmt_num(*kn.qps) + " qps"
+                                                  : "all met up to " + fmt_num(*kn.qps) + " qps (knee not reached)",
+                              "#2ca02c"});
         ++i;
       }
       for (const Slo& s : ls.slos)
