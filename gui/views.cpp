@@ -766,8 +766,11 @@ CountersView::CountersView(QWidget* parent) : View(parent) {
   table_ = new QTableWidget(this);
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  gaps_ = new QLabel(this);
+  gaps_->setWordWrap(true);
+  gaps_->setStyleSheet("color: #666");
+  gaps_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   which_ = new QComboBox(this);
-  for (const auto& n : reports::counter_names()) which_->addItem(q(reports::counter_title(n)), q(n));
   chart_ = new ChartView(this);
   unavailable_ = new QLabel(this);
   unavailable_->setWordWrap(true);
@@ -775,7 +778,12 @@ CountersView::CountersView(QWidget* parent) : View(parent) {
   auto* top = new QHBoxLayout();
   top->addWidget(new QLabel("Chart:", this));
   top->addWidget(which_);
-  top->addWidget(new QLabel("— unavailable counters are shown as unavailable (hover for the reason), never as zero", this), 1);
+  top->addWidget(new QLabel("— measured counters only; unavailable values get no bar, never a zero", this), 1);
+  auto* upper = new QWidget(this);
+  auto* ul = new QVBoxLayout(upper);
+  ul->setContentsMargins(0, 0, 0, 0);
+  ul->addWidget(table_, 1);
+  ul->addWidget(gaps_);
   auto* lower = new QWidget(this);
   auto* ll = new QVBoxLayout(lower);
   ll->setContentsMargins(0, 0, 0, 0);
@@ -783,7 +791,7 @@ CountersView::CountersView(QWidget* parent) : View(parent) {
   ll->addWidget(chart_, 1);
   ll->addWidget(unavailable_);
   auto* split = new QSplitter(Qt::Vertical, this);
-  split->addWidget(table_);
+  split->addWidget(upper);
   split->addWidget(lower);
   auto* lay = new QVBoxLayout(this);
   lay->addWidget(split);
@@ -801,12 +809,21 @@ void CountersView::refresh(const Selection& s) {
     data_ = s.db->counters(s.runs);
     numbers_ = VariantNumbers(s.db->variants(s.runs));
   }
-  const auto& names = reports::counter_names();
+  // Hardware and derived counters, then the operating system's (measured without a PMU).
+  std::vector<std::string> names = reports::counter_names();
+  names.insert(names.end(), reports::software_counter_names().begin(), reports::software_counter_names().end());
+  measured_.clear();
+  for (const auto& n : names)
+    for (const auto& cs : data_)
+      if (auto it = cs.values.find(n); it != cs.values.end() && it->second.value) {
+        measured_.push_back(n);
+        break;
+      }
   table_->clear();
   table_->setRowCount(static_cast<int>(data_.size()));
-  table_->setColumnCount(static_cast<int>(names.size()) + 2);
+  table_->setColumnCount(static_cast<int>(measured_.size()) + 2);
   QStringList head{"variant", "mode"};
-  for (const auto& n : names) head << q(reports::counter_title(n));
+  for (const auto& n : measured_) head << q(reports::counter_title(n));
   table_->setHorizontalHeaderLabels(head);
   for (size_t r = 0; r < data_.size(); ++r) {
     const auto& cs = data_[r];
@@ -814,13 +831,14 @@ void CountersView::refresh(const Selection& s) {
     const QString name = (many_runs_ ? QString("run %1: ").arg(cs.v.run_id) : QString()) + q(cs.v.short_name());
     table_->setItem(row, 0, item(name, numbers_.config(cs.v)));
     table_->setItem(row, 1, item(cs.mode.empty() ? "-" : q(cs.mode)));
-    for (size_t c = 0; c < names.size(); ++c) {
-      const auto& cv = cs.values.at(names[c]);
+    for (size_t c = 0; c < measured_.size(); ++c) {
+      const auto found = cs.values.find(measured_[c]);
+      const reports::CounterValue cv = found != cs.values.end() ? found->second : reports::CounterValue{};
       QTableWidgetItem* it;
       if (cv.value) {
         it = item(num(*cv.value), QString("source: %1").arg(q(cv.source)));
       } else {
-        it = item("unavailable", q(cv.reason));
+        it = item("unavailable", q(cv.reason.empty() ? "not recorded" : cv.reason));
         it->setForeground(QColor("#888888"));
         QFont f = it->font();
         f.setItalic(true);
@@ -831,35 +849,77 @@ void CountersView::refresh(const Selection& s) {
     if (selected_.count(cs.v.variant_id)) table_->selectRow(row);
   }
   table_->resizeColumnsToContents();
+
+  // Unavailable counters, one line per distinct reason naming the counters that share it (as the
+  // report does): "IPC, L1D misses / 1000 instr (all 8 variants): PAPI_ENOEVNT ...".
+  std::vector<std::string> order;
+  std::map<std::string, std::pair<QStringList, std::set<int64_t>>> by_reason;
+  for (const auto& n : names)
+    for (const auto& cs : data_) {
+      auto it = cs.values.find(n);
+      if (it == cs.values.end() || it->second.value) continue;
+      auto [at, fresh] = by_reason.try_emplace(it->second.reason);
+      if (fresh) order.push_back(it->second.reason);
+      auto& [counters, variants] = at->second;
+      if (!counters.contains(q(reports::counter_title(n)))) counters << q(reports::counter_title(n));
+      variants.insert(cs.v.variant_id);
+    }
+  QStringList gaps;
+  for (const auto& why : order) {
+    const auto& [counters, variants] = by_reason.at(why);
+    const QString who = variants.size() == data_.size()
+                            ? QString("all %1 variant%2").arg(variants.size()).arg(variants.size() == 1 ? "" : "s")
+                            : QString("%1 of %2 variants").arg(variants.size()).arg(data_.size());
+    gaps << QString("%1 (%2): %3").arg(counters.join(", "), who, q(why));
+  }
+  gaps_->setText(gaps.isEmpty() ? QString()
+                                : "<b>Unavailable</b><br>" + gaps.join("\n").toHtmlEscaped().replace("\n", "<br>"));
+
+  // The chart's choices: the measured counters; the current one is kept when still measured.
+  const QString current = which_->currentData().toString();
+  {
+    QSignalBlocker block(which_);
+    which_->clear();
+    for (const auto& n : measured_) which_->addItem(q(reports::counter_title(n)), q(n));
+    which_->setCurrentIndex(std::max(0, which_->findData(current)));
+  }
   rebuildChart();
 }
 
 void CountersView::rebuildChart() {
   const std::string name = which_->currentData().toString().toStdString();
+  if (name.empty()) {
+    QChart* c = fresh_chart(chart_, data_.empty() ? "Counters: select one or more runs"
+                                                  : "Counters: none measured for the selected variants");
+    c->legend()->hide();
+    unavailable_->clear();
+    return;
+  }
   QChart* c = fresh_chart(chart_, q(reports::counter_title(name)) + " per variant");
   c->legend()->hide();
   auto* set = new QBarSet(q(reports::counter_title(name)));
   set->setColor(QColor("#1f77b4"));
-  QStringList cats, missing;
+  QStringList cats;
+  std::vector<std::string> order;
+  std::map<std::string, QStringList> missing;  // reason -> variants without a bar
   double hi = 0;
   for (const auto& cs : data_) {
     const QString vn = (many_runs_ ? QString("run %1: ").arg(cs.v.run_id) : QString()) + q(cs.v.short_name());
-    const auto& cv = cs.values.at(name);
-    if (!cv.value) {  // no bar: a zero-height bar would read as a measured zero
-      missing << vn + ": " + q(cv.reason);
+    const auto found = cs.values.find(name);
+    if (found == cs.values.end() || !found->second.value) {  // no bar: a zero-height bar would read as a measured zero
+      const std::string why = found == cs.values.end() ? "not recorded" : found->second.reason;
+      if (!missing.count(why)) order.push_back(why);
+      missing[why] << vn;
       continue;
     }
     cats << vn;
-    *set << *cv.value;
-    hi = std::max(hi, *cv.value);
+    *set << *found->second.value;
+    hi = std::max(hi, *found->second.value);
   }
-  unavailable_->setText(missing.isEmpty() ? QString()
-                                          : "<b>Unavailable</b> (no bar drawn)<br>" + missing.join("\n").toHtmlEscaped().replace("\n", "<br>"));
-  if (cats.isEmpty()) {
-    delete set;
-    c->setTitle(c->title() + ": unavailable for every variant");
-    return;
-  }
+  QStringList lines;
+  for (const auto& why : order) lines << missing.at(why).join(", ") + ": " + q(why);
+  unavailable_->setText(lines.isEmpty() ? QString()
+                                        : "<b>No bar</b> (unavailable)<br>" + lines.join("\n").toHtmlEscaped().replace("\n", "<br>"));
   auto* bars = new QBarSeries();
   bars->append(set);
   c->addSeries(bars);

@@ -172,10 +172,16 @@ class CountersView : public View {
   QChart* chart() const;
   QComboBox* counterBox() const { return which_; }
   QLabel* unavailableLabel() const { return unavailable_; }
+  // The counters unavailable for the selected variants, one line per distinct reason.
+  QLabel* gapsLabel() const { return gaps_; }
+  // The counters measured for at least one selected variant (the table's columns, the chart's choices).
+  const std::vector<std::string>& measured() const { return measured_; }
 
  private:
   void rebuildChart();
   QTableWidget* table_;
+  QLabel* gaps_;
+  std::vector<std::string> measured_;
   ChartView* chart_;
   QComboBox* which_;
   QLabel* unavailable_;

@@ -9,7 +9,8 @@
 //   f32 t1 (150, no accuracy)  int4_sym_g32 t2 (failed)
 // Above the floor the frontier is int8 -> bf16 sp0.5 -> bf16 -> f32; w8a8 is dominated by int8;
 // int4 and int8 sp0.5 are below the floor (greyed). f32 t2 meets the p95 SLO exactly (100 <= 100),
-// f32 t1 misses it (150). Counters: f32 t2 all unavailable (no PMU, no RAPL); bf16 t2 measured.
+// f32 t1 misses it (150). Counters: f32 t2 all unavailable (no PMU, no RAPL); bf16 t2 measured;
+// both have the software counters (task clock, context switches, page faults, CPU migrations).
 // Run 2: the same scenario on hostB, every latency 10 ms higher (for the compare view).
 // Run 3 "fixture-threads": f32 at threads x workers 1x1, 2x1, 1x2, 2x2 (scaling view).
 // Run 4 "fixture-stepped": f32 t2 at offered 1, 2, 4, 8 queries/s, p95 20, 25, 60, 300 ms.
@@ -159,6 +160,9 @@ inline void fixture_counters(Store& s, int64_t variant, bool measured) {
   row("ipc", 1.5, "instructions/cycle", "total", "derived", measured ? "" : "needs instructions and cycles: " + no_pmu);
   row("l1d_mpki", 12.0, "per 1000 instructions", "total", "derived", measured ? "" : "needs l1d_misses and instructions: " + no_pmu);
   row("task_clock_ms", 812.5, "ms", "total", "perf_event", "");
+  row("context_switches", 42.0, "", "total", "perf_event", "");
+  row("page_faults", 1200.0, "", "total", "perf_event", "");
+  row("cpu_migrations", 3.0, "", "total", "perf_event", "");
   row("energy_j", 3.0, "J", "package", "rapl", measured ? "" : "no RAPL: /sys/class/powercap not present");
 }
 

@@ -531,6 +531,56 @@ TEST(Gui, CountersViewShowsUnavailableNeverZero) {
   EXPECT_DOUBLE_EQ(bars->barSets()[0]->at(0), 0.75);
 }
 
+// Without a PMU (f32 t2) the software counters are still measured: the table has a column for
+// every counter measured for some variant and none for those measured nowhere, the unavailable
+// ones are one line per reason, and the chart plots a measured counter.
+TEST(Gui, CountersViewShowsMeasuredColumnsAndOneLinePerReason) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  w.showView("counters");
+  settle(w);
+  CountersView* cv = w.countersView();
+  QTableWidget* tb = cv->table();
+  QStringList head;
+  for (int c = 0; c < tb->columnCount(); ++c) head << tb->horizontalHeaderItem(c)->text();
+  EXPECT_EQ(head, (QStringList{"variant", "mode", "IPC", "L1D misses / 1000 instr", "energy (J)",
+                               "energy per request (J)", "task clock (ms)", "context switches", "page faults",
+                               "CPU migrations"}))
+      << head.join(" | ").toStdString();
+  int f32_row = -1;
+  for (int r = 0; r < tb->rowCount(); ++r)
+    if (tb->item(r, 0)->text() == "f32 t2 w1") f32_row = r;
+  ASSERT_GE(f32_row, 0);
+  EXPECT_EQ(tb->item(f32_row, head.indexOf("task clock (ms)"))->text(), "812.5");
+  EXPECT_EQ(tb->item(f32_row, head.indexOf("context switches"))->text(), "42");
+  EXPECT_EQ(tb->item(f32_row, head.indexOf("IPC"))->text(), "unavailable");
+  // One line per distinct reason, naming every counter that shares it.
+  const QString gaps = cv->gapsLabel()->text();
+  EXPECT_TRUE(gaps.contains("IPC (1 of 8 variants): needs instructions and cycles: PAPI_ENOEVNT")) << gaps.toStdString();
+  EXPECT_TRUE(gaps.contains("L2 misses / 1000 instr, L3 misses / 1000 instr, branch misses / 1000 instr")) << gaps.toStdString();
+  EXPECT_EQ(gaps.count("): not recorded for this variant"), 1) << gaps.toStdString();
+  EXPECT_EQ(gaps.count("<br>"), 6) << gaps.toStdString();  // after the heading, 6 distinct reasons
+  // The chart's choices are the measured counters; it opens on one and draws its bars.
+  QStringList choices;
+  for (int i = 0; i < cv->counterBox()->count(); ++i) choices << cv->counterBox()->itemData(i).toString();
+  EXPECT_EQ(choices, (QStringList{"ipc", "l1d_mpki", "energy_j", "energy_per_request_j", "task_clock_ms",
+                                  "context_switches", "page_faults", "cpu_migrations"}));
+  cv->counterBox()->setCurrentIndex(cv->counterBox()->findData("task_clock_ms"));
+  auto* bars = qobject_cast<QBarSeries*>(cv->chart()->series().value(0));
+  ASSERT_TRUE(bars);
+  ASSERT_EQ(bars->barSets().size(), 1);
+  ASSERT_EQ(bars->barSets()[0]->count(), 2);  // f32 t2 and bf16 t2
+  EXPECT_DOUBLE_EQ(bars->barSets()[0]->at(0), 812.5);
+  // A run without any counter rows: no counter column, every counter on one line, no chart.
+  w.selectRuns({fx().ids.run_threads});
+  settle(w);
+  EXPECT_EQ(cv->table()->columnCount(), 2);
+  EXPECT_EQ(cv->counterBox()->count(), 0);
+  EXPECT_TRUE(cv->chart()->series().isEmpty());
+  EXPECT_TRUE(cv->gapsLabel()->text().contains("(all 4 variants): not recorded")) << cv->gapsLabel()->text().toStdString();
+}
+
 TEST(Gui, CompareViewTwoRunsWithIntervals) {
   MainWindow w;
   ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
