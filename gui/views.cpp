@@ -357,6 +357,7 @@ std::vector<std::pair<int64_t, QPoint>> TradeoffView::markerPositions(const QWid
 void TradeoffView::rebuild() {
   series_points_.clear();
   frontier_->clear();
+  groups_.clear();
   QChart* c = fresh_chart(view_, "Trade-off");
   if (!sel_.db || sel_.runs.empty()) {
     data_ = {};
@@ -368,13 +369,46 @@ void TradeoffView::rebuild() {
   }
   const std::string xk = x_->currentData().toString().toStdString();
   const std::string yk = y_->currentData().toString().toStdString();
-  std::optional<double> floor;
-  if (user_floor_) {
-    floor = floor_on_->isChecked() ? std::optional<double>(floor_->value()) : std::nullopt;
-    data_ = sel_.db->tradeoff(sel_.runs, xk, yk, floor, false);
-  } else {
-    data_ = sel_.db->tradeoff(sel_.runs, xk, yk);
+  // Runs of different scenarios (or models) answer different questions under different floors:
+  // each (scenario, model) is judged on its own floor, with its own frontier.
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (int64_t id : sel_.runs) {
+    const reports::RunInfo info = sel_.db->run(id);
+    const std::pair<std::string, std::string> key{info.scenario_name, info.model_spec};
+    auto at = std::find(keys.begin(), keys.end(), key);
+    if (at == keys.end()) {
+      keys.push_back(key);
+      groups_.push_back({});
+      at = keys.end() - 1;
+    }
+    groups_[static_cast<size_t>(at - keys.begin())].runs.push_back(id);
   }
+  std::optional<double> floor;
+  if (user_floor_) floor = floor_on_->isChecked() ? std::optional<double>(floor_->value()) : std::nullopt;
+  data_ = {};
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    TradeoffGroup& gr = groups_[g];
+    const auto& [scenario, model] = keys[g];
+    bool shared_name = false;
+    for (size_t o = 0; o < keys.size(); ++o) shared_name |= o != g && keys[o].first == scenario;
+    gr.name = q(scenario.empty() ? "(no scenario)" : scenario) + (shared_name ? q(", " + model) : QString());
+    gr.t = user_floor_ ? sel_.db->tradeoff(gr.runs, xk, yk, floor, false) : sel_.db->tradeoff(gr.runs, xk, yk);
+    gr.offset = data_.points.size();
+    if (g == 0) {
+      data_.x = gr.t.x, data_.y = gr.t.y;
+      data_.floor = gr.t.floor, data_.floor_source = gr.t.floor_source;
+    }
+    if (!data_.floor && gr.t.floor) data_.floor = gr.t.floor, data_.floor_source = gr.t.floor_source;
+    data_.per_step |= gr.t.per_step;
+    data_.points.insert(data_.points.end(), gr.t.points.begin(), gr.t.points.end());
+    for (size_t i : gr.t.frontier) data_.frontier.push_back(gr.offset + i);
+    data_.unplotted.insert(data_.unplotted.end(), gr.t.unplotted.begin(), gr.t.unplotted.end());
+  }
+  // Names carry the scenario when several are selected; shapes tell apart the groups with points.
+  const bool many_groups = groups_.size() > 1;
+  size_t plotted_groups = 0;
+  for (const auto& g : groups_) plotted_groups += !g.t.points.empty();
+  const bool shape_by_group = plotted_groups > 1;
   numbers_ = VariantNumbers(sel_.db->variants(sel_.runs));
   {
     QSignalBlocker b1(floor_), b2(floor_on_);
@@ -384,42 +418,70 @@ void TradeoffView::rebuild() {
       floor_->setValue(std::min_element(data_.points.begin(), data_.points.end(),
                                         [](const auto& a, const auto& b) { return a.y < b.y; })->y);
   }
-  floor_src_->setText(data_.floor ? q(data_.floor_source)
-                                  : user_floor_ ? QString("floor off") : QString("no floor in the scenario"));
+  if (many_groups && !user_floor_) {
+    QStringList floors;
+    for (const auto& g : groups_)
+      floors << g.name + ": " + (g.t.floor ? num(*g.t.floor) + " (" + q(g.t.floor_source) + ")" : QString("no floor"));
+    floor_src_->setText("per scenario: " + floors.join("; "));
+  } else {
+    floor_src_->setText(data_.floor ? q(data_.floor_source)
+                                    : user_floor_ ? QString("floor off") : QString("no floor in the scenario"));
+  }
   c->setTitle(QString("Trade-off: %1 against %2").arg(q(data_.y.label), q(data_.x.label)));
 
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (const auto& p : data_.points) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
-  if (data_.floor) y0 = std::min(y0, *data_.floor), y1 = std::max(y1, *data_.floor);
+  for (const auto& g : groups_)
+    if (g.t.floor && !g.t.points.empty()) y0 = std::min(y0, *g.t.floor), y1 = std::max(y1, *g.t.floor);
   if (data_.points.empty()) x0 = 0, x1 = 1, y0 = data_.floor.value_or(0), y1 = y0 + 1;
   const auto [xa, xb] = padded(x0, x1);
   const auto [ya, yb] = padded(y0, y1);
-  auto* ax = value_axis(q(data_.x.title()), xa, xb);
-  auto* ay = value_axis(q(data_.y.title()), ya, yb);
+  // Latencies, throughputs and accuracies are never negative: neither is their axis.
+  auto* ax = value_axis(q(data_.x.title()), x0 >= 0 ? std::max(0.0, xa) : xa, xb);
+  auto* ay = value_axis(q(data_.y.title()), y0 >= 0 ? std::max(0.0, ya) : ya, yb);
+  if (x0 >= 0 && ax->min() < 0) ax->setMin(0);
+  if (y0 >= 0 && ay->min() < 0) ay->setMin(0);
   c->addAxis(ax, Qt::AlignBottom);
   c->addAxis(ay, Qt::AlignLeft);
 
-  // The frontier line under the markers, then the floor.
-  if (!data_.frontier.empty()) {
-    auto* f = new QLineSeries();
-    f->setName("Pareto frontier");
-    QPen pen(QColor("#222222"));
-    pen.setStyle(Qt::DashLine);
-    pen.setWidthF(1.5);
-    f->setPen(pen);
-    for (size_t i : data_.frontier) f->append(data_.points[i].x, data_.points[i].y);
-    attach(c, f, ax, ay);
-  }
-  if (data_.floor) {
-    auto* fl = new QLineSeries();
-    fl->setName(QString("quality floor %1").arg(num(*data_.floor)));
-    QPen pen(QColor("#d62728"));
-    pen.setWidthF(1.5);
-    pen.setStyle(Qt::DotLine);
-    fl->setPen(pen);
-    fl->append(ax->min(), *data_.floor);
-    fl->append(ax->max(), *data_.floor);
-    attach(c, fl, ax, ay);
+  // The markers' legend entries are hidden: the legend explains colour (format), shape (scenario)
+  // and fill (cache) once each, with empty series of their own.
+  auto hide_in_legend = [c](QAbstractSeries* s) {
+    for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
+  };
+  // Each group's frontier line under the markers, then its floor over its own points' x range.
+  for (const auto& g : groups_) {
+    const QString suffix = many_groups ? ": " + g.name : QString();
+    if (!g.t.frontier.empty()) {
+      auto* f = new QLineSeries();
+      f->setName("Pareto frontier" + suffix);
+      QPen pen(QColor("#222222"));
+      pen.setStyle(Qt::DashLine);
+      pen.setWidthF(1.5);
+      f->setPen(pen);
+      for (size_t i : g.t.frontier) f->append(g.t.points[i].x, g.t.points[i].y);
+      attach(c, f, ax, ay);
+      if (many_groups) hide_in_legend(f);
+    }
+    if (g.t.floor && (!g.t.points.empty() || !many_groups)) {
+      auto* fl = new QLineSeries();
+      fl->setName(QString("quality floor %1").arg(num(*g.t.floor)) + suffix);
+      QPen pen(QColor("#d62728"));
+      pen.setWidthF(1.5);
+      pen.setStyle(Qt::DotLine);
+      fl->setPen(pen);
+      double lo = ax->min(), hi = ax->max();
+      if (many_groups) {
+        lo = INFINITY, hi = -INFINITY;
+        for (const auto& p : g.t.points) lo = std::min(lo, p.x), hi = std::max(hi, p.x);
+        const double d = (ax->max() - ax->min()) * 0.03;
+        lo = std::max(ax->min(), lo - d), hi = std::min(ax->max(), hi + d);
+      }
+      fl->append(lo, *g.t.floor);
+      fl->append(hi, *g.t.floor);
+      attach(c, fl, ax, ay);
+      if (many_groups) hide_in_legend(fl);
+    }
   }
   // Hover shows a point's configuration; a click selects its variant (Ctrl adds or removes it).
   auto interactive = [this](QScatterSeries* s) {
@@ -441,27 +503,78 @@ void TradeoffView::rebuild() {
       QTimer::singleShot(0, this, [this, id, add] { emit variantClicked(id, add); });
     });
   };
-  // One scatter series per (format, sparsity) above the floor; grey ones below.
-  std::map<std::string, QScatterSeries*> groups;
-  for (size_t i = 0; i < data_.points.size(); ++i) {
-    const auto& p = data_.points[i];
-    const std::string marker = reports::sparsity_marker(p.v.sparsity);
-    const std::string sp = p.v.sparsity && *p.v.sparsity > 0 ? " sparsity " + reports::fmt_num(*p.v.sparsity, 3) : "";
-    const std::string key = p.meets_floor ? p.v.format + sp : "below floor" + sp;
-    QScatterSeries*& s = groups[key];
-    if (!s) {
-      s = new QScatterSeries();
-      s->setName(q(key));
-      s->setMarkerShape(shape_of(marker));
-      s->setMarkerSize(13);
-      s->setColor(QColor(q(p.meets_floor ? reports::format_color(p.v.format) : reports::kBelowFloorColor)));
-      s->setBorderColor(QColor(p.meets_floor ? "#333333" : "#999999"));
-      attach(c, s, ax, ay);
-      interactive(s);
-    }
-    s->append(p.x, p.y);
-    series_points_[s].push_back(i);
+  // Colours: the report's colour of each format, unless another format shown has it already;
+  // then the first unused colour of a 20-colour palette (no repeats up to 20 formats).
+  static const char* kFormatPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
+                                         "#17becf", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39",
+                                         "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#d62728",
+                                         "#636363", "#f7b6d2"};
+  std::vector<std::string> formats;  // in the legend: those with a point above the floor
+  std::map<std::string, QColor> colour;
+  std::set<QRgb> used;
+  for (const auto& p : data_.points) {
+    if (p.meets_floor && std::find(formats.begin(), formats.end(), p.v.format) == formats.end())
+      formats.push_back(p.v.format);
+    if (colour.count(p.v.format)) continue;
+    QColor col(q(reports::format_color(p.v.format)));
+    for (size_t i = 0; used.count(col.rgb()) && i < std::size(kFormatPalette); ++i) col = QColor(kFormatPalette[i]);
+    used.insert(col.rgb());
+    colour[p.v.format] = col;
   }
+  static const QScatterSeries::MarkerShape kGroupShapes[] = {
+      QScatterSeries::MarkerShapeCircle, QScatterSeries::MarkerShapeRectangle, QScatterSeries::MarkerShapeTriangle,
+      QScatterSeries::MarkerShapeRotatedRectangle, QScatterSeries::MarkerShapeStar, QScatterSeries::MarkerShapePentagon};
+  auto group_shape = [](size_t g) { return kGroupShapes[g % std::size(kGroupShapes)]; };
+  // One scatter series per (group, format, sparsity, cache) above the floor; grey ones below.
+  // One group: the shape is the sparsity's; several: the group's. Cache on: hollow.
+  std::map<std::string, QScatterSeries*> series;
+  bool any_cache = false, any_below = false;
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (size_t k = 0; k < groups_[g].t.points.size(); ++k) {
+      const size_t i = groups_[g].offset + k;
+      const auto& p = data_.points[i];
+      const bool cache = p.v.get("cache_enabled").value_or(0) > 0;
+      any_cache |= cache;
+      any_below |= !p.meets_floor;
+      const std::string sp = p.v.sparsity && *p.v.sparsity > 0 ? " sparsity " + reports::fmt_num(*p.v.sparsity, 3) : "";
+      const std::string name = (p.meets_floor ? p.v.format : "below floor") + sp + (cache ? " cache" : "") +
+                               (many_groups ? ": " + groups_[g].name.toStdString() : "");
+      QScatterSeries*& s = series[std::to_string(g) + "\n" + name];
+      if (!s) {
+        s = new QScatterSeries();
+        s->setName(q(name));
+        s->setMarkerShape(shape_by_group ? group_shape(g) : shape_of(reports::sparsity_marker(p.v.sparsity)));
+        s->setMarkerSize(13);
+        const QColor col = p.meets_floor ? colour.at(p.v.format) : QColor(reports::kBelowFloorColor);
+        QPen border(cache ? col : QColor(p.meets_floor ? "#333333" : "#999999"));
+        border.setWidthF(cache ? 2.5 : 1);
+        s->setPen(border);
+        s->setColor(cache ? QColor(Qt::transparent) : col);
+        s->setBorderColor(border.color());
+        attach(c, s, ax, ay);
+        interactive(s);
+        hide_in_legend(s);
+      }
+      s->append(p.x, p.y);
+      series_points_[s].push_back(i);
+    }
+  // Legend-only entries: one per format colour, one per group shape, cache and below floor.
+  auto legend_entry = [&](const QString& name, QScatterSeries::MarkerShape shape, const QColor& fill, const QColor& edge) {
+    auto* s = new QScatterSeries();
+    s->setName(name);
+    s->setMarkerShape(shape);
+    s->setMarkerSize(11);
+    s->setColor(fill);
+    s->setBorderColor(edge);
+    attach(c, s, ax, ay);
+  };
+  for (const auto& f : formats) legend_entry(q(f), QScatterSeries::MarkerShapeCircle, colour.at(f), QColor("#333333"));
+  if (shape_by_group)
+    for (size_t g = 0; g < groups_.size(); ++g)
+      if (!groups_[g].t.points.empty()) legend_entry(groups_[g].name, group_shape(g), QColor("#cccccc"), QColor("#333333"));
+  if (any_cache) legend_entry("cache on (hollow)", QScatterSeries::MarkerShapeCircle, Qt::transparent, QColor("#333333"));
+  if (any_below)
+    legend_entry("below floor", QScatterSeries::MarkerShapeCircle, QColor(reports::kBelowFloorColor), QColor("#999999"));
   // Selected variants: a ring around their markers.
   auto* selected = new QScatterSeries();
   selected->setName("selected");
@@ -478,18 +591,36 @@ void TradeoffView::rebuild() {
     }
   attach(c, selected, ax, ay);
   interactive(selected);  // the ring lies over its marker: hover and clicks land on it
-  if (selected->count() == 0) c->legend()->markers(selected).value(0)->setVisible(false);
+  if (selected->count() == 0 || many_groups) hide_in_legend(selected);
+  // Many entries: a smaller font, so that the legend is not cut off.
+  int entries = 0;
+  for (QLegendMarker* m : c->legend()->markers()) entries += m->isVisible();
+  if (entries > 12) {
+    QFont f = c->legend()->font();
+    f.setPointSizeF(std::max(6.0, f.pointSizeF() * (entries > 20 ? 0.7 : 0.85)));
+    c->legend()->setFont(f);
+  }
 
-  for (size_t i : data_.frontier) {
-    const auto& p = data_.points[i];
-    auto* it = new QListWidgetItem(QString("%1\n    x = %2 %3, y = %4 %5")
-                                       .arg(run_prefix(sel_, p.v.run_id) + q(p.v.short_name()), num(p.x), q(data_.x.unit),
-                                            num(p.y), q(data_.y.unit))
-                                       .trimmed());
-    it->setData(Qt::UserRole, QVariant::fromValue<qint64>(p.v.variant_id));
-    it->setToolTip(numbers_.config(p.v));
-    frontier_->addItem(it);
-    if (sel_.variants.count(p.v.variant_id)) it->setSelected(true);  // only once in the list
+  for (const auto& g : groups_) {
+    if (many_groups && !g.t.frontier.empty()) {
+      auto* head = new QListWidgetItem(g.name);
+      QFont f = head->font();
+      f.setBold(true);
+      head->setFont(f);
+      head->setFlags(Qt::ItemIsEnabled);
+      frontier_->addItem(head);
+    }
+    for (size_t k : g.t.frontier) {
+      const auto& p = data_.points[g.offset + k];
+      auto* it = new QListWidgetItem(QString("%1\n    x = %2 %3, y = %4 %5")
+                                         .arg(run_prefix(sel_, p.v.run_id) + q(p.v.short_name()), num(p.x), q(data_.x.unit),
+                                              num(p.y), q(data_.y.unit))
+                                         .trimmed());
+      it->setData(Qt::UserRole, QVariant::fromValue<qint64>(p.v.variant_id));
+      it->setToolTip(numbers_.config(p.v));
+      frontier_->addItem(it);
+      if (sel_.variants.count(p.v.variant_id)) it->setSelected(true);  // only once in the list
+    }
   }
   QStringList un;
   for (const auto& [v, why] : data_.unplotted) un << run_prefix(sel_, v.run_id) + q(v.short_name()) + ": " + q(why);

@@ -80,6 +80,15 @@ class View : public QWidget {
   virtual QString name() const = 0;  // tab title and screenshot file stem
 };
 
+// The runs of one scenario and model in the trade-off view: judged on their own floor, with their
+// own frontier (points offset.. offset + t.points.size() of TradeoffView::data()).
+struct TradeoffGroup {
+  QString name;  // the scenario (and the model when two groups share a scenario name)
+  std::vector<int64_t> runs;
+  reports::Tradeoff t;
+  size_t offset = 0;
+};
+
 class TradeoffView : public View {
   Q_OBJECT
  public:
@@ -89,7 +98,10 @@ class TradeoffView : public View {
   QString name() const override { return "tradeoff"; }
 
   // For tests and scripting.
+  // Every plotted point of every group; frontier and floor are the first group's when several.
   const reports::Tradeoff& data() const { return data_; }
+  // The selected runs grouped by (scenario, model), each with its own floor and frontier.
+  const std::vector<TradeoffGroup>& groups() const { return groups_; }
   QChart* chart() const;
   QComboBox* xAxisBox() const { return x_; }
   QComboBox* yAxisBox() const { return y_; }
@@ -114,6 +126,7 @@ class TradeoffView : public View {
   void axesChanged();
   Selection sel_;
   reports::Tradeoff data_;
+  std::vector<TradeoffGroup> groups_;
   bool user_floor_ = false;
   ChartView* view_;
   QComboBox *x_, *y_;

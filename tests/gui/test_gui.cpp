@@ -19,6 +19,8 @@
 #include <QGraphicsTextItem>
 #include <QImage>
 #include <QLabel>
+#include <QLegend>
+#include <QLegendMarker>
 #include <QLineEdit>
 #include <QLineSeries>
 #include <QListWidget>
@@ -579,6 +581,99 @@ TEST(Gui, CountersViewShowsMeasuredColumnsAndOneLinePerReason) {
   EXPECT_EQ(cv->counterBox()->count(), 0);
   EXPECT_TRUE(cv->chart()->series().isEmpty());
   EXPECT_TRUE(cv->gapsLabel()->text().contains("(all 4 variants): not recorded")) << cv->gapsLabel()->text().toStdString();
+}
+
+// Every run selected: runs are grouped by (scenario, model), each group with its own floor and
+// frontier; the axes do not go below zero and the legend has one entry per colour and shape.
+TEST(Gui, TradeoffViewGroupsRunsByScenario) {
+  const std::string path = temp_path("tradeoff_groups.sqlite");
+  const test::ReportsFixture ids = test::make_reports_fixture(path);
+  int64_t loose = 0, loose_int8 = 0, loose_int4 = 0;
+  {
+    // A scenario of the same model with a looser floor than fixture-formats (whose run comes first).
+    Store s(path);
+    const std::string toml = "[scenario]\nname = \"fixture-loose\"\n\n[load]\npattern = \"server\"\n\n"
+                             "[accuracy]\nmin_top1_agreement = 0.90\n";
+    loose = s.insert("runs", test::fixture_run("fixture-loose", toml, "hostA", "2024-07-01T09:00:00Z", "server"));
+    test::fixture_variant(s, loose, 0, 0, {"f32", 0, 2, 1, 90, 1.00}, 0, 2.0);
+    loose_int8 = test::fixture_variant(s, loose, 1, 0, {"int8", 0, 2, 1, 30, 0.92}, 0, 2.0);
+    loose_int4 = test::fixture_variant(s, loose, 2, 0, {"int4", 0, 2, 1, 20, 0.85}, 0, 2.0);
+  }
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(path)));
+  w.selectRuns({loose, ids.run_formats, ids.run_formats_b, ids.run_threads, ids.run_stepped});
+  w.showView("tradeoff");
+  w.resize(1400, 900);
+  settle(w);
+  TradeoffView* t = w.tradeoffView();
+  QStringList names;
+  for (const auto& g : t->groups()) names << g.name;
+  names.sort();
+  EXPECT_EQ(names, (QStringList{"fixture-formats", "fixture-loose", "fixture-stepped", "fixture-threads"}));
+  // Accuracy on y: each scenario under its own floor, drawn and named with the scenario.
+  ASSERT_EQ(t->yAxisBox()->currentData().toString(), "top1_agreement");
+  QChart* c = t->chart();
+  auto* loose_floor = qobject_cast<QLineSeries*>(series_named(c, "quality floor 0.9: fixture-loose"));
+  auto* formats_floor = qobject_cast<QLineSeries*>(series_named(c, "quality floor 0.95: fixture-formats"));
+  ASSERT_TRUE(loose_floor && formats_floor);
+  EXPECT_DOUBLE_EQ(loose_floor->at(0).y(), 0.90);
+  EXPECT_DOUBLE_EQ(formats_floor->at(0).y(), 0.95);
+  EXPECT_TRUE(series_named(c, "Pareto frontier: fixture-loose"));
+  EXPECT_TRUE(series_named(c, "Pareto frontier: fixture-formats"));
+  // int8 of fixture-loose (0.92) meets its run's 0.90 (not fixture-formats' 0.95) and is drawn in
+  // its format's colour and on its frontier; int4 of fixture-loose (0.85) misses 0.90 and is grey.
+  const auto& pts = t->data().points;
+  const auto at = [&](int64_t id) {
+    return std::find_if(pts.begin(), pts.end(), [id](const auto& p) { return p.v.variant_id == id; });
+  };
+  ASSERT_NE(at(loose_int8), pts.end());
+  ASSERT_NE(at(loose_int4), pts.end());
+  EXPECT_TRUE(at(loose_int8)->meets_floor);
+  EXPECT_TRUE(at(loose_int8)->on_frontier);
+  EXPECT_FALSE(at(loose_int4)->meets_floor);
+  EXPECT_TRUE(at(ids.v_int8)->meets_floor);
+  EXPECT_FALSE(at(ids.v_int4)->meets_floor);  // 0.90 < fixture-formats' 0.95
+  auto* int8 = qobject_cast<QScatterSeries*>(series_named(c, "int8: fixture-loose"));
+  ASSERT_TRUE(int8);
+  EXPECT_TRUE(int8->points().contains(QPointF(30, 0.92)));
+  EXPECT_NE(int8->color(), QColor(reports::kBelowFloorColor));
+  auto* grey = qobject_cast<QScatterSeries*>(series_named(c, "below floor: fixture-loose"));
+  ASSERT_TRUE(grey);
+  EXPECT_TRUE(grey->points().contains(QPointF(20, 0.85)));
+  // A different shape per scenario.
+  auto* formats_int8 = qobject_cast<QScatterSeries*>(series_named(c, "int8: fixture-formats"));
+  ASSERT_TRUE(formats_int8);
+  EXPECT_NE(int8->markerShape(), formats_int8->markerShape());
+  EXPECT_EQ(int8->color(), formats_int8->color());  // colour is the format's
+  // Throughput on y: every scenario has points, and each has its own frontier.
+  t->yAxisBox()->setCurrentIndex(t->yAxisBox()->findData("tokens_per_s"));
+  settle(w);
+  c = t->chart();
+  for (const auto& g : t->groups()) {
+    EXPECT_FALSE(g.t.points.empty()) << g.name.toStdString();
+    EXPECT_TRUE(series_named(c, "Pareto frontier: " + g.name)) << g.name.toStdString();
+  }
+  for (bool accuracy : {false, true}) {
+    if (accuracy) {
+      t->yAxisBox()->setCurrentIndex(t->yAxisBox()->findData("top1_agreement"));
+      settle(w);
+      c = t->chart();
+    }
+    // Latencies are never negative: nor is the axis.
+    auto* ax = qobject_cast<QValueAxis*>(c->axes(Qt::Horizontal).value(0));
+    ASSERT_TRUE(ax);
+    EXPECT_GE(ax->min(), 0);
+    // One legend entry per format colour, per scenario shape, cache and below floor at most.
+    std::set<std::string> formats;
+    for (const auto& p : t->data().points) formats.insert(p.v.format);
+    QStringList shown;
+    for (QLegendMarker* m : c->legend()->markers())
+      if (m->isVisible()) shown << m->label();
+    EXPECT_LE(static_cast<size_t>(shown.size()), formats.size() + t->groups().size() + 2) << shown.join(" | ").toStdString();
+    EXPECT_TRUE(shown.contains("int8")) << shown.join(" | ").toStdString();
+    EXPECT_TRUE(shown.contains("fixture-formats")) << shown.join(" | ").toStdString();
+    EXPECT_EQ(shown.removeDuplicates(), 0) << shown.join(" | ").toStdString();
+  }
 }
 
 TEST(Gui, CompareViewTwoRunsWithIntervals) {
