@@ -24,7 +24,7 @@
 #include "harness/lib/run_record.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_bench {
 
 struct BenchArgs {
   EngineOptions engine;
@@ -257,5 +257,5 @@ const RegisterCommand reg{
        return [a] { return run_bench(*a); };
      }}};
 
-}  // namespace
+}  // namespace cmd_bench
 }  // namespace cibench::cli

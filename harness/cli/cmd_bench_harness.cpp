@@ -10,7 +10,7 @@
 #include "harness/lib/text_table.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_bench_harness {
 
 struct Args {
   std::vector<int64_t> queries{100000, 1000000, 10000000};
@@ -54,7 +54,7 @@ RegisterCommand reg{Command{
           const int64_t t0 = monotonic_ns();
           const LoadResult r = run_load(sut, s);
           const double wall = static_cast<double>(monotonic_ns() - t0) * 1e-9;
-          const auto rss = peak_rss_bytes();
+          const auto rss = cibench::peak_rss_bytes();
           const Distribution d = r.recorder->distribution(Metric::latency);
           const double per_q = r.duration_s * 1e9 * a->workers / static_cast<double>(n);
           const double rec_mib = static_cast<double>(r.recorder->bytes_reserved()) / (1 << 20);
@@ -84,5 +84,5 @@ RegisterCommand reg{Command{
       };
     }}};
 
-}  // namespace
+}  // namespace cmd_bench_harness
 }  // namespace cibench::cli

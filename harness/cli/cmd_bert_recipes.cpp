@@ -26,7 +26,7 @@
 #include "harness/lib/variant_result.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_bert_recipes {
 
 namespace fs = std::filesystem;
 
@@ -319,5 +319,5 @@ const RegisterCommand reg{
        return [a] { return run_bert_recipes(*a); };
      }}};
 
-}  // namespace
+}  // namespace cmd_bert_recipes
 }  // namespace cibench::cli

@@ -24,7 +24,7 @@
 #include "harness/lib/text_table.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_classify {
 
 namespace fs = std::filesystem;
 
@@ -321,5 +321,5 @@ const RegisterCommand reg{
        return [a] { return run_classify(*a); };
      }}};
 
-}  // namespace
+}  // namespace cmd_classify
 }  // namespace cibench::cli

@@ -10,7 +10,7 @@
 #include "reports/query.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_compare {
 
 struct Args {
   std::string a, b;
@@ -83,5 +83,5 @@ RegisterCommand reg{Command{
       };
     }}};
 
-}  // namespace
+}  // namespace cmd_compare
 }  // namespace cibench::cli

@@ -8,7 +8,7 @@
 #include "harness/lib/suite.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_export {
 
 struct Args {
   std::string run;
@@ -75,5 +75,5 @@ RegisterCommand reg{Command{
       };
     }}};
 
-}  // namespace
+}  // namespace cmd_export
 }  // namespace cibench::cli

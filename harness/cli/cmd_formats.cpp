@@ -9,7 +9,7 @@
 #include "harness/cli/command.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_formats {
 
 const char* act_name(ActType a) { return a == ActType::f32 ? "f32" : "int8"; }
 
@@ -47,5 +47,5 @@ const RegisterCommand reg{{"formats", "list the weight-format table",
                              return [json] { return run_formats(*json); };
                            }}};
 
-}  // namespace
+}  // namespace cmd_formats
 }  // namespace cibench::cli

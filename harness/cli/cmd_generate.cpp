@@ -19,7 +19,7 @@
 #include "harness/lib/build_info.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_generate {
 
 struct GenerateArgs {
   EngineOptions engine;
@@ -158,5 +158,5 @@ const RegisterCommand reg{{"generate", "generate text from a prompt with the in-
                              return [a] { return run_generate(*a); };
                            }}};
 
-}  // namespace
+}  // namespace cmd_generate
 }  // namespace cibench::cli

@@ -6,7 +6,7 @@
 #include "harness/lib/text_table.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_list {
 
 struct Args {
   std::string db = "results/cibench.sqlite";
@@ -44,5 +44,5 @@ RegisterCommand reg{Command{
       };
     }}};
 
-}  // namespace
+}  // namespace cmd_list
 }  // namespace cibench::cli

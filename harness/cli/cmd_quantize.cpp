@@ -15,7 +15,7 @@
 #include "harness/cli/command.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_quantize {
 
 struct QuantizeArgs {
   std::string model, tokenizer, recipe = "rtn", format = "int4_g32", calib, eval, out;
@@ -102,5 +102,5 @@ const RegisterCommand reg{
        return [a] { return run_quantize(*a); };
      }}};
 
-}  // namespace
+}  // namespace cmd_quantize
 }  // namespace cibench::cli

@@ -25,7 +25,7 @@
 #include "harness/lib/variant_result.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_recipes {
 
 struct RecipesArgs {
   std::string model, tokenizer, calib, eval;
@@ -265,5 +265,5 @@ const RegisterCommand reg{
        return [a] { return run_recipes(*a); };
      }}};
 
-}  // namespace
+}  // namespace cmd_recipes
 }  // namespace cibench::cli

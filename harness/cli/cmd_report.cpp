@@ -10,7 +10,7 @@
 #include "reports/report.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_report {
 
 struct ReportArgs {
   std::vector<std::string> runs;
@@ -60,5 +60,5 @@ const RegisterCommand kRegister{Command{
       return [a] { return run_report(*a); };
     }}};
 
-}  // namespace
+}  // namespace cmd_report
 }  // namespace cibench::cli

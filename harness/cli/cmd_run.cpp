@@ -7,7 +7,7 @@
 #include "harness/lib/suite.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_run {
 
 struct RunArgs {
   std::string scenario;
@@ -72,5 +72,5 @@ RegisterCommand reg{Command{
       };
     }}};
 
-}  // namespace
+}  // namespace cmd_run
 }  // namespace cibench::cli

@@ -12,7 +12,7 @@
 #include "harness/schema/slo.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_show {
 
 struct Args {
   std::string run;
@@ -231,5 +231,5 @@ RegisterCommand reg{Command{
       };
     }}};
 
-}  // namespace
+}  // namespace cmd_show
 }  // namespace cibench::cli

@@ -9,7 +9,7 @@
 #include "harness/lib/sysinfo.h"
 
 namespace cibench::cli {
-namespace {
+namespace cmd_sysinfo {
 
 RegisterCommand reg{Command{
     "sysinfo", "Show the machine, build, ISA levels, counters and knobs recorded with every result",
@@ -71,5 +71,5 @@ RegisterCommand reg{Command{
       };
     }}};
 
-}  // namespace
+}  // namespace cmd_sysinfo
 }  // namespace cibench::cli
