@@ -1,9 +1,9 @@
 // AVX-512 VNNI + AVX-512 BF16 kernels. This file alone is compiled with the AVX-512 flags plus
-// -mavx512vnni -mavx512bf16. Only w8a8 has a kernel of its own here for now (vpdpbusd); every
-// other row falls back to its AVX-512 kernels.
-// NOT EXECUTED on the development host (AMD EPYC Zen 3: no AVX-512, no VNNI): written to the
-// Intel intrinsics documentation, compiled, dispatched only when cpuid reports the features, and
-// untested here (the twin tests skip unsupported levels).
+// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul) and the int4_g128_a8 matmul have kernels
+// of their own here (vpdpbusd); every other row falls back to its AVX-512 kernels.
+// Dispatched only when cpuid reports the features; the twin tests (tests/unit/test_formats.cpp)
+// check every kernel here bit for bit against the generic ones on a host that has them (they ran
+// on an AMD Zen 5 class VM with AVX-512 VNNI) and skip the level elsewhere.
 #include <immintrin.h>
 
 #include <cstring>
@@ -124,10 +124,130 @@ void w8a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
   }
 }
 
+// ---- int4_g128_a8 matmul for a few tokens (batched decode) and prefill ------------------------
+// One group of 128 is one 64-byte load of nibbles: the low nibbles are elements 32b + j and the
+// high ones 32b + 16 + j of sub-block b (fmt_common.h), so the activations' 16-byte lanes are
+// regrouped to match (two vshufi64x2) and each (token, row) pair takes two vpdpbusd of the
+// unsigned codes q (0..15) by the int8 activations per group: 16 int32 lanes whose sum is the
+// exact sum(q a). The MR x NR <= 16 pairs' lanes are then reduced together into one vector (a
+// transpose-add tree), -8 times the block sum comes off (sum((q - 8) a) = sum(q a) - 8 sum(a),
+// exact), and lane l = (i, t) does acc = fma(d_w * d_a, float(sum), acc) in group order: the
+// generic twin's expression, so bit-identical. A ragged last group loads only its bytes.
+
+// out = the 16 lane sums of v[0..16), in order (exact int32 adds).
+inline __m512i reduce16_i32(const __m512i* v) {
+  __m512i t[8], u[4];
+  for (int k = 0; k < 8; ++k)
+    t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * k], v[2 * k + 1]),
+                            _mm512_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
+  for (int k = 0; k < 4; ++k)
+    u[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * k], t[2 * k + 1]),
+                            _mm512_unpackhi_epi64(t[2 * k], t[2 * k + 1]));
+  // u[k]: per 128-bit lane the partial sums of v[4k .. 4k + 4) over that lane.
+  const __m512i w0 = _mm512_add_epi32(_mm512_shuffle_i64x2(u[0], u[1], 0x44), _mm512_shuffle_i64x2(u[0], u[1], 0xee));
+  const __m512i w1 = _mm512_add_epi32(_mm512_shuffle_i64x2(u[2], u[3], 0x44), _mm512_shuffle_i64x2(u[2], u[3], 0xee));
+  return _mm512_add_epi32(_mm512_shuffle_i64x2(w0, w1, 0x88), _mm512_shuffle_i64x2(w0, w1, 0xdd));
+}
+
+template <int MR, int NR, bool Prefetch>
+inline void int4a8_vnni_tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb,
+                             int64_t k, float* y, int64_t ldy) {
+  constexpr int64_t G = 128, gb = 2 + G / 2;
+  const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t g = 0; g < nb; ++g) {
+    const int64_t n = k - g * G < G ? k - g * G : G;
+    const int64_t nv = round_up(n, 32);  // activation bytes, 2x the nibble bytes
+    const __mmask64 mw = nv == G ? ~static_cast<__mmask64>(0) : ((static_cast<__mmask64>(1) << (nv / 2)) - 1);
+    const __mmask64 ma0 = nv >= 64 ? ~static_cast<__mmask64>(0) : ((static_cast<__mmask64>(1) << nv) - 1);
+    const __mmask64 ma1 = nv >= 128 ? ~static_cast<__mmask64>(0)
+                                    : (nv > 64 ? ((static_cast<__mmask64>(1) << (nv - 64)) - 1) : 0);
+    if constexpr (Prefetch) prefetch_span(next + NR * g * gb, NR * gb);
+    __m512i lo[NR], hi[NR];
+    for (int t = 0; t < NR; ++t) {
+      const __m512i b = _mm512_maskz_loadu_epi8(mw, rows[t] + g * gb + 2);
+      lo[t] = _mm512_and_si512(b, low4);
+      hi[t] = _mm512_and_si512(_mm512_srli_epi16(b, 4), low4);
+    }
+    __m512i v[16];
+    for (int l = MR * NR; l < 16; ++l) v[l] = _mm512_setzero_si512();
+    for (int i = 0; i < MR; ++i) {
+      const uint8_t* a = x + i * xrb + hdr + g * G;
+      const __m512i a0 = _mm512_maskz_loadu_epi8(ma0, a), a1 = _mm512_maskz_loadu_epi8(ma1, a + 64);
+      const __m512i alo = _mm512_shuffle_i64x2(a0, a1, 0x88), ahi = _mm512_shuffle_i64x2(a0, a1, 0xdd);
+      for (int t = 0; t < NR; ++t)
+        v[i * NR + t] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[t], alo), hi[t], ahi);
+    }
+    alignas(64) uint16_t dwh[16] = {};
+    alignas(64) float das[16] = {};
+    alignas(64) int32_t cs[16] = {};
+    for (int l = 0; l < MR * NR; ++l) {
+      const uint8_t* xi = x + (l / NR) * xrb;
+      dwh[l] = load_u16(rows[l % NR] + g * gb);
+      das[l] = load_f32(xi + 4 * g);
+      cs[l] = 8 * static_cast<int32_t>(load_u32(xi + 4 * nb + 4 * g));
+    }
+    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dwh)));
+    const __m512i sum = _mm512_sub_epi32(reduce16_i32(v), _mm512_load_si512(cs));
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_load_ps(das)), _mm512_cvtepi32_ps(sum), acc);
+  }
+  alignas(64) float out[16];
+  _mm512_store_ps(out, acc);
+  for (int l = 0; l < MR * NR; ++l) y[(l / NR) * ldy + l % NR] = out[l];
+}
+
+template <int NR>
+inline void int4a8_vnni_rows(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb,
+                             int64_t m, int64_t k, float* y, int64_t ldy) {
+  int64_t i = 0;
+  if (m >= 4) {
+    int4a8_vnni_tile<4, NR, true>(rows, next, x, xrb, k, y, ldy);
+    for (i = 4; i + 4 <= m; i += 4) int4a8_vnni_tile<4, NR, false>(rows, next, x + i * xrb, xrb, k, y + i * ldy, ldy);
+  }
+  const uint8_t* xi = x + i * xrb;
+  float* yi = y + i * ldy;
+  switch (m - i) {
+    case 3:
+      i ? int4a8_vnni_tile<3, NR, false>(rows, next, xi, xrb, k, yi, ldy)
+        : int4a8_vnni_tile<3, NR, true>(rows, next, xi, xrb, k, yi, ldy);
+      break;
+    case 2:
+      i ? int4a8_vnni_tile<2, NR, false>(rows, next, xi, xrb, k, yi, ldy)
+        : int4a8_vnni_tile<2, NR, true>(rows, next, xi, xrb, k, yi, ldy);
+      break;
+    case 1:
+      i ? int4a8_vnni_tile<1, NR, false>(rows, next, xi, xrb, k, yi, ldy)
+        : int4a8_vnni_tile<1, NR, true>(rows, next, xi, xrb, k, yi, ldy);
+      break;
+    default: break;
+  }
+}
+
+void int4g128a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+                            int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  int64_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) {
+    const uint8_t* rows[4] = {w + r * row_bytes, w + (r + 1) * row_bytes, w + (r + 2) * row_bytes,
+                              w + (r + 3) * row_bytes};
+    int4a8_vnni_rows<4>(rows, rows[0] + 8 * row_bytes, xa, x_row_bytes, m, k, y + r, ldy);
+  }
+  for (; r < row_end; ++r) {
+    const uint8_t* rows[1] = {w + r * row_bytes};
+    int4a8_vnni_rows<1>(rows, rows[0] + row_bytes, xa, x_row_bytes, m, k, y + r, ldy);
+  }
+}
+
 }  // namespace
 
 FormatKernels kernels_avx512vnni(const Spec& s) {
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni};
+  if (s.kind == Kind::int4_a8 && s.group == 128) {
+    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmul above
+    f.matmul = int4g128a8_matmul_vnni;
+    return f;
+  }
   return {};
 }
 
