@@ -155,6 +155,12 @@ inline void int4a8_vnni_tile(const uint8_t* const* rows, const uint8_t* next, co
   constexpr int64_t G = 128, gb = 2 + G / 2;
   const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
   const __m512i low4 = _mm512_set1_epi8(0x0f);
+  // Per lane l < MR * NR: its token l / NR and its row l % NR (lanes beyond are not stored).
+  const __m512i lane_i = NR == 4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
+                                 : _mm512_setr_epi32(0, 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i lane_t = NR == 4 ? _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3)
+                                 : _mm512_setzero_si512();
+  static_assert(NR == 4 || NR == 1, "lane maps for 4 or 1 weight rows");
   __m512 acc = _mm512_setzero_ps();
   for (int64_t g = 0; g < nb; ++g) {
     const int64_t n = k - g * G < G ? k - g * G : G;
@@ -179,18 +185,24 @@ inline void int4a8_vnni_tile(const uint8_t* const* rows, const uint8_t* next, co
       for (int t = 0; t < NR; ++t)
         v[i * NR + t] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[t], alo), hi[t], ahi);
     }
-    alignas(64) uint16_t dwh[16] = {};
-    alignas(64) float das[16] = {};
-    alignas(64) int32_t cs[16] = {};
-    for (int l = 0; l < MR * NR; ++l) {
-      const uint8_t* xi = x + (l / NR) * xrb;
-      dwh[l] = load_u16(rows[l % NR] + g * gb);
-      das[l] = load_f32(xi + 4 * g);
-      cs[l] = 8 * static_cast<int32_t>(load_u32(xi + 4 * nb + 4 * g));
+    // Lane l = (i, t) = (l / NR, l % NR): its weight scale, activation scale and 8 * block sum,
+    // gathered in registers (scalar stores read back as one vector would stall store forwarding).
+    uint16_t h[4] = {0, 0, 0, 0};
+    float da[4] = {0.f, 0.f, 0.f, 0.f};
+    int32_t bs[4] = {0, 0, 0, 0};
+    for (int t = 0; t < NR; ++t) h[t] = load_u16(rows[t] + g * gb);
+    for (int i = 0; i < MR; ++i) {
+      da[i] = load_f32(x + i * xrb + 4 * g);
+      bs[i] = 8 * static_cast<int32_t>(load_u32(x + i * xrb + 4 * nb + 4 * g));
     }
-    const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(dwh)));
-    const __m512i sum = _mm512_sub_epi32(reduce16_i32(v), _mm512_load_si512(cs));
-    acc = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_load_ps(das)), _mm512_cvtepi32_ps(sum), acc);
+    const __m512 dw = _mm512_permutexvar_ps(
+        lane_t, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(h[0]), static_cast<short>(h[1]),
+                                                                   static_cast<short>(h[2]), static_cast<short>(h[3]),
+                                                                   0, 0, 0, 0))));
+    const __m512 dav = _mm512_permutexvar_ps(lane_i, _mm512_castps128_ps512(_mm_setr_ps(da[0], da[1], da[2], da[3])));
+    const __m512i cs = _mm512_permutexvar_epi32(lane_i, _mm512_castsi128_si512(_mm_setr_epi32(bs[0], bs[1], bs[2], bs[3])));
+    const __m512i sum = _mm512_sub_epi32(reduce16_i32(v), cs);
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(dw, dav), _mm512_cvtepi32_ps(sum), acc);
   }
   alignas(64) float out[16];
   _mm512_store_ps(out, acc);
