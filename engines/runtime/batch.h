@@ -40,8 +40,14 @@
 // paged attention kernel is bit-identical to the session's. Formats whose matrix kernels compute
 // every output with the same arithmetic whatever the number of rows (the int8-activation ones:
 // w8a8, w8a8_static, w8a7, int4_gG_a8: exact int32 sums, one float expression) give logits
-// bit-identical to a LlamaSession decoding the sequence alone; formats with f32 activations (f32,
-// bf16, int8, int4, sparse) sum in another order when m > 1 and agree to rounding.
+// bit-identical to a LlamaSession decoding the sequence alone, at every ISA level; formats with
+// f32 activations (f32, bf16, int8, int4, sparse) sum in another order when m > 1 and agree to
+// rounding (at the generic level they are bit-identical too: its matmul is the matvec's dot per
+// row). tests/unit/test_batch.cpp checks both.
+//
+// Threads: a LlamaBatch is driven by one thread at a time (its own pool of `threads` workers
+// parallelises each step). Sequences and the pool belong to the LlamaBatch; the model is shared
+// read-only, so several LlamaBatch (or LlamaSession) objects may use one LlamaModel at once.
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
