@@ -283,7 +283,9 @@ TEST(LlamaBatch, ContextOverflowIsAnError) {
 //  - for formats with f32 activations, within twice tolerance_vs_exact below: the session's
 //    decode (matvec) and the batched rows (matmul) evaluate the same network in binary32 with
 //    their sums in different orders, each within the forward-error bounds the FP32 reference
-//    realises on the same tokens (see test_llama.cpp), so they are within the sum of two. With a
+//    realises on the same tokens (see test_llama.cpp), so they are within the sum of two (the
+//    f32 model's reference error stands for the quantised and pruned ones: networks of the same
+//    widths and magnitudes, whose binary32 evaluations realise the same bounds). With a
 //    half-precision cache, a cached value the two orders put on either side of a rounding tie
 //    lands one half ulp apart (twice the at most half an ulp by which rounding moves it), so
 //    twice the whole cache's measured effect on the logits (f16_cache_effect) is added.
@@ -481,6 +483,7 @@ TEST_P(BatchedDecode, TokensOfSeparateSessionsAndLogitsIdenticalOrWithinRounding
     std::string format;
     KvMode kv;
     bool bit_identical;
+    double sparsity = 0.0;
   };
   std::vector<Variant> variants = {{"w8a8", KvMode::preallocated, true},
                                    {"int4_g128_a8", KvMode::preallocated, true},
@@ -492,12 +495,14 @@ TEST_P(BatchedDecode, TokensOfSeparateSessionsAndLogitsIdenticalOrWithinRounding
     variants.push_back({"int8", KvMode::preallocated, false});
     variants.push_back({"int4_g32", KvMode::preallocated, false});
     variants.push_back({"f32", KvMode::preallocated_f16, false});
+    variants.push_back({"int8_sparse", KvMode::preallocated, false, 0.5});  // half the weights pruned
   }
   double tol = -1;
   for (const Variant& v : variants) {
     SCOPED_TRACE(v.format + " kv " + kv_mode_name(v.kv));
     LlamaBuildOptions bo;
     bo.format = v.format;
+    bo.sparsity = v.sparsity;
     const LlamaModel model = build_llama(src, bo);
     const int V = model.config.vocab_size;
     const std::vector<Trace> ref = run_sessions(model, v.kv, c.isa);
