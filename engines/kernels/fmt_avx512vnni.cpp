@@ -1,9 +1,9 @@
 // AVX-512 VNNI + AVX-512 BF16 kernels. This file alone is compiled with the AVX-512 flags plus
-// -mavx512vnni -mavx512bf16. Only w8a8 has a kernel of its own here for now (vpdpbusd); every
-// other row falls back to its AVX-512 kernels.
-// NOT EXECUTED on the development host (AMD EPYC Zen 3: no AVX-512, no VNNI): written to the
-// Intel intrinsics documentation, compiled, dispatched only when cpuid reports the features, and
-// untested here (the twin tests skip unsupported levels).
+// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul) and the int4_g128_a8 matmul have kernels
+// of their own here (vpdpbusd); every other row falls back to its AVX-512 kernels.
+// Dispatched only when cpuid reports the features; the twin tests (tests/unit/test_formats.cpp)
+// check every kernel here bit for bit against the generic ones on a host that has them (they ran
+// on an AMD Zen 5 class VM with AVX-512 VNNI) and skip the level elsewhere.
 #include <immintrin.h>
 
 #include <cstring>
@@ -24,10 +24,242 @@ struct Dot64Vnni {
 
 #include "engines/kernels/fmt_w8a8_512.inc"
 
+// ---- w8a8 matmul for a few tokens (batched decode) and prefill -------------------------------
+// vpdpbusd multiplies unsigned by signed bytes. Instead of the sign trick per (token, row) pair
+// (an abs per row and a masked negate per pair), the weights are biased once per load to
+// unsigned, w + 128 (an XOR with 0x80), and the bias comes off per output with the token's sum:
+// sum((w + 128) a) - 128 sum(a) = sum(w a). The token sums are computed once per call (kTokens
+// tokens at a time), so a 64-byte step of an MR x NR tile costs MR * NR vpdpbusd and NR XORs.
+// Exact: the lanes wrap modulo 2^32 (vpdpbusd does not saturate) and the difference is taken
+// modulo 2^32 too, so it is the true sum whenever that fits int32 (|sum| <= 127 * 127 * K), as
+// the matvec's own accumulation needs anyway. Then the same float expression as the matvec and
+// the generic twin: bit-identical.
+// A tile is MR tokens x NR adjacent weight rows; the first pass over a row group (tokens 0-3)
+// prefetches the group after next at the pace it reads this one; the other passes find the rows
+// in L1.
+constexpr int64_t kTokens = 256;
+
+template <int MR, int NR, bool Prefetch>
+inline void vnni_tile(const uint8_t* const* rows, const uint8_t* next, int64_t kp, const uint8_t* x,
+                      size_t xrb, const int32_t* xsum, float* y, int64_t ldy) {
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512i acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int t = 0; t < NR; ++t) acc[i][t] = _mm512_setzero_si512();
+  for (int64_t c = 0; c < kp; c += 64) {
+    const __mmask64 mk = w8a8_mask(c, kp);
+    // (A compile-time switch: a run-time test here makes GCC store every accumulator each step.)
+    if constexpr (Prefetch) prefetch_span(next + NR * c, NR * 64);
+    __m512i wv[NR];
+    for (int t = 0; t < NR; ++t) wv[t] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, rows[t] + 4 + c), bias);
+    for (int i = 0; i < MR; ++i) {
+      const __m512i a = _mm512_maskz_loadu_epi8(mk, x + i * xrb + kActHeader + c);
+      for (int t = 0; t < NR; ++t) acc[i][t] = _mm512_dpbusd_epi32(acc[i][t], wv[t], a);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    const float sx = load_f32(x + i * xrb);
+    for (int t = 0; t < NR; ++t) {
+      const int32_t s = static_cast<int32_t>(static_cast<uint32_t>(_mm512_reduce_add_epi32(acc[i][t])) -
+                                             128u * static_cast<uint32_t>(xsum[i]));
+      y[i * ldy + t] = static_cast<float>(s) * (load_f32(rows[t]) * sx);
+    }
+  }
+}
+
+template <int NR>
+inline void vnni_tile_rows(const uint8_t* const* rows, const uint8_t* next, int64_t kp, const uint8_t* x,
+                           size_t xrb, const int32_t* xsum, int64_t m, float* y, int64_t ldy) {
+  int64_t i = 0;
+  if (m >= 4) {
+    vnni_tile<4, NR, true>(rows, next, kp, x, xrb, xsum, y, ldy);
+    for (i = 4; i + 4 <= m; i += 4)
+      vnni_tile<4, NR, false>(rows, next, kp, x + i * xrb, xrb, xsum + i, y + i * ldy, ldy);
+  }
+  const uint8_t* xi = x + i * xrb;
+  const int32_t* si = xsum + i;
+  float* yi = y + i * ldy;
+  switch (m - i) {
+    case 3:
+      i ? vnni_tile<3, NR, false>(rows, next, kp, xi, xrb, si, yi, ldy)
+        : vnni_tile<3, NR, true>(rows, next, kp, xi, xrb, si, yi, ldy);
+      break;
+    case 2:
+      i ? vnni_tile<2, NR, false>(rows, next, kp, xi, xrb, si, yi, ldy)
+        : vnni_tile<2, NR, true>(rows, next, kp, xi, xrb, si, yi, ldy);
+      break;
+    case 1:
+      i ? vnni_tile<1, NR, false>(rows, next, kp, xi, xrb, si, yi, ldy)
+        : vnni_tile<1, NR, true>(rows, next, kp, xi, xrb, si, yi, ldy);
+      break;
+    default: break;
+  }
+}
+
+void w8a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+                      int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const int64_t kp = round_up(k, 32);
+  const __m512i ones = _mm512_set1_epi8(1);
+  int32_t xsum[kTokens];
+  for (int64_t i0 = 0; i0 < m; i0 += kTokens) {
+    const int64_t mc = m - i0 < kTokens ? m - i0 : kTokens;
+    const uint8_t* xa = static_cast<const uint8_t*>(x) + i0 * x_row_bytes;
+    float* yc = y + i0 * ldy;
+    for (int64_t i = 0; i < mc; ++i) {  // sum(a) per token, exact
+      __m512i s = _mm512_setzero_si512();
+      for (int64_t c = 0; c < kp; c += 64)
+        s = _mm512_dpbusd_epi32(s, ones, _mm512_maskz_loadu_epi8(w8a8_mask(c, kp), xa + i * x_row_bytes + kActHeader + c));
+      xsum[i] = _mm512_reduce_add_epi32(s);
+    }
+    int64_t r = row_begin;
+    for (; r + 4 <= row_end; r += 4) {
+      const uint8_t* rows[4] = {w + r * row_bytes, w + (r + 1) * row_bytes, w + (r + 2) * row_bytes,
+                                w + (r + 3) * row_bytes};
+      vnni_tile_rows<4>(rows, rows[0] + 8 * row_bytes, kp, xa, x_row_bytes, xsum, mc, yc + r, ldy);
+    }
+    for (; r < row_end; ++r) {
+      const uint8_t* rows[1] = {w + r * row_bytes};
+      vnni_tile_rows<1>(rows, rows[0] + row_bytes, kp, xa, x_row_bytes, xsum, mc, yc + r, ldy);
+    }
+  }
+}
+
+// ---- int4_g128_a8 matmul for a few tokens (batched decode) and prefill ------------------------
+// One group of 128 is one 64-byte load of nibbles: the low nibbles are elements 32b + j and the
+// high ones 32b + 16 + j of sub-block b (fmt_common.h), so the activations' 16-byte lanes are
+// regrouped to match (two vshufi64x2) and each (token, row) pair takes two vpdpbusd of the
+// unsigned codes q (0..15) by the int8 activations per group: 16 int32 lanes whose sum is the
+// exact sum(q a). The MR x NR <= 16 pairs' lanes are then reduced together into one vector (a
+// transpose-add tree), -8 times the block sum comes off (sum((q - 8) a) = sum(q a) - 8 sum(a),
+// exact), and lane l = (i, t) does acc = fma(d_w * d_a, float(sum), acc) in group order: the
+// generic twin's expression, so bit-identical. A ragged last group loads only its bytes.
+
+// out = the 16 lane sums of v[0..16), in order (exact int32 adds).
+inline __m512i reduce16_i32(const __m512i* v) {
+  __m512i t[8], u[4];
+  for (int k = 0; k < 8; ++k)
+    t[k] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * k], v[2 * k + 1]),
+                            _mm512_unpackhi_epi32(v[2 * k], v[2 * k + 1]));
+  for (int k = 0; k < 4; ++k)
+    u[k] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * k], t[2 * k + 1]),
+                            _mm512_unpackhi_epi64(t[2 * k], t[2 * k + 1]));
+  // u[k]: per 128-bit lane the partial sums of v[4k .. 4k + 4) over that lane.
+  const __m512i w0 = _mm512_add_epi32(_mm512_shuffle_i64x2(u[0], u[1], 0x44), _mm512_shuffle_i64x2(u[0], u[1], 0xee));
+  const __m512i w1 = _mm512_add_epi32(_mm512_shuffle_i64x2(u[2], u[3], 0x44), _mm512_shuffle_i64x2(u[2], u[3], 0xee));
+  return _mm512_add_epi32(_mm512_shuffle_i64x2(w0, w1, 0x88), _mm512_shuffle_i64x2(w0, w1, 0xdd));
+}
+
+template <int MR, int NR, bool Prefetch>
+inline void int4a8_vnni_tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb,
+                             int64_t k, float* y, int64_t ldy) {
+  constexpr int64_t G = 128, gb = 2 + G / 2;
+  const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  // Per lane l < MR * NR: its token l / NR and its row l % NR (lanes beyond are not stored).
+  const __m512i lane_i = NR == 4 ? _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3)
+                                 : _mm512_setr_epi32(0, 1, 2, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i lane_t = NR == 4 ? _mm512_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3)
+                                 : _mm512_setzero_si512();
+  static_assert(NR == 4 || NR == 1, "lane maps for 4 or 1 weight rows");
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t g = 0; g < nb; ++g) {
+    const int64_t n = k - g * G < G ? k - g * G : G;
+    const int64_t nv = round_up(n, 32);  // activation bytes, 2x the nibble bytes
+    const __mmask64 mw = nv == G ? ~static_cast<__mmask64>(0) : ((static_cast<__mmask64>(1) << (nv / 2)) - 1);
+    const __mmask64 ma0 = nv >= 64 ? ~static_cast<__mmask64>(0) : ((static_cast<__mmask64>(1) << nv) - 1);
+    const __mmask64 ma1 = nv >= 128 ? ~static_cast<__mmask64>(0)
+                                    : (nv > 64 ? ((static_cast<__mmask64>(1) << (nv - 64)) - 1) : 0);
+    if constexpr (Prefetch) prefetch_span(next + NR * g * gb, NR * gb);
+    __m512i lo[NR], hi[NR];
+    for (int t = 0; t < NR; ++t) {
+      const __m512i b = _mm512_maskz_loadu_epi8(mw, rows[t] + g * gb + 2);
+      lo[t] = _mm512_and_si512(b, low4);
+      hi[t] = _mm512_and_si512(_mm512_srli_epi16(b, 4), low4);
+    }
+    __m512i v[16];
+    for (int l = MR * NR; l < 16; ++l) v[l] = _mm512_setzero_si512();
+    for (int i = 0; i < MR; ++i) {
+      const uint8_t* a = x + i * xrb + hdr + g * G;
+      const __m512i a0 = _mm512_maskz_loadu_epi8(ma0, a), a1 = _mm512_maskz_loadu_epi8(ma1, a + 64);
+      const __m512i alo = _mm512_shuffle_i64x2(a0, a1, 0x88), ahi = _mm512_shuffle_i64x2(a0, a1, 0xdd);
+      for (int t = 0; t < NR; ++t)
+        v[i * NR + t] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo[t], alo), hi[t], ahi);
+    }
+    // Lane l = (i, t) = (l / NR, l % NR): its weight scale, activation scale and 8 * block sum,
+    // gathered in registers (scalar stores read back as one vector would stall store forwarding).
+    uint16_t h[4] = {0, 0, 0, 0};
+    float da[4] = {0.f, 0.f, 0.f, 0.f};
+    int32_t bs[4] = {0, 0, 0, 0};
+    for (int t = 0; t < NR; ++t) h[t] = load_u16(rows[t] + g * gb);
+    for (int i = 0; i < MR; ++i) {
+      da[i] = load_f32(x + i * xrb + 4 * g);
+      bs[i] = 8 * static_cast<int32_t>(load_u32(x + i * xrb + 4 * nb + 4 * g));
+    }
+    const __m512 dw = _mm512_permutexvar_ps(
+        lane_t, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi16(static_cast<short>(h[0]), static_cast<short>(h[1]),
+                                                                   static_cast<short>(h[2]), static_cast<short>(h[3]),
+                                                                   0, 0, 0, 0))));
+    const __m512 dav = _mm512_permutexvar_ps(lane_i, _mm512_castps128_ps512(_mm_setr_ps(da[0], da[1], da[2], da[3])));
+    const __m512i cs = _mm512_permutexvar_epi32(lane_i, _mm512_castsi128_si512(_mm_setr_epi32(bs[0], bs[1], bs[2], bs[3])));
+    const __m512i sum = _mm512_sub_epi32(reduce16_i32(v), cs);
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(dw, dav), _mm512_cvtepi32_ps(sum), acc);
+  }
+  alignas(64) float out[16];
+  _mm512_store_ps(out, acc);
+  for (int l = 0; l < MR * NR; ++l) y[(l / NR) * ldy + l % NR] = out[l];
+}
+
+template <int NR>
+inline void int4a8_vnni_rows(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb,
+                             int64_t m, int64_t k, float* y, int64_t ldy) {
+  int64_t i = 0;
+  if (m >= 4) {
+    int4a8_vnni_tile<4, NR, true>(rows, next, x, xrb, k, y, ldy);
+    for (i = 4; i + 4 <= m; i += 4) int4a8_vnni_tile<4, NR, false>(rows, next, x + i * xrb, xrb, k, y + i * ldy, ldy);
+  }
+  const uint8_t* xi = x + i * xrb;
+  float* yi = y + i * ldy;
+  switch (m - i) {
+    case 3:
+      i ? int4a8_vnni_tile<3, NR, false>(rows, next, xi, xrb, k, yi, ldy)
+        : int4a8_vnni_tile<3, NR, true>(rows, next, xi, xrb, k, yi, ldy);
+      break;
+    case 2:
+      i ? int4a8_vnni_tile<2, NR, false>(rows, next, xi, xrb, k, yi, ldy)
+        : int4a8_vnni_tile<2, NR, true>(rows, next, xi, xrb, k, yi, ldy);
+      break;
+    case 1:
+      i ? int4a8_vnni_tile<1, NR, false>(rows, next, xi, xrb, k, yi, ldy)
+        : int4a8_vnni_tile<1, NR, true>(rows, next, xi, xrb, k, yi, ldy);
+      break;
+    default: break;
+  }
+}
+
+void int4g128a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+                            int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  int64_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) {
+    const uint8_t* rows[4] = {w + r * row_bytes, w + (r + 1) * row_bytes, w + (r + 2) * row_bytes,
+                              w + (r + 3) * row_bytes};
+    int4a8_vnni_rows<4>(rows, rows[0] + 8 * row_bytes, xa, x_row_bytes, m, k, y + r, ldy);
+  }
+  for (; r < row_end; ++r) {
+    const uint8_t* rows[1] = {w + r * row_bytes};
+    int4a8_vnni_rows<1>(rows, rows[0] + row_bytes, xa, x_row_bytes, m, k, y + r, ldy);
+  }
+}
+
 }  // namespace
 
 FormatKernels kernels_avx512vnni(const Spec& s) {
-  if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_512<Dot64Vnni>};
+  if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni};
+  if (s.kind == Kind::int4_a8 && s.group == 128) {
+    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmul above
+    f.matmul = int4g128a8_matmul_vnni;
+    return f;
+  }
   return {};
 }
 

@@ -64,6 +64,18 @@ struct KernelTable {
   // softmax in place over n scores, mask[j] = 0 entries get probability 0 (mask may be null;
   // all masked: uniform).
   void (*masked_softmax)(float* s, const uint8_t* mask, int64_t n);
+  // `attention` over a paged cache (engines/runtime/kv_pool.h): position t's row is
+  //   base + blocks[t / block_tokens] * block_stride + (t % block_tokens) * head_dim
+  // (k and v alike), block_tokens a multiple of 8. The same arithmetic as `attention` over the
+  // same rows with kv_stride = head_dim, so the two agree bit for bit at every level.
+  void (*attention_paged)(const float* q, const float* k_base, const float* v_base,
+                          const int32_t* blocks, int64_t block_tokens, int64_t block_stride,
+                          int64_t n_pos, int64_t head_dim, float scale, float* att, float* out);
+  // The same over a cache of IEEE halves (bit-identical to `attention_f16`).
+  void (*attention_paged_f16)(const float* q, const uint16_t* k_base, const uint16_t* v_base,
+                              const int32_t* blocks, int64_t block_tokens, int64_t block_stride,
+                              int64_t n_pos, int64_t head_dim, float scale, float* att,
+                              float* out);
 };
 
 // The table for a level; levels without their own file fall back to the next lower one.

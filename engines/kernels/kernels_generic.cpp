@@ -68,20 +68,39 @@ void rope(float* v, int64_t n_heads, int64_t head_dim, const float* cos_tab,
   }
 }
 
-void attention(const float* q, const float* k_cache, const float* v_cache, int64_t n_pos,
-               int64_t head_dim, int64_t kv_stride, float scale, float* att, float* out) {
-  for (int64_t t = 0; t < n_pos; ++t) att[t] = dot_f32(q, k_cache + t * kv_stride, head_dim) * scale;
+// Position t's cached row: rows `stride` apart, or paged (see KernelTable::attention_paged).
+template <typename E>
+struct StridedRows {
+  const E* base;
+  int64_t stride;
+  const E* operator()(int64_t t) const { return base + t * stride; }
+};
+template <typename E>
+struct PagedRows {
+  const E* base;
+  const int32_t* blocks;
+  int64_t block_tokens, block_stride, head_dim;
+  const E* operator()(int64_t t) const {
+    return base + static_cast<int64_t>(blocks[t / block_tokens]) * block_stride +
+           (t % block_tokens) * head_dim;
+  }
+};
+
+template <typename Rows>
+void attention_rows(const float* q, const Rows& krow, const Rows& vrow, int64_t n_pos,
+                    int64_t head_dim, float scale, float* att, float* out) {
+  for (int64_t t = 0; t < n_pos; ++t) att[t] = dot_f32(q, krow(t), head_dim) * scale;
   softmax(att, n_pos);
   for (int64_t i = 0; i < head_dim; ++i) out[i] = 0.f;
-  for (int64_t t = 0; t < n_pos; ++t) axpy_f32(att[t], v_cache + t * kv_stride, out, head_dim);
+  for (int64_t t = 0; t < n_pos; ++t) axpy_f32(att[t], vrow(t), out, head_dim);
 }
 
 // The half-precision cache: each cached value widened exactly, then as attention above.
-void attention_f16(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
-                   int64_t n_pos, int64_t head_dim, int64_t kv_stride, float scale, float* att,
-                   float* out) {
+template <typename Rows>
+void attention_rows_f16(const float* q, const Rows& krow, const Rows& vrow, int64_t n_pos,
+                        int64_t head_dim, float scale, float* att, float* out) {
   for (int64_t t = 0; t < n_pos; ++t) {
-    const uint16_t* k = k_cache + t * kv_stride;
+    const uint16_t* k = krow(t);
     float s = 0.f;
     for (int64_t i = 0; i < head_dim; ++i) s += q[i] * half_to_float(k[i]);
     att[t] = s * scale;
@@ -89,9 +108,38 @@ void attention_f16(const float* q, const uint16_t* k_cache, const uint16_t* v_ca
   softmax(att, n_pos);
   for (int64_t i = 0; i < head_dim; ++i) out[i] = 0.f;
   for (int64_t t = 0; t < n_pos; ++t) {
-    const uint16_t* v = v_cache + t * kv_stride;
+    const uint16_t* v = vrow(t);
     for (int64_t i = 0; i < head_dim; ++i) out[i] += att[t] * half_to_float(v[i]);
   }
+}
+
+void attention(const float* q, const float* k_cache, const float* v_cache, int64_t n_pos,
+               int64_t head_dim, int64_t kv_stride, float scale, float* att, float* out) {
+  attention_rows(q, StridedRows<float>{k_cache, kv_stride}, StridedRows<float>{v_cache, kv_stride},
+                 n_pos, head_dim, scale, att, out);
+}
+
+void attention_f16(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
+                   int64_t n_pos, int64_t head_dim, int64_t kv_stride, float scale, float* att,
+                   float* out) {
+  attention_rows_f16(q, StridedRows<uint16_t>{k_cache, kv_stride},
+                     StridedRows<uint16_t>{v_cache, kv_stride}, n_pos, head_dim, scale, att, out);
+}
+
+void attention_paged(const float* q, const float* k_base, const float* v_base,
+                     const int32_t* blocks, int64_t block_tokens, int64_t block_stride,
+                     int64_t n_pos, int64_t head_dim, float scale, float* att, float* out) {
+  attention_rows(q, PagedRows<float>{k_base, blocks, block_tokens, block_stride, head_dim},
+                 PagedRows<float>{v_base, blocks, block_tokens, block_stride, head_dim}, n_pos,
+                 head_dim, scale, att, out);
+}
+
+void attention_paged_f16(const float* q, const uint16_t* k_base, const uint16_t* v_base,
+                         const int32_t* blocks, int64_t block_tokens, int64_t block_stride,
+                         int64_t n_pos, int64_t head_dim, float scale, float* att, float* out) {
+  attention_rows_f16(q, PagedRows<uint16_t>{k_base, blocks, block_tokens, block_stride, head_dim},
+                     PagedRows<uint16_t>{v_base, blocks, block_tokens, block_stride, head_dim},
+                     n_pos, head_dim, scale, att, out);
 }
 
 void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
@@ -120,7 +168,7 @@ const KernelTable& kernels_generic() {
                              axpy_f32,        rmsnorm,        softmax,       swiglu,
                              rope,            attention,      attention_f16, attention,
                              f32_to_f16,      f16_to_f32,     bias_activation, add_layer_norm,
-                             masked_softmax};
+                             masked_softmax,  attention_paged, attention_paged_f16};
   return t;
 }
 

@@ -15,6 +15,7 @@
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
 #include "engines/models/llama.h"
+#include "engines/runtime/batch.h"
 #include "engines/runtime/session.h"
 #include "harness/cli/bandwidth.h"
 #include "harness/cli/command.h"
@@ -39,6 +40,7 @@ struct BenchArgs {
   std::string db;  // also store every row in this results database
   bool no_roofline = false;
   double probe_mib = 512;
+  std::vector<int> batch;  // --batch: batched decode at these batch sizes instead
 };
 
 struct Stats {
@@ -58,9 +60,12 @@ Stats stats(std::vector<double> v) {
   return s;
 }
 
+int run_batch_bench(const BenchArgs& a);
+
 int run_bench(BenchArgs a) {
   using clock = std::chrono::steady_clock;
   if (a.models.empty()) a.models = {"synthetic:tinystories-110m"};
+  if (!a.batch.empty()) return run_batch_bench(a);
   CIBENCH_CHECK(a.reps >= 1, "--reps must be >= 1");
   CIBENCH_CHECK(a.prompt_tokens >= 1 && a.decode_tokens >= 1, "--prompt and --decode must be >= 1");
   a.engine.build_options();  // applies --isa
@@ -230,6 +235,146 @@ int run_bench(BenchArgs a) {
   return 0;
 }
 
+// --batch: aggregate decode tokens/s of B sequences decoding together through LlamaBatch (one
+// forward step over B rows: the weights are streamed once per step for all B), per B, against
+// B = 1 of the same model, format and thread count. Each repetition adds B sequences, prefills
+// each with its own random prompt (untimed), then times `decode` steps of B decode rows.
+int run_batch_bench(const BenchArgs& a) {
+  using clock = std::chrono::steady_clock;
+  CIBENCH_CHECK(a.reps >= 1, "--reps must be >= 1");
+  CIBENCH_CHECK(a.prompt_tokens >= 1 && a.decode_tokens >= 1, "--prompt and --decode must be >= 1");
+  for (int b : a.batch) CIBENCH_CHECK(b >= 1 && b <= 4096, "--batch sizes must be in [1, 4096], got ", b);
+  CIBENCH_CHECK(a.db.empty(), "--db does not store batched decode rows (run --batch without --db)");
+  a.engine.build_options();  // applies --isa
+  const Isa isa = active_isa();
+  if (std::string(build_info().build_type) != "Release")
+    std::fprintf(stderr, "cibench: WARNING: %s build; figures are not representative\n",
+                 build_info().build_type.c_str());
+  const KvMode kv = parse_kv_mode(a.engine.kv_mode);
+  const int max_b = *std::max_element(a.batch.begin(), a.batch.end());
+  auto batch_options = [&](int threads, int b) {
+    BatchOptions bo;
+    bo.threads = threads;
+    bo.pin_threads = a.engine.pin;
+    bo.max_context = a.prompt_tokens + a.decode_tokens + 1;
+    bo.max_step_tokens = std::max(b, std::min(a.prompt_tokens, 512));
+    bo.max_step_sequences = b;
+    bo.pool.kv_mode = kv;
+    bo.pool.token_budget = static_cast<int64_t>(b) *
+                           KvBlockPool::blocks_for(bo.max_context, bo.pool.block_tokens) *
+                           bo.pool.block_tokens;
+    return bo;
+  };
+
+  nlohmann::json rows = nlohmann::json::array();
+  for (const std::string& spec : a.models) {
+    LlamaSource src = open_llama_source(spec);
+    for (const std::string& fmt : a.formats) {
+      EngineOptions eo = a.engine;
+      eo.format = fmt;
+      const LlamaBuildOptions build = eo.build_options();
+      {
+        const BatchOptions bo = batch_options(*std::max_element(a.threads.begin(), a.threads.end()), max_b);
+        const double model_bytes = static_cast<double>(estimate_llama_build_bytes(src.config, build));
+        const double batch_bytes = static_cast<double>(LlamaBatch::estimate_bytes(src.config, bo));
+        require_memory(str("cibench bench --batch on ", spec, " in ", fmt), model_bytes + batch_bytes,
+                       str("model ~", model_bytes / 1073741824.0, " GiB + KV pool and scratch for B = ", max_b,
+                           " ~", batch_bytes / 1073741824.0, " GiB"),
+                       "try a smaller format, fewer --batch sizes or shorter --prompt/--decode");
+      }
+      LlamaModel model = build_llama(src, build);
+      const int V = model.config.vocab_size;
+      std::mt19937 rng(static_cast<uint32_t>(a.seed));
+      std::uniform_int_distribution<int> tokd(3, V - 1);
+      std::vector<std::vector<int>> prompts(max_b, std::vector<int>(a.prompt_tokens));
+      for (auto& p : prompts)
+        for (int& t : p) t = tokd(rng);
+      for (int threads : a.threads) {
+        double base_tps = 0;  // B = 1 of this (model, format, threads), when measured
+        for (int b : a.batch) {
+          LlamaBatch batch(model, batch_options(threads, b));
+          std::vector<double> tps, step_ms;
+          std::vector<SeqId> ids(b);
+          std::vector<int> next(b);
+          std::vector<BatchItem> items(b);
+          for (int r = -1; r < a.reps; ++r) {  // r = -1 is the warm-up, not recorded
+            for (int i = 0; i < b; ++i) {
+              ids[i] = batch.add_sequence();
+              for (int done = 0; done < a.prompt_tokens;) {
+                const int n = std::min(a.prompt_tokens - done, batch.options().max_step_tokens);
+                batch.step({{ids[i], prompts[i].data() + done, n, done + n == a.prompt_tokens}});
+                done += n;
+              }
+              next[i] = static_cast<int>(std::max_element(batch.logits(0), batch.logits(0) + V) - batch.logits(0));
+            }
+            const auto t0 = clock::now();
+            for (int d = 0; d < a.decode_tokens; ++d) {
+              for (int i = 0; i < b; ++i) items[i] = {ids[i], &next[i], 1, true};
+              batch.step(items);
+              for (int i = 0; i < b; ++i) {
+                const float* l = batch.logits(i);
+                next[i] = static_cast<int>(std::max_element(l, l + V) - l);
+              }
+            }
+            const double sec = std::chrono::duration<double>(clock::now() - t0).count();
+            for (int i = 0; i < b; ++i) batch.free_sequence(ids[i]);
+            if (r < 0) continue;
+            tps.push_back(static_cast<double>(b) * a.decode_tokens / sec);
+            step_ms.push_back(1e3 * sec / a.decode_tokens);
+          }
+          const Stats t = stats(tps), ms = stats(step_ms);
+          if (b == 1) base_tps = t.median;
+          nlohmann::json row;
+          row["model"] = model.origin;
+          row["format"] = model.build.describe();
+          row["isa"] = isa_name(isa);
+          row["threads"] = threads;
+          row["batch"] = b;
+          row["kv_mode"] = kv_mode_name(kv);
+          row["prompt_tokens"] = a.prompt_tokens;
+          row["decode_steps"] = a.decode_tokens;
+          row["reps"] = a.reps;
+          row["decode_tokens_per_s_median"] = t.median;
+          row["decode_tokens_per_s_stddev"] = t.stddev;
+          row["step_latency_ms_median"] = ms.median;
+          row["step_latency_ms_stddev"] = ms.stddev;
+          if (base_tps > 0) row["speedup_vs_batch_1"] = t.median / base_tps;
+          row["kv_pool_bytes"] = batch.pool().bytes();
+          row["streamed_bytes_per_step"] = model.streamed_bytes_per_token();
+          rows.push_back(row);
+          if (a.output == "md" && rows.size() == 1) {
+            std::printf("| model | format | isa | threads | B | decode tok/s (all B) | step ms | tok/s per sequence | speedup vs B=1 |\n");
+            std::printf("|---|---|---|---|---|---|---|---|---|\n");
+          }
+          if (a.output == "md") {
+            std::printf("| %s | %s | %s | %d | %d | %.2f ± %.2f | %.2f ± %.2f | %.2f | %s |\n", model.origin.c_str(),
+                        model.build.describe().c_str(), isa_name(isa), threads, b, t.median, t.stddev, ms.median,
+                        ms.stddev, t.median / b,
+                        base_tps > 0 ? str(std::lround(100 * t.median / base_tps) / 100.0, "x").c_str() : "n/a");
+            std::fflush(stdout);
+          }
+        }
+      }
+    }
+  }
+  if (a.output == "json") {
+    nlohmann::json out;
+    out["cibench_commit"] = build_info().commit;
+    out["build_type"] = build_info().build_type;
+    out["cpu"] = cpu_features().model_name;
+    out["cpu_flags"] = cpu_features().flags_string();
+    out["results"] = rows;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::printf("\ncibench %s (%s), CPU: %s, ISA %s; batched decode: B sequences, each prefilled with "
+                "%d random tokens (untimed), then %d steps of B decode rows timed; median of %d runs "
+                "after 1 warm-up; step ms = one forward step over all B rows\n",
+                build_info().commit.c_str(), build_info().build_type.c_str(),
+                cpu_features().model_name.c_str(), isa_name(isa), a.prompt_tokens, a.decode_tokens, a.reps);
+  }
+  return 0;
+}
+
 const RegisterCommand reg{
     {"bench", "prefill and decode tokens/s across models x formats x threads, vs the roofline",
      [](CLI::App& sub) -> std::function<int()> {
@@ -249,6 +394,10 @@ const RegisterCommand reg{
                       "also store the results in this results database (one run per model; "
                       "the dashboard and reports read them)");
        sub.add_flag("--no-roofline", a->no_roofline, "skip the bandwidth measurement");
+       sub.add_option("--batch", a->batch,
+                      "batched decode instead: aggregate decode tokens/s of B sequences stepping "
+                      "together, for each B in the list (e.g. 1,2,4,8), with the speed-up over B = 1")
+           ->delimiter(',');
        sub.add_option("--probe-mib", a->probe_mib,
                       "buffer streamed by the bandwidth probe before every repetition (MiB; far "
                       "larger than the last-level cache)")
