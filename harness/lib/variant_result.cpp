@@ -102,7 +102,7 @@ Fields VariantResult::fields() const {
     f.emplace_back(n + "_max_ms", sql_opt(s.max_ms));
   }
   auto reason = [](const std::string& r) { return r.empty() ? sql_null() : SqlValue(r); };
-  f.emplace_back("itl_count", itl_count);
+  f.emplace_back("itl_count", itl_count > 0 ? SqlValue(itl_count) : sql_null());
   f.emplace_back("itl_reason", reason(itl_reason));
   f.emplace_back("goodput_qps", sql_opt(goodput_qps));
   f.emplace_back("slo_attainment", sql_opt(slo_attainment));
@@ -154,13 +154,15 @@ std::vector<std::string> VariantResult::console_lines() const {
   out.push_back("SLO: " + slo_report);
   if (itl_count > 0 || goodput_qps || inflight_mean) {
     const MetricSummary& itl = metric(Metric::itl);
+    const std::string itl_part =
+        itl_count > 0 ? str("itl p50 ", ms(itl.p50_ms), " p99 ", ms(itl.p99_ms), " ms (n=", itl_count, "); ") : "";
     auto num = [](const std::optional<double>& v, int prec) {
       if (!v) return std::string("-");
       std::ostringstream os;
       os << std::fixed << std::setprecision(prec) << *v;
       return os.str();
     };
-    out.push_back(str("serving: itl p50 ", ms(itl.p50_ms), " p99 ", ms(itl.p99_ms), " ms (n=", itl_count, "); goodput ",
+    out.push_back(str("serving: ", itl_part, "goodput ",
                       goodput_qps ? num(goodput_qps, 3) + " req/s, SLO attainment " + num(slo_attainment, 3)
                                   : "- (" + goodput_reason + ")",
                       "; in flight mean ", num(inflight_mean, 2), " max ",

@@ -46,7 +46,7 @@ struct VariantResult {
   std::string percentile_estimator;
   std::array<MetricSummary, kMetricCount> metrics;  // indexed by Metric
   // Serving: inter-token latency (every gap between consecutive tokens of a request).
-  int64_t itl_count = 0;              // gaps measured
+  int64_t itl_count = 0;              // gaps measured (stored NULL, with itl_reason, when 0)
   std::string itl_reason;             // why the ITL is NULL (no request had two tokens)
   // Goodput (requests/s meeting every SLO, vLLM's definition: request_meets_slos) and the share
   // of completed requests that met every SLO; nullopt with the reason.

@@ -419,6 +419,20 @@ p99_ms = 40
   const auto g = st.query("SELECT goodput_qps, goodput_reason FROM variants WHERE run_id = ?", {nos.run_id});
   EXPECT_TRUE(std::holds_alternative<std::monostate>(g.rows[0][0]));
   EXPECT_EQ(sql_to_string(g.rows[0][1]), "no SLO in the scenario");
+
+  // A SUT without tokens: no ITL, NULL with the reason (never 0).
+  const SuiteResult quiet = run_suite(
+      parse_scenario_text("[model]\nsource = \"sut:sleep?ms=1\"\n[load]\npattern = \"single_stream\"\n[run]\n"
+                          "min_queries = 4\nmin_duration_ms = 1\n[counters]\nenabled = false\n",
+                          "quiet.toml"),
+      o);
+  const auto q = st.query("SELECT itl_count, itl_p50_ms, itl_reason, inflight_max, arrival_process FROM variants "
+                          "WHERE run_id = ?", {quiet.run_id});
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(q.rows[0][0]));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(q.rows[0][1]));
+  EXPECT_EQ(sql_to_string(q.rows[0][2]), "the SUT reported no output tokens");
+  EXPECT_EQ(*num(q.rows[0][3]), 1);  // one request at a time
+  EXPECT_EQ(sql_to_string(q.rows[0][4]), "single stream (next query at each completion)");
 }
 
 }  // namespace
