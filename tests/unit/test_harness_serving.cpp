@@ -122,7 +122,9 @@ TEST(HarnessServing, AsyncSingleStreamIssuesAtEachCompletion) {
   ASSERT_EQ(recs.size(), 4u);
   for (size_t i = 0; i < recs.size(); ++i) {
     SCOPED_TRACE("query " + std::to_string(i));
-    if (i > 0) EXPECT_EQ(recs[i].scheduled_ns, recs[i - 1].end_ns);
+    if (i > 0) {
+      EXPECT_EQ(recs[i].scheduled_ns, recs[i - 1].end_ns);
+    }
     EXPECT_GE(recs[i].ttft_ns(), step);
     EXPECT_LE(recs[i].ttft_ns(), step + tol);
     EXPECT_GE(recs[i].latency_ns(), 2 * step);
