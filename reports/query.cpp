@@ -1099,16 +1099,41 @@ std::vector<CounterSummary> Db::counters(const std::vector<int64_t>& run_ids) {
   return out;
 }
 
-std::optional<double> Db::goodput(const Variant& v, const std::vector<Slo>& slos) {
+std::optional<Goodput> Db::goodput_of(const Variant& v, const std::vector<Slo>& slos) {
   const auto queries = v.get("queries"), dur = v.get("duration_s");
   if (slos.empty() || !queries || !dur || *dur <= 0) return std::nullopt;
-  std::string where;
-  for (const Slo& s : slos)
-    where += str(" AND (", s.metric, "_ms IS NULL OR ", s.metric, "_ms <= ", fmt_num(s.limit_ms, 17), ")");
-  Rows n = select("SELECT COUNT(*), SUM(ok = 1" + where + ") FROM requests WHERE variant_id = ?",
-                  {std::to_string(v.variant_id)});
-  if (as_int(n.rows.at(0).at(0)) != static_cast<int64_t>(*queries)) return std::nullopt;
-  return static_cast<double>(as_int(n.rows.at(0).at(1))) / *dur;
+  Rows rs = select("SELECT ok, latency_ms, queue_ms, service_ms, ttft_ms, tpot_ms FROM requests WHERE variant_id = ?",
+                   {std::to_string(v.variant_id)});
+  if (static_cast<int64_t>(rs.rows.size()) != static_cast<int64_t>(*queries)) return std::nullopt;
+  static const std::vector<std::string> kColumns{"latency", "queue", "service", "ttft", "tpot"};
+  Goodput g;
+  g.duration_s = *dur;
+  for (const auto& row : rs.rows) {
+    if (as_int(row[0]) != 1) continue;
+    ++g.requests;
+    const bool met = request_meets_slos(slos, [&](const std::string& m) -> std::optional<double> {
+      const auto it = std::find(kColumns.begin(), kColumns.end(), m);
+      return it == kColumns.end() ? std::nullopt : as_num(row[1 + static_cast<size_t>(it - kColumns.begin())]);
+    });
+    if (met) ++g.met;
+  }
+  if (g.requests == 0) return std::nullopt;
+  return g;
+}
+
+std::optional<double> Db::goodput(const Variant& v, const std::vector<Slo>& slos) {
+  // Stored by the run (schema 7): the value, or NULL with its reason.
+  if (const auto g = v.get("goodput_qps")) return g;
+  if (!v.text_of("goodput_reason").empty()) return std::nullopt;
+  const auto g = goodput_of(v, slos);  // older rows: the same rule on the requests table
+  return g ? std::optional<double>(g->per_s()) : std::nullopt;
+}
+
+std::optional<double> Db::slo_attainment(const Variant& v, const std::vector<Slo>& slos) {
+  if (const auto a = v.get("slo_attainment")) return a;
+  if (!v.text_of("goodput_reason").empty()) return std::nullopt;
+  const auto g = goodput_of(v, slos);
+  return g ? std::optional<double>(g->attainment()) : std::nullopt;
 }
 
 std::vector<double> Db::compare_samples(const Variant& v, const std::string& metric, bool* from_histogram) {

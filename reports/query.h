@@ -343,11 +343,15 @@ class Db {
   LoadSweep load_sweep(int64_t run_id, const std::string& metric = "latency");
   std::vector<ScalingSeries> scaling(const std::vector<int64_t>& run_ids);
   std::vector<CounterSummary> counters(const std::vector<int64_t>& run_ids);
-  // Requests per second that met every SLO on their own (each request's latency, ttft, ... at most
-  // the SLO's limit; a request without that metric, e.g. one token and no tpot, is not judged on
-  // it), over the variant's duration: vLLM's goodput. nullopt without SLOs, without a duration, or
-  // when not every request was kept.
+  // Requests per second that met every SLO on their own (harness/schema/slo.h request_meets_slos:
+  // each request's latency, ttft, ... at most the SLO's limit; a request without that metric, e.g.
+  // one token and no tpot, is not judged on it), over the variant's duration: vLLM's goodput. The
+  // run stores it (variants.goodput_qps, schema 7); for older rows it is computed here with the
+  // same rule from the requests table. nullopt without SLOs, without a duration, or when not
+  // every request was kept.
   std::optional<double> goodput(const Variant& v, const std::vector<Slo>& slos);
+  // The share of completed requests that met every SLO (variants.slo_attainment), as goodput().
+  std::optional<double> slo_attainment(const Variant& v, const std::vector<Slo>& slos);
   // Defaults as `cibench compare`: 2000 resamples, seed 1.
   Comparison compare(int64_t run_a, int64_t run_b, int resamples = 2000, uint64_t seed = 1);
   // Runs that can be compared with `run_id` without a warning: the same scenario and model,
@@ -358,6 +362,7 @@ class Db {
   struct Rows;
   Rows select(const std::string& sql, const std::vector<std::string>& params = {});
   std::vector<double> request_latencies(int64_t variant_id, const std::string& metric);
+  std::optional<Goodput> goodput_of(const Variant& v, const std::vector<Slo>& slos);
   std::vector<double> compare_samples(const Variant& v, const std::string& metric, bool* from_histogram);
   std::string scenario_toml(int64_t run_id);
   // A JSON column of the run; nullopt when NULL or when the store predates the column.

@@ -582,8 +582,10 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
   for (const Variant& v : d.variants) {
     if (v.status != "ok") continue;
     for (size_t i = 0; i < runs.size(); ++i)
-      if (runs[i] == v.run_id)
-        if (auto g = db.goodput(v, d.slos[i])) d.goodput[v.variant_id] = *g;
+      if (runs[i] == v.run_id) {
+          if (auto g = db.goodput(v, d.slos[i])) d.goodput[v.variant_id] = *g;
+          if (auto a = db.slo_attainment(v, d.slos[i])) d.slo_attainment[v.variant_id] = *a;
+        }
   }
   d.scaling = db.scaling(runs);
   d.counters = db.counters(runs);
@@ -696,10 +698,11 @@ Table accuracy_table(const ReportData& d) {
 }
 
 // "mean / p50 / p99" of a metric in ms, "(!)" when p99 is the sample maximum; "" when not measured.
-std::string mean_p50_p99(const Variant& v, const std::string& m) {
+// `count`: the values behind the percentiles (default: the requests).
+std::string mean_p50_p99(const Variant& v, const std::string& m, std::optional<double> count = std::nullopt) {
   const auto mean = v.get(m + "_mean_ms"), p50 = v.get(m + "_p50_ms"), p99 = v.get(m + "_p99_ms");
   if (!mean && !p50 && !p99) return "";
-  const auto n = v.get("queries");
+  const auto n = count ? count : v.get("queries");
   const bool at_max = n && *n > 0 && percentile_is_max(99, static_cast<size_t>(*n));
   return fmt_opt(mean, 3) + " / " + fmt_opt(p50, 3) + " / " + fmt_opt(p99, 3) + (at_max ? " (!)" : "");
 }
@@ -742,10 +745,19 @@ Table lead_table(const ReportData& d) {
       {"output tok/s", [](const Variant& v) { return v.get("tokens_per_s") ? fmt_num(*v.get("tokens_per_s"), 4) : ""; }},
       {"TTFT ms mean / p50 / p99", [](const Variant& v) { return mean_p50_p99(v, "ttft"); }},
       {"TPOT ms mean / p50 / p99", [](const Variant& v) { return mean_p50_p99(v, "tpot"); }},
+      {"ITL ms mean / p50 / p99 (n)", [](const Variant& v) {
+         const auto n = v.get("itl_count");
+         if (!n || *n <= 0) return std::string();
+         return mean_p50_p99(v, "itl", n) + " (n=" + fmt_num(*n, 12) + ")";
+       }},
       {"E2E ms mean / p50 / p99", [](const Variant& v) { return mean_p50_p99(v, "latency"); }},
       {"goodput req/s", [&](const Variant& v) {
          auto it = d.goodput.find(v.variant_id);
          return it == d.goodput.end() ? std::string() : fmt_num(it->second, 4);
+       }},
+      {"SLO attainment", [&](const Variant& v) {
+         auto it = d.slo_attainment.find(v.variant_id);
+         return it == d.slo_attainment.end() ? std::string() : fmt_num(100 * it->second, 4) + " %";
        }},
       {"result", [&](const Variant& v) {
          std::vector<std::string> why;
@@ -781,8 +793,9 @@ Table lead_table(const ReportData& d) {
 
 const char* kLeadNote =
     "n = completed requests; mean / p50 / p99 are nearest-rank over them, (!) = the p99 is the sample "
-    "maximum (n < 100). goodput = requests meeting every SLO on their own per second (every request "
-    "kept). VALID = minimum duration and queries met and every SLO met; INVALID says why.";
+    "maximum (n < 100). ITL = every gap between consecutive output tokens of a request, n gaps. "
+    "goodput = completed requests meeting every SLO on their own values per second, SLO attainment = their "
+    "share of the completed requests (every request kept). VALID = minimum duration and queries met and every SLO met; INVALID says why.";
 
 std::string html_list(const std::vector<std::string>& lines, const std::string& cls = "") {
   if (lines.empty()) return "";

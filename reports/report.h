@@ -33,6 +33,7 @@ struct ReportData {
   std::optional<Comparison> comparison;
   std::vector<Variant> variants;       // every variant row of the runs, every step
   std::map<int64_t, double> goodput;   // variant_id -> requests/s meeting every SLO (Db::goodput)
+  std::map<int64_t, double> slo_attainment;  // variant_id -> share of requests meeting every SLO
 };
 
 // One line of the ranked table.

@@ -537,6 +537,13 @@ def scenario_cases(r):
     r.case("scenario", "scenario missing", ["run", str(r.tmp / "nope.toml"), "--db", db], "error", "nope.toml")
     for v in ("10000000", "1e9"):
         r.case("scenario", "target_qps %s" % v, ["run", quick, "--db", db, "--set", "model.source=sut:null", "--set", "load.target_qps=%s" % v], "error", "target_qps")
+    for v in ("0", "-1", "nan", "inf", "1e9", '"high"'):
+        r.case("scenario", "burstiness %s" % v, ["run", quick, "--db", db, "--set", "model.source=sut:null", "--set", "load.burstiness=%s" % v],
+               "error", "load.burstiness")
+    r.case("scenario", "burstiness with closed_loop", ["run", quick, "--db", db, "--set", "model.source=sut:null", "--set", "load.pattern=closed_loop",
+                                                       "--set", "load.burstiness=2"], "error", ["load.burstiness", "closed_loop"])
+    for spec in ("sut:batch-sleep?step_ms=0", "sut:batch-sleep?max_batch=0", "sut:batch-sleep?step_ms=1e99", "sut:batch-sleep?x=1"):
+        r.case("scenario", "model " + spec, ["run", quick, "--db", db, "--set", "model.source=" + spec], "error", "sut:batch-sleep")
     r.case("scenario", "7B f32 under 16 GiB", ["run", quick, "--db", db, "--set", "model.source=synthetic:llama2-7b", "--set", "matrix.format=[\"f32\"]"],
            "error", "needs", env={"CIBENCH_MEMORY_AVAILABLE_BYTES": str(16 << 30)}, store=db)
     r.case("scenario", "gen_tokens past the context", ["run", quick, "--db", db, "--set", "model.source=synthetic:stories260k", "--set", "workload.gen_tokens=600"],

@@ -87,6 +87,54 @@ void print_command_rows(Store& st, int64_t id, const std::string& kind) {
   t.print(std::cout);
 }
 
+// A vLLM-style serving summary of a generative run, one row per variant (per step): request and
+// output-token throughput, TTFT / TPOT / ITL / end-to-end mean, median and p99 with n (ITL's n is
+// its gaps), goodput and SLO attainment, requests in flight and queued. Only when some variant
+// measured a first token; columns a store predates read as '-', and the reasons for what was not
+// measured follow the table.
+void print_serving(Store& st, int64_t id) {
+  const auto v = st.query("SELECT * FROM variants WHERE run_id = ? ORDER BY variant_index, step_index", {id});
+  auto at = [&](const std::vector<SqlValue>& row, const char* c) -> SqlValue {
+    for (size_t i = 0; i < v.columns.size(); ++i)
+      if (v.columns[i] == c) return row[i];
+    return SqlValue();  // a column this store predates
+  };
+  auto has = [](const SqlValue& x) { return !std::holds_alternative<std::monostate>(x); };
+  bool any = false;
+  for (const auto& row : v.rows) any |= has(at(row, "ttft_p50_ms")) || has(at(row, "itl_count"));
+  if (!any) return;
+  auto dist = [&](const std::vector<SqlValue>& row, const std::string& m) {
+    const SqlValue mean = at(row, (m + "_mean_ms").c_str()), p50 = at(row, (m + "_p50_ms").c_str()),
+                   p99 = at(row, (m + "_p99_ms").c_str());
+    if (!has(mean) && !has(p50) && !has(p99)) return std::string("-");
+    return num(mean) + " / " + num(p50) + " / " + num(p99);
+  };
+  TextTable t({"variant", "n", "req/s", "out tok/s", "TTFT ms mean/p50/p99", "TPOT ms mean/p50/p99",
+               "ITL ms mean/p50/p99", "ITL n", "E2E ms mean/p50/p99", "goodput req/s", "SLO attain", "in flight mean/max",
+               "queued mean/max"});
+  std::vector<std::string> reasons;
+  for (const auto& row : v.rows) {
+    if (sql_to_string(at(row, "status")) != "ok") continue;
+    const std::string label = sql_to_string(at(row, "label"));
+    const SqlValue att = at(row, "slo_attainment");
+    t.add({label, num(at(row, "queries")), num(at(row, "achieved_qps")), num(at(row, "tokens_per_s"), 1),
+           dist(row, "ttft"), dist(row, "tpot"), dist(row, "itl"), num(at(row, "itl_count")), dist(row, "latency"),
+           num(at(row, "goodput_qps"), 3),
+           has(att) ? num(SqlValue(100 * *sql_number(att)), 1) + " %" : std::string("-"),
+           num(at(row, "inflight_mean")) + " / " + num(at(row, "inflight_max")),
+           num(at(row, "queue_depth_mean")) + " / " + num(at(row, "queue_depth_max"))});
+    for (const char* r : {"itl_reason", "goodput_reason", "concurrency_reason"}) {
+      const std::string why = sql_to_string(at(row, r));
+      if (!why.empty()) reasons.push_back(label + ": " + std::string(r).substr(0, std::string(r).find('_')) + ": " + why);
+    }
+    if (!has(at(row, "itl_count")) && !has(at(row, "itl_reason")))
+      reasons.push_back(label + ": itl, goodput, in flight: not stored (a run before schema 7)");
+  }
+  std::cout << "\nserving (mean / p50 / p99; n = completed requests, ITL n = gaps between tokens)\n";
+  t.print(std::cout);
+  for (const auto& r : reasons) std::cout << "  " << r << "\n";
+}
+
 // The number of variants of the run's matrix, as `cibench run` counts them ("variant 2/7"): from
 // the stored scenario, or (when it no longer parses here, e.g. its model file is elsewhere) the
 // variants stored.
@@ -189,6 +237,7 @@ RegisterCommand reg{Command{
           if (std::holds_alternative<int64_t>(row[12]) && !std::get<int64_t>(row[12]))
             std::cout << "\n" << label << ": SLO: " << sql_to_string(row[19]) << "\n";
         }
+        print_serving(st, id);
         // Classifier variants: cache, traffic duplicates, batching and task accuracy side by side.
         const auto c = st.query(
             "SELECT label, cache_enabled, cache_hits, cache_misses, cache_hit_rate, cache_peak_bytes, duplicate_rate, "

@@ -2,7 +2,8 @@
 // Load generation: runs a schedule against a SUT on W worker threads and records every request.
 //
 // The harness owns the clock. Arrival times are data computed before the clock starts
-// (server: Poisson from the arrivals seed; offline: everything at 0); closed-loop and
+// (server: Poisson, or Gamma gaps with a burstiness, from the arrivals seed; a scripted list;
+// offline: everything at 0); closed-loop and
 // single-stream arrivals are the completion times of each client's previous query. A free
 // worker takes the next query in arrival order (FIFO) and waits until its arrival time if it is
 // early. Latency counts from the scheduled arrival, so a slow or stalled SUT shows its queueing
@@ -13,6 +14,12 @@
 // holds max_batch or max_wait has passed since it took the first, and serves them as one batch
 // (SystemUnderTest::issue_batch). Each request's latency still counts from its own arrival; its
 // queue time includes the wait for the batch to fill.
+//
+// Asynchronous SUTs (AsyncSystemUnderTest): no worker pool. The calling thread issues each query
+// at its arrival (issue_async returns at once) and records the queries the SUT completes from
+// its own threads; closed-loop clients issue their next query when the SUT completes the previous
+// one. Queue wait ends when the SUT calls started() (else at the issue). At max_duration the SUT
+// is stopped and the queries it had not completed are not recorded.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -43,6 +50,9 @@ class WorkerObserver {
 struct LoadSettings {
   Pattern pattern = Pattern::single_stream;  // stepped: call run_load once per rate as server
   double target_qps = 0;                     // server
+  double burstiness = 1;                     // server: Gamma gaps of this shape (1: Poisson)
+  // server: scripted arrival times (ns since the start, ascending), used instead of drawn ones.
+  std::vector<int64_t> arrivals_ns;
   int clients = 1;                           // closed_loop (single_stream forces 1)
   int workers = 1;
   int64_t warmup_queries = 0;                // per worker, before the clock, not recorded
@@ -73,9 +83,11 @@ struct LoadResult {
   std::string error;            // first SUT failure, if any
   int64_t schedule_bytes = 0;   // memory held by the precomputed arrivals
   int64_t batches = 0;          // SUT calls that served the timed queries (== issued without batching)
+  bool async = false;           // served by an AsyncSystemUnderTest
 };
 
-// Runs the load; never throws for SUT failures (they are in `error`), throws Error on bad settings.
+// Runs the load; never throws for SUT failures (they are in `error`), throws Error on bad settings
+// (and for an asynchronous SUT: an observer, or max_batch > 1, which are the worker pool's).
 LoadResult run_load(SystemUnderTest& sut, const LoadSettings& s);
 
 // The harness clock: CLOCK_MONOTONIC in ns.

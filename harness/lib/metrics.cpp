@@ -76,7 +76,7 @@ int64_t Histogram::percentile(double p) const {
 // ---- Distribution / Recorder --------------------------------------------------------------
 
 const char* metric_name(Metric m) {
-  static const char* names[] = {"latency", "queue", "service", "ttft", "tpot"};
+  static const char* names[] = {"latency", "queue", "service", "ttft", "tpot", "itl"};
   return names[static_cast<int>(m)];
 }
 
@@ -96,7 +96,7 @@ Recorder::Recorder(int workers, int64_t exact_cap, int64_t expected_requests)
   kept_.resize(static_cast<size_t>(std::clamp<int64_t>(expected_requests, 0, exact_cap)));
 }
 
-void Recorder::add(const RequestRecord& rec) {
+void Recorder::add(const RequestRecord& rec, const int64_t* token_ns, int64_t n_tokens) {
   PerWorker& pw = *workers_[static_cast<size_t>(rec.worker)];
   pw.n++;
   if (!rec.ok) {
@@ -108,6 +108,17 @@ void Recorder::add(const RequestRecord& rec) {
     pw.h[2].add(rec.service_ns());
     if (rec.ttft_ns() >= 0) pw.h[3].add(rec.ttft_ns());
     if (rec.tpot_ns() >= 0) pw.h[4].add(rec.tpot_ns());
+    if (token_ns && n_tokens >= 2) {
+      const int64_t gaps = n_tokens - 1;
+      const int64_t slot = gap_slots_.fetch_add(gaps, std::memory_order_relaxed);
+      const int64_t keep = std::clamp<int64_t>(exact_cap_ - slot, 0, gaps);
+      if (keep < gaps) gaps_dropped_.fetch_add(gaps - keep, std::memory_order_relaxed);
+      for (int64_t k = 1; k < n_tokens; ++k) {
+        const int64_t g = std::max<int64_t>(token_ns[k] - token_ns[k - 1], 0);
+        pw.h[5].add(g);
+        if (k <= keep) pw.gaps.push_back(g);
+      }
+    }
   }
   const int64_t slot = next_slot_.fetch_add(1, std::memory_order_relaxed);
   if (slot < static_cast<int64_t>(kept_.size())) kept_[static_cast<size_t>(slot)] = rec;
@@ -147,9 +158,34 @@ size_t Recorder::bytes_reserved() const {
          workers_.size() * (sizeof(PerWorker) + kMetricCount * Histogram::kBuckets * 8);
 }
 
-Distribution Recorder::distribution(Metric m) const {
+namespace {
+Distribution exact_distribution(std::vector<int64_t> v) {
   Distribution d;
-  const bool exact = next_slot_.load() <= static_cast<int64_t>(kept_.size());
+  d.count = static_cast<int64_t>(v.size());
+  d.exact = true;
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  double s = 0;
+  for (int64_t x : v) s += static_cast<double>(x);
+  d.mean_ns = s / static_cast<double>(v.size());
+  d.p50_ns = nearest_rank(v, 50);
+  d.p90_ns = nearest_rank(v, 90);
+  d.p95_ns = nearest_rank(v, 95);
+  d.p99_ns = nearest_rank(v, 99);
+  d.p999_ns = nearest_rank(v, 99.9);
+  d.max_ns = v.back();
+  return d;
+}
+}  // namespace
+
+Distribution Recorder::distribution(Metric m) const {
+  if (m == Metric::itl && all_gaps_kept()) {
+    std::vector<int64_t> v;
+    for (auto& w : workers_) v.insert(v.end(), w->gaps.begin(), w->gaps.end());
+    return exact_distribution(std::move(v));
+  }
+  Distribution d;
+  const bool exact = m != Metric::itl && next_slot_.load() <= static_cast<int64_t>(kept_.size());
   if (exact) {
     std::vector<int64_t> v;
     v.reserve(kept_.size());
@@ -162,24 +198,12 @@ Distribution Recorder::distribution(Metric m) const {
         case Metric::service: x = r.service_ns(); break;
         case Metric::ttft: x = r.ttft_ns(); break;
         case Metric::tpot: x = r.tpot_ns(); break;
+        case Metric::itl: break;
       }
       if (x >= 0 || m == Metric::latency || m == Metric::queue || m == Metric::service)
         v.push_back(std::max<int64_t>(x, 0));
     }
-    d.count = static_cast<int64_t>(v.size());
-    d.exact = true;
-    if (v.empty()) return d;
-    std::sort(v.begin(), v.end());
-    double s = 0;
-    for (int64_t x : v) s += static_cast<double>(x);
-    d.mean_ns = s / static_cast<double>(v.size());
-    d.p50_ns = nearest_rank(v, 50);
-    d.p90_ns = nearest_rank(v, 90);
-    d.p95_ns = nearest_rank(v, 95);
-    d.p99_ns = nearest_rank(v, 99);
-    d.p999_ns = nearest_rank(v, 99.9);
-    d.max_ns = v.back();
-    return d;
+    return exact_distribution(std::move(v));
   }
   const Histogram h = merged(m);
   d.count = h.count();
@@ -193,6 +217,31 @@ Distribution Recorder::distribution(Metric m) const {
   d.p999_ns = h.percentile(99.9);
   d.max_ns = h.max();
   return d;
+}
+
+Occupancy occupancy(std::vector<std::pair<int64_t, int64_t>> intervals, int64_t duration_ns) {
+  Occupancy o;
+  if (duration_ns <= 0) return o;
+  // +1 at each start, -1 at each end; at equal times the ends go first.
+  std::vector<std::pair<int64_t, int>> events;
+  events.reserve(intervals.size() * 2);
+  double open_ns = 0;
+  for (auto [from, to] : intervals) {
+    from = std::clamp<int64_t>(from, 0, duration_ns);
+    to = std::clamp<int64_t>(to, 0, duration_ns);
+    if (to <= from) continue;
+    open_ns += static_cast<double>(to - from);
+    events.emplace_back(from, +1);
+    events.emplace_back(to, -1);
+  }
+  std::sort(events.begin(), events.end());
+  int64_t now = 0;
+  for (const auto& e : events) {
+    now += e.second;
+    o.max = std::max(o.max, now);
+  }
+  o.mean = open_ns / static_cast<double>(duration_ns);
+  return o;
 }
 
 }  // namespace cibench

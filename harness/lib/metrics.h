@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cibench {
@@ -79,9 +80,14 @@ struct RequestRecord {
   }
 };
 
-enum class Metric { latency = 0, queue = 1, service = 2, ttft = 3, tpot = 4 };
-constexpr int kMetricCount = 5;
-const char* metric_name(Metric m);  // "latency", "queue", "service", "ttft", "tpot"
+// Per-request metrics (one value per request) and the inter-token latency: every gap between
+// consecutive output tokens of a request (tokens - 1 values per request), the distribution vLLM
+// reports as ITL.
+enum class Metric { latency = 0, queue = 1, service = 2, ttft = 3, tpot = 4, itl = 5 };
+constexpr int kMetricCount = 6;
+constexpr Metric kRequestMetrics[] = {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot};
+constexpr Metric kAllMetrics[] = {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot, Metric::itl};
+const char* metric_name(Metric m);  // "latency", "queue", "service", "ttft", "tpot", "itl"
 
 struct Distribution {
   int64_t count = 0;
@@ -93,13 +99,15 @@ struct Distribution {
 };
 
 // Records requests from W worker threads without locks: each worker owns its histograms; the
-// first `exact_cap` records go into a shared preallocated array (one atomic increment each).
-// Memory is bounded: W * 5 histograms + exact_cap records, whatever the number of requests.
+// first `exact_cap` records go into a shared preallocated array (one atomic increment each), and
+// the first `exact_cap` inter-token gaps into per-worker arrays.
+// Memory is bounded: W * 6 histograms + exact_cap records and gaps, whatever the number of requests.
 class Recorder {
  public:
   Recorder(int workers, int64_t exact_cap, int64_t expected_requests);
-  // Called on worker `rec.worker`'s thread.
-  void add(const RequestRecord& rec);
+  // Called on worker `rec.worker`'s thread. `token_ns`: the harness's timestamp of each of the
+  // request's n_tokens output tokens (ascending), whose gaps are its inter-token latencies.
+  void add(const RequestRecord& rec, const int64_t* token_ns = nullptr, int64_t n_tokens = 0);
 
   int64_t count() const;
   int64_t failed() const;
@@ -107,6 +115,8 @@ class Recorder {
   // The kept records (all of them when count() <= exact_cap), in completion order.
   std::vector<RequestRecord> records() const;
   bool all_kept() const { return count() <= exact_cap_; }
+  // Whether every inter-token gap was kept (the ITL percentiles are then exact).
+  bool all_gaps_kept() const { return gaps_dropped_.load() == 0; }
   Distribution distribution(Metric m) const;
   Histogram merged(Metric m) const;
   size_t bytes_reserved() const;
@@ -115,11 +125,24 @@ class Recorder {
   struct alignas(64) PerWorker {
     std::array<Histogram, kMetricCount> h;
     int64_t n = 0, failed = 0, tokens = 0;
+    std::vector<int64_t> gaps;  // kept inter-token gaps
   };
   std::vector<std::unique_ptr<PerWorker>> workers_;
   int64_t exact_cap_;
+  std::atomic<int64_t> gap_slots_{0};
+  std::atomic<int64_t> gaps_dropped_{0};
   std::vector<RequestRecord> kept_;
   std::atomic<int64_t> next_slot_{0};
 };
+
+// How many requests were open at once over [0, duration_ns], each request being open over one
+// interval [from, to) (in flight: arrival to completion; queued: arrival to service start):
+// the time-weighted mean (sum of the clipped interval lengths / duration, Little's law) and the
+// maximum. A request that ends when another starts is not counted with it.
+struct Occupancy {
+  double mean = 0;
+  int64_t max = 0;
+};
+Occupancy occupancy(std::vector<std::pair<int64_t, int64_t>> intervals, int64_t duration_ns);
 
 }  // namespace cibench

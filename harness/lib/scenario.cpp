@@ -670,7 +670,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   }
   {  // [load]
     Reader r(top.sub("load"), "load", path, &s.key_pos);
-    r.known({"pattern", "target_qps", "clients", "rates_qps"});
+    r.known({"pattern", "target_qps", "clients", "rates_qps", "burstiness"});
     const std::string p = r.str_opt("pattern").value_or("single_stream");
     if (p == "single_stream") s.pattern = Pattern::single_stream;
     else if (p == "server") s.pattern = Pattern::server;
@@ -688,6 +688,17 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
           return x;
         }, /*allow_empty=*/true))  // [] drops a file's rates (--set load.pattern=server ...)
       s.rates_qps = *v;
+    if (const toml::node* b = r.node("burstiness")) {
+      if (!b->is_number()) r.fail(*b, "burstiness", str("expected a number, got ", type_name(b->type())));
+      const double x = *b->value<double>();
+      if (!(x >= kMinBurstiness && x <= kMaxBurstiness))
+        r.fail(*b, "burstiness", str("must be in [", kMinBurstiness, ", ", kMaxBurstiness, "], got ", x,
+                                     " (the shape of the Gamma gaps: 1 = Poisson, below 1 burstier, above 1 more even)"));
+      if (s.pattern != Pattern::server && s.pattern != Pattern::stepped)
+        r.fail(*b, "burstiness", str("shapes the gaps of drawn arrivals: only pattern = \"server\" or \"stepped\", not \"",
+                                     p, "\""));
+      s.burstiness = x;
+    }
     r.finish();
     if (s.pattern == Pattern::server && s.target_qps <= 0)
       throw ScenarioError(r.table_pos("target_qps").message("required (> 0) for pattern = \"server\""));

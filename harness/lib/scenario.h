@@ -157,6 +157,7 @@ struct Scenario {
   // [load]
   Pattern pattern = Pattern::single_stream;
   double target_qps = 0;
+  double burstiness = 1;          // server/stepped: Gamma gaps of this shape (1 = Poisson)
   int clients = 1;
   std::vector<double> rates_qps;  // stepped
 
@@ -206,6 +207,10 @@ constexpr int kMaxValueNesting = 32;
 // A list value (matrix, rates) holds at most this many entries; a suite runs at most this many
 // variant steps (the matrix's cross product times the stepped rates).
 constexpr int kMaxListValues = 256;
+// load.burstiness: the Gamma gaps' coefficient of variation is 1 / sqrt(burstiness), so 0.01 is
+// gaps 10 times as variable as Poisson's.
+constexpr double kMinBurstiness = 0.01;
+constexpr double kMaxBurstiness = 1000;
 constexpr double kMaxSuiteSteps = 4096;
 constexpr double kMaxScheduledQueries = 1e7;
 void check_toml_limits(const std::string& text, const std::string& origin);

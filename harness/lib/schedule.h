@@ -3,7 +3,7 @@
 // output tokens) are pure functions of named seeds, computed before the clock starts.
 //
 // Three independent seeds, so that changing one choice never moves the others:
-//   arrivals  -> Poisson gaps (server, stepped)
+//   arrivals  -> Poisson or Gamma (bursty) gaps (server, stepped)
 //   samples   -> which sample of the workload query i uses
 //   lengths   -> prompt and generation lengths of query i
 // Per-query choices are counter-based (a hash of seed and query index), so query i of a
@@ -31,6 +31,10 @@ class Rng {
   double uniform() { return unit_double(next()); }
   // Exponential with the given rate (events per unit): -ln(1 - U) / rate.
   double exponential(double rate);
+  // Standard normal (Box-Muller, one value per two uniforms).
+  double normal();
+  // Gamma with shape k > 0 and scale 1 (Marsaglia-Tsang; k < 1 through Gamma(k + 1) U^(1/k)).
+  double gamma(double k);
 
  private:
   uint64_t state_;
@@ -72,5 +76,13 @@ QueryChoice choose_query(int64_t index, const ChoiceSeeds& seeds, int64_t n_samp
 // The first arrival is at the first gap, not at 0 (as LoadGen's server scenario).
 std::vector<int64_t> poisson_arrivals_ns(double rate_qps, uint64_t seed, int64_t min_queries,
                                          int64_t min_duration_ns);
+
+// Bursty arrivals as vLLM's benchmark draws them: Gamma-distributed gaps with shape `burstiness`
+// and scale 1 / (rate_qps * burstiness), so the mean rate is rate_qps whatever the burstiness and
+// the gaps' coefficient of variation is 1 / sqrt(burstiness). burstiness = 1 is Poisson (and
+// returns exactly poisson_arrivals_ns); below 1 the arrivals come in bursts, above 1 they are more
+// even. Throws Error unless burstiness is finite and > 0. Same stopping rule as above.
+std::vector<int64_t> gamma_arrivals_ns(double rate_qps, double burstiness, uint64_t seed,
+                                       int64_t min_queries, int64_t min_duration_ns);
 
 }  // namespace cibench

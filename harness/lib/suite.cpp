@@ -58,6 +58,86 @@ SloVerdict check_slos(const Scenario& sc, const Recorder& rec) {
   });
 }
 
+// The serving measures of a timed run (VariantResult: ITL count, goodput and SLO attainment,
+// in-flight and queued requests, the arrival process).
+void serving_measures(const Scenario& sc, const LoadResult& lr, VariantResult& r) {
+  const Recorder& rec = *lr.recorder;
+  const auto records = rec.records();
+  r.itl_count = rec.merged(Metric::itl).count();
+  if (r.itl_count == 0)
+    r.itl_reason = rec.output_tokens() == 0 ? "the SUT reported no output tokens"
+                                            : "no request produced two or more tokens";
+  // Goodput: per request, on the kept records (every request, or none is stored).
+  if (sc.slos.empty()) {
+    r.goodput_reason = "no SLO in the scenario";
+  } else if (!rec.all_kept()) {
+    r.goodput_reason = str("not every request was kept (", rec.count(), " > run.exact_sample_cap)");
+  } else if (lr.duration_s <= 0) {
+    r.goodput_reason = "no request completed";
+  } else {
+    Goodput g;
+    g.duration_s = lr.duration_s;
+    for (const auto& x : records) {
+      if (!x.ok) continue;
+      ++g.requests;
+      const bool met = request_meets_slos(sc.slos, [&](const std::string& m) -> std::optional<double> {
+        int64_t ns = -1;
+        if (m == "latency") ns = x.latency_ns();
+        else if (m == "queue") ns = x.queue_ns();
+        else if (m == "service") ns = x.service_ns();
+        else if (m == "ttft") ns = x.ttft_ns();
+        else if (m == "tpot") ns = x.tpot_ns();
+        if (ns < 0 && (m == "ttft" || m == "tpot")) return std::nullopt;
+        return static_cast<double>(std::max<int64_t>(ns, 0)) * 1e-6;
+      });
+      if (met) ++g.met;
+    }
+    if (g.requests == 0) {
+      r.goodput_reason = "no request completed";
+    } else {
+      r.goodput_qps = g.per_s();
+      r.slo_attainment = g.attainment();
+    }
+  }
+  // In flight and queued over [0, duration]: from every request when all were kept, else the
+  // means from the latency and queue sums (Little's law) and no maxima.
+  const int64_t dur_ns = static_cast<int64_t>(std::llround(lr.duration_s * 1e9));
+  if (dur_ns <= 0) {
+    r.concurrency_reason = "no request completed";
+  } else if (rec.all_kept()) {
+    std::vector<std::pair<int64_t, int64_t>> flight, queued;
+    for (const auto& x : records) {
+      if (!x.ok) continue;
+      flight.emplace_back(x.scheduled_ns, x.end_ns);
+      queued.emplace_back(x.scheduled_ns, x.start_ns);
+    }
+    const Occupancy f = occupancy(std::move(flight), dur_ns), q = occupancy(std::move(queued), dur_ns);
+    r.inflight_mean = f.mean;
+    r.inflight_max = f.max;
+    r.queue_depth_mean = q.mean;
+    r.queue_depth_max = q.max;
+  } else {
+    const Histogram lat = rec.merged(Metric::latency), qu = rec.merged(Metric::queue);
+    r.inflight_mean = lat.mean() * static_cast<double>(lat.count()) / static_cast<double>(dur_ns);
+    r.queue_depth_mean = qu.mean() * static_cast<double>(qu.count()) / static_cast<double>(dur_ns);
+    r.concurrency_reason = str("maxima need every request (", rec.count(), " > run.exact_sample_cap); the means are "
+                               "the summed latency and queue wait over the duration");
+  }
+  // The arrival process.
+  switch (sc.pattern) {
+    case Pattern::server:
+    case Pattern::stepped:
+      r.arrival_process = sc.burstiness == 1 ? str("poisson at ", lr.offered_qps, " qps (seed ", sc.seed_arrivals, ")")
+                                             : str("gamma burstiness ", sc.burstiness, " at ", lr.offered_qps,
+                                                   " qps (seed ", sc.seed_arrivals, ")");
+      break;
+    case Pattern::offline: r.arrival_process = "offline (every query at 0)"; break;
+    case Pattern::single_stream: r.arrival_process = "single stream (next query at each completion)"; break;
+    case Pattern::closed_loop: r.arrival_process = str("closed loop, ", sc.clients, " clients"); break;
+  }
+  if (lr.async) r.arrival_process += "; asynchronous SUT";
+}
+
 class Progress {
  public:
   Progress(const SuiteOptions& o) : o_(o) {}
@@ -149,6 +229,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     LoadSettings ls;
     ls.pattern = pattern;
     ls.target_qps = offered;
+    ls.burstiness = sc.burstiness;
     ls.clients = sc.clients;
     ls.workers = v.workers;
     ls.warmup_queries = sc.warmup_queries;
@@ -168,7 +249,9 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
 
     std::unique_ptr<CounterPlan> plan;
     std::unique_ptr<CounterObserver> counters;
-    if (sc.counters_enabled) {
+    // Counters count the harness's worker threads; an asynchronous SUT serves from its own.
+    const bool async_sut = sut->as_async() != nullptr;
+    if (sc.counters_enabled && !async_sut) {
       plan = std::make_unique<CounterPlan>(o.counter_plan ? o.counter_plan() : default_counter_plan());
       if (sc.counters_mode == "same") {
         counters = std::make_unique<CounterObserver>(*plan, v.workers, false);
@@ -186,7 +269,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
 
     // Profiling pass (counters perturb timing when read at phase boundaries): separate, after.
     int64_t counter_queries = lr.recorder->count();
-    if (sc.counters_enabled && sc.counters_mode == "separate" && step == 0) {
+    if (sc.counters_enabled && !async_sut && sc.counters_mode == "separate" && step == 0) {
       counters = std::make_unique<CounterObserver>(*plan, v.workers, true);
       LoadSettings pl = ls;
       pl.pattern = Pattern::closed_loop;
@@ -224,8 +307,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     r.batches = lr.batches;
     r.percentile_estimator = rec.all_kept() ? str("nearest-rank, exact (all ", rec.count(), " requests kept)")
                                             : std::string("nearest-rank on a log-bucketed histogram (relative error <= 0.4%)");
-    for (Metric m : {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot})
-      r.metrics[static_cast<size_t>(m)] = MetricSummary::of(rec.distribution(m));
+    for (Metric m : kAllMetrics) r.metrics[static_cast<size_t>(m)] = MetricSummary::of(rec.distribution(m));
     r.counters_queries = counters ? std::optional<int64_t>(counter_queries) : std::nullopt;
     r.family_fields = std::move(family_fields);
     r.family_lines = std::move(family_lines);
@@ -248,6 +330,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     const SloVerdict slo = check_slos(sc, rec);
     r.slo_met = out.slo_met = slo.met;
     r.slo_report = slo.detail;
+    serving_measures(sc, lr, r);
 
     // Requests: prompt tokens (the family's count when the SUT reports none) and sampling.
     auto records = rec.records();
@@ -275,6 +358,17 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
 
     Store::Transaction t(st);
     st.update("variants", "variant_id", vid, r.fields());
+    if (sc.counters_enabled && async_sut) {
+      // Stored as unavailable with the reason, never as zeros.
+      std::vector<std::vector<SqlValue>> rows;
+      const std::string why =
+          "not counted: the SUT serves from its own threads and cibench counts the harness's worker threads";
+      for (const auto* events : {&hardware_events(), &software_events()})
+        for (const auto& e : *events)
+          rows.push_back({vid, e, std::string("all"), std::string("total"), sql_null(),
+                          std::string(e == "task_clock_ms" ? "ms" : "count"), std::string("none"), why});
+      st.insert_many("counters", {"variant_id", "name", "phase", "scope", "value", "unit", "source", "unavailable_reason"}, rows);
+    }
     if (counters) {
       std::vector<std::vector<SqlValue>> rows;
       for (const auto& c : counters->rows())
@@ -300,7 +394,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     }
     {
       std::vector<std::vector<SqlValue>> rows;
-      for (Metric m : {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot}) {
+      for (Metric m : kAllMetrics) {
         const Histogram h = rec.merged(m);
         for (int b = 0; b < Histogram::kBuckets; ++b)
           if (h.bucket_count(b))

@@ -90,7 +90,7 @@ Fields VariantResult::fields() const {
            {"slo_met", slo_met ? SqlValue(int64_t{*slo_met ? 1 : 0}) : sql_null()},
            {"slo_report", slo_report},
            {"counters_queries", sql_opt(counters_queries)}};
-  for (Metric m : {Metric::latency, Metric::queue, Metric::service, Metric::ttft, Metric::tpot}) {
+  for (Metric m : kAllMetrics) {
     const MetricSummary& s = metric(m);
     const std::string n = metric_name(m);
     f.emplace_back(n + "_mean_ms", sql_opt(s.mean_ms));
@@ -101,6 +101,18 @@ Fields VariantResult::fields() const {
     f.emplace_back(n + "_p999_ms", sql_opt(s.p999_ms));
     f.emplace_back(n + "_max_ms", sql_opt(s.max_ms));
   }
+  auto reason = [](const std::string& r) { return r.empty() ? sql_null() : SqlValue(r); };
+  f.emplace_back("itl_count", itl_count > 0 ? SqlValue(itl_count) : sql_null());
+  f.emplace_back("itl_reason", reason(itl_reason));
+  f.emplace_back("goodput_qps", sql_opt(goodput_qps));
+  f.emplace_back("slo_attainment", sql_opt(slo_attainment));
+  f.emplace_back("goodput_reason", reason(goodput_reason));
+  f.emplace_back("inflight_mean", sql_opt(inflight_mean));
+  f.emplace_back("inflight_max", sql_opt(inflight_max));
+  f.emplace_back("queue_depth_mean", sql_opt(queue_depth_mean));
+  f.emplace_back("queue_depth_max", sql_opt(queue_depth_max));
+  f.emplace_back("concurrency_reason", reason(concurrency_reason));
+  f.emplace_back("arrival_process", reason(arrival_process));
   f.emplace_back("batches", batches);
   f.emplace_back("duplicate_rate", sql_opt(duplicate_rate));
   if (traffic) {
@@ -140,6 +152,23 @@ std::vector<std::string> VariantResult::console_lines() const {
                     tokens_per_s() ? str(*tokens_per_s(), " tok/s; ") : std::string(),
                     valid() ? std::string("valid") : "INVALID: " + reasons));
   out.push_back("SLO: " + slo_report);
+  if (itl_count > 0 || goodput_qps || inflight_mean) {
+    const MetricSummary& itl = metric(Metric::itl);
+    const std::string itl_part =
+        itl_count > 0 ? str("itl p50 ", ms(itl.p50_ms), " p99 ", ms(itl.p99_ms), " ms (n=", itl_count, "); ") : "";
+    auto num = [](const std::optional<double>& v, int prec) {
+      if (!v) return std::string("-");
+      std::ostringstream os;
+      os << std::fixed << std::setprecision(prec) << *v;
+      return os.str();
+    };
+    out.push_back(str("serving: ", itl_part, "goodput ",
+                      goodput_qps ? num(goodput_qps, 3) + " req/s, SLO attainment " + num(slo_attainment, 3)
+                                  : "- (" + goodput_reason + ")",
+                      "; in flight mean ", num(inflight_mean, 2), " max ",
+                      inflight_max ? std::to_string(*inflight_max) : std::string("-"), "; queued mean ",
+                      num(queue_depth_mean, 2), " max ", queue_depth_max ? std::to_string(*queue_depth_max) : std::string("-")));
+  }
   {
     auto mib = [](const std::optional<int64_t>& b) {
       if (!b) return std::string("-");

@@ -44,7 +44,21 @@ struct VariantResult {
   int64_t output_tokens = 0;
   int64_t batches = 0;
   std::string percentile_estimator;
-  std::array<MetricSummary, 5> metrics;  // indexed by Metric
+  std::array<MetricSummary, kMetricCount> metrics;  // indexed by Metric
+  // Serving: inter-token latency (every gap between consecutive tokens of a request).
+  int64_t itl_count = 0;              // gaps measured (stored NULL, with itl_reason, when 0)
+  std::string itl_reason;             // why the ITL is NULL (no request had two tokens)
+  // Goodput (requests/s meeting every SLO, vLLM's definition: request_meets_slos) and the share
+  // of completed requests that met every SLO; nullopt with the reason.
+  std::optional<double> goodput_qps, slo_attainment;
+  std::string goodput_reason;
+  // Requests in flight (arrival to completion) and queued (arrival to service start) over the
+  // run: time-weighted mean and maximum (harness/lib/metrics.h occupancy); the maxima need every
+  // request kept (nullopt with the reason).
+  std::optional<double> inflight_mean, queue_depth_mean;
+  std::optional<int64_t> inflight_max, queue_depth_max;
+  std::string concurrency_reason;
+  std::string arrival_process;        // "poisson 4 qps", "gamma burstiness 0.5 at 4 qps", "closed loop, 2 clients"
   // Traffic.
   std::optional<std::string> traffic;
   std::optional<double> duplicate_rate, expected_duplicate_rate;

@@ -231,6 +231,27 @@ ALTER TABLE variants ADD COLUMN peak_rss_load_bytes INTEGER;
 ALTER TABLE variants ADD COLUMN peak_rss_reason TEXT;
 ALTER TABLE variants ADD COLUMN knee_reached INTEGER;
 )SQL"},
+    {7, "variants: serving measures: inter-token latency (itl_*), goodput_qps and slo_attainment (requests meeting "
+        "every SLO), requests in flight and queued (mean, max), the arrival process; NULL with a reason when unmeasured", R"SQL(
+ALTER TABLE variants ADD COLUMN itl_count INTEGER;
+ALTER TABLE variants ADD COLUMN itl_mean_ms REAL;
+ALTER TABLE variants ADD COLUMN itl_p50_ms REAL;
+ALTER TABLE variants ADD COLUMN itl_p90_ms REAL;
+ALTER TABLE variants ADD COLUMN itl_p95_ms REAL;
+ALTER TABLE variants ADD COLUMN itl_p99_ms REAL;
+ALTER TABLE variants ADD COLUMN itl_p999_ms REAL;
+ALTER TABLE variants ADD COLUMN itl_max_ms REAL;
+ALTER TABLE variants ADD COLUMN itl_reason TEXT;
+ALTER TABLE variants ADD COLUMN goodput_qps REAL;
+ALTER TABLE variants ADD COLUMN slo_attainment REAL;
+ALTER TABLE variants ADD COLUMN goodput_reason TEXT;
+ALTER TABLE variants ADD COLUMN inflight_mean REAL;
+ALTER TABLE variants ADD COLUMN inflight_max INTEGER;
+ALTER TABLE variants ADD COLUMN queue_depth_mean REAL;
+ALTER TABLE variants ADD COLUMN queue_depth_max INTEGER;
+ALTER TABLE variants ADD COLUMN concurrency_reason TEXT;
+ALTER TABLE variants ADD COLUMN arrival_process TEXT;
+)SQL"},
 };
 
 }  // namespace

@@ -70,6 +70,15 @@ SloVerdict judge_slos(const std::vector<Slo>& slos,
   return v;
 }
 
+bool request_meets_slos(const std::vector<Slo>& slos,
+                        const std::function<std::optional<double>(const std::string& metric)>& value_ms) {
+  for (const Slo& s : slos) {
+    const std::optional<double> x = value_ms(s.metric);
+    if (x && !s.met_by(*x)) return false;
+  }
+  return true;
+}
+
 std::string SloVerdict::summary() const {
   auto join = [](const std::vector<std::string>& xs) {
     std::string s;

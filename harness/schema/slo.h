@@ -46,6 +46,24 @@ struct SloVerdict {
 SloVerdict judge_slos(const std::vector<Slo>& slos,
                       const std::function<std::optional<double>(const Slo&)>& value_ms);
 
+// One request against every SLO, as vLLM's goodput judges it: each SLO's metric of this request
+// (its latency, ttft, tpot, queue wait or service time in ms) at most the SLO's limit, whatever the
+// SLO's percentile; a metric the request does not have (nullopt: the tpot of a one-token request)
+// is not judged. The one definition behind the stored goodput and slo_attainment (the run) and
+// the readers that compute them for older stores from the requests table.
+bool request_meets_slos(const std::vector<Slo>& slos,
+                        const std::function<std::optional<double>(const std::string& metric)>& value_ms);
+
+// Goodput and SLO attainment of a variant: completed requests meeting every SLO (above), per
+// second of the run and as a share of the completed requests.
+struct Goodput {
+  int64_t requests = 0;  // completed (ok) requests judged
+  int64_t met = 0;       // of them, meeting every SLO
+  double duration_s = 0;
+  double per_s() const { return met / duration_s; }
+  double attainment() const { return static_cast<double>(met) / static_cast<double>(requests); }
+};
+
 nlohmann::json slos_to_json(const std::vector<Slo>& slos);
 // Throws Error naming the field when the JSON is not what slos_to_json writes.
 std::vector<Slo> slos_from_json(const nlohmann::json& j);

@@ -265,13 +265,14 @@ TEST(ReportsScenario, MarkdownOpensWithTheLeadTable) {
   const auto fx = test::make_reports_fixture(fixture);
   Db db(fixture);
   const std::string mdn = render_markdown(collect_report(db, {fx.run_formats}));
-  const size_t head = mdn.find("| configuration | n | req/s (target) | output tok/s | TTFT ms mean / p50 / p99 | E2E ms mean / p50 / p99 | goodput req/s | result |");
+  const size_t head = mdn.find("| configuration | n | req/s (target) | output tok/s | TTFT ms mean / p50 / p99 | E2E ms mean / p50 / p99 | goodput req/s | SLO attainment | result |");
   ASSERT_NE(head, std::string::npos) << mdn.substr(0, 800);
   EXPECT_LT(head, mdn.find("## Verdicts"));
   EXPECT_LT(head, mdn.find("- **Run "));
   EXPECT_EQ(mdn.find("prefill t/s"), std::string::npos);  // not measured by a scenario run
-  // f32 t2: 200 requests, 190 of them at most 100 ms (p95 SLO; ttft all under 500) in 10 s.
-  EXPECT_NE(mdn.find("| f32 t2 w1 | 200 | 10 (2) | 240 | n/a / n/a / 35 | 80 / 70 / 120 | 19 | VALID |"), std::string::npos)
+  // f32 t2: 200 requests, 190 of them at most 100 ms (p95 SLO; ttft all under 500) in 10 s: the
+  // fixture predates the stored goodput, so it is computed from the requests with the run's rule.
+  EXPECT_NE(mdn.find("| f32 t2 w1 | 200 | 10 (2) | 240 | n/a / n/a / 35 | 80 / 70 / 120 | 19 | 95 % | VALID |"), std::string::npos)
       << mdn.substr(0, 1500);
   EXPECT_NE(mdn.find("| f32 t1 w1 | 200 |"), std::string::npos);
   EXPECT_NE(mdn.find("INVALID: SLO missed: p95_ms 150 &gt; 100"), std::string::npos) << mdn.substr(0, 2000);
@@ -291,6 +292,38 @@ TEST(ReportsScenario, MarkdownOpensWithTheLeadTable) {
   const std::string b = render_markdown(collect_report(bench, {run}));
   EXPECT_NE(b.find("| configuration | prefill t/s | decode t/s |"), std::string::npos) << b.substr(0, 600);
   EXPECT_NE(b.find("| int8 t2 | 812.3 ± 4.1 | 95.2 ± 0.8 |"), std::string::npos) << b.substr(0, 600);
+}
+
+// A generative run stored with schema 7: ITL with its count of gaps beside TTFT and TPOT, goodput
+// and SLO attainment as the run stored them (no requests needed), NULL with a reason stays n/a.
+TEST(ReportsScenario, LeadTableShowsItlAndTheStoredGoodput) {
+  const std::string path = temp_path("serving.sqlite");
+  int64_t run = 0;
+  {
+    Store s(path);
+    run = s.insert("runs", run_fields("serving", "server", {slo("ttft_p99_ms", 500)}, {}));
+    s.insert("variants", variant(run, 0, 0, "int8", {{"achieved_qps", 4.0}, {"offered_qps", 4.0}, {"tokens_per_s", 96.0},
+                                                      {"ttft_mean_ms", 120.0}, {"ttft_p50_ms", 110.0}, {"ttft_p99_ms", 300.0},
+                                                      {"tpot_mean_ms", 21.0}, {"tpot_p50_ms", 20.0}, {"tpot_p99_ms", 30.0},
+                                                      {"itl_count", int64_t{11500}}, {"itl_mean_ms", 21.5},
+                                                      {"itl_p50_ms", 20.0}, {"itl_p99_ms", 45.0},
+                                                      {"goodput_qps", 3.6}, {"slo_attainment", 0.9}}));
+    s.insert("variants", variant(run, 1, 0, "f32", {{"achieved_qps", 4.0}, {"ttft_mean_ms", 200.0}, {"ttft_p50_ms", 190.0},
+                                                     {"ttft_p99_ms", 400.0},
+                                                     {"itl_reason", std::string("no request produced two or more tokens")},
+                                                     {"goodput_reason", std::string("not every request was kept")}}));
+  }
+  Db db(path);
+  const std::string mdn = render_markdown(collect_report(db, {run}));
+  EXPECT_NE(mdn.find("| configuration | n | req/s (target) | output tok/s | TTFT ms mean / p50 / p99 | TPOT ms mean / p50 / p99 | "
+                     "ITL ms mean / p50 / p99 (n) | goodput req/s | SLO attainment | result |"),
+            std::string::npos)
+      << mdn.substr(0, 1200);
+  EXPECT_NE(mdn.find("| int8 t1 w2 | 500 | 4 (4) | 96 | 120 / 110 / 300 | 21 / 20 / 30 | 21.5 / 20 / 45 (n=11500) | 3.6 | 90 % |"),
+            std::string::npos)
+      << mdn.substr(0, 1500);
+  EXPECT_NE(mdn.find("| f32 t1 w2 | 500 | 4 | n/a | 200 / 190 / 400 | n/a | n/a | n/a | n/a |"), std::string::npos)
+      << mdn.substr(0, 1500);
 }
 
 }  // namespace
