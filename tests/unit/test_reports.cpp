@@ -822,6 +822,78 @@ TEST(Reports, SvgChartBasics) {
   EXPECT_NE(svg::render(svg::Chart{}).find("no data to draw"), std::string::npos);
 }
 
+// Labels along an axis are all distinct, whatever the range: a narrow one needs more decimals
+// (51.75 and 51.8 both read "51.8" to 3 digits), a lone value is shown as itself, huge and tiny
+// ranges use exponents, negative ones keep their sign and zero is never "-0".
+TEST(Reports, SvgTickLabelsAreDistinctForAnyRange) {
+  auto distinct = [](std::vector<std::string> l) {
+    std::sort(l.begin(), l.end());
+    return std::adjacent_find(l.begin(), l.end()) == l.end();
+  };
+  struct Range {
+    double lo, hi;
+  };
+  for (const Range r : {Range{51.74, 51.86}, Range{51.8, 51.8}, Range{0, 1}, Range{-5, -1}, Range{-0.3, 0.2},
+                        Range{1e9, 1e9 + 0.001}, Range{0, 3e12}, Range{1e-9, 5e-9}, Range{-2e8, 2e8},
+                        Range{0.99990, 0.99996}, Range{1e15, 1e15 + 1}, Range{-1e300, 1e300}}) {
+    const auto t = svg::ticks(r.lo, r.hi, false);
+    ASSERT_FALSE(t.empty()) << r.lo << " " << r.hi;
+    EXPECT_LE(t.size(), 12u) << r.lo << " " << r.hi;
+    for (double v : t) {
+      EXPECT_GE(v, r.lo - (r.hi - r.lo) * 1e-9) << r.lo << " " << r.hi;
+      EXPECT_LE(v, r.hi + (r.hi - r.lo) * 1e-9) << r.lo << " " << r.hi;
+    }
+    const auto l = svg::tick_labels(t, false);
+    ASSERT_EQ(l.size(), t.size());
+    EXPECT_TRUE(distinct(l)) << r.lo << " " << r.hi << ": " << ::testing::PrintToString(l);
+    for (size_t i = 0; i < t.size(); ++i) {
+      EXPECT_NE(l[i].rfind("-0", 0) == 0 && std::stod(l[i]) == 0, true) << l[i];
+      // Each label reads as its tick to within half the spacing of the ticks.
+      const double spacing = t.size() > 1 ? std::fabs(t[1] - t[0]) : std::max(std::fabs(t[0]) * 1e-6, 1e-300);
+      EXPECT_NEAR(std::stod(l[i]), t[i], spacing / 2) << l[i];
+    }
+  }
+  // The case that repeated "51.8": every label has the decimals the step needs.
+  EXPECT_EQ(svg::tick_labels(svg::ticks(51.74, 51.86, false), false),
+            (std::vector<std::string>{"51.74", "51.76", "51.78", "51.80", "51.82", "51.84", "51.86"}));
+  EXPECT_EQ(svg::tick_labels(svg::ticks(0, 10, false), false),
+            (std::vector<std::string>{"0", "2", "4", "6", "8", "10"}));
+  EXPECT_EQ(svg::tick_labels(svg::ticks(-0.5, 0.5, false), false),
+            (std::vector<std::string>{"-0.4", "-0.2", "0.0", "0.2", "0.4"}));
+  // One value: one tick, labelled as the value.
+  EXPECT_EQ(svg::ticks(51.8, 51.8, false), (std::vector<double>{51.8}));
+  EXPECT_EQ(svg::tick_labels({51.83}, false), (std::vector<std::string>{"51.83"}));
+  // Not finite: no tick.
+  EXPECT_TRUE(svg::ticks(0, INFINITY, false).empty());
+  EXPECT_TRUE(svg::ticks(NAN, 1, false).empty());
+  // Log axes: 1-2-5 labels as short as they can be; a narrow log range still distinct.
+  EXPECT_EQ(svg::tick_labels(svg::ticks(0.5, 200, true), true),
+            (std::vector<std::string>{"0.5", "1", "2", "5", "10", "20", "50", "100", "200"}));
+  EXPECT_TRUE(distinct(svg::tick_labels(svg::ticks(1.0001, 1.0003, true), true)));
+  // A chart of one narrow series (a classifier's throughput at one thread count) draws every y
+  // label once; so does a chart of one point (its range is padded around the value).
+  auto y_labels = [](const std::string& out) {
+    std::vector<std::string> l;
+    for (size_t p = out.find("text-anchor=\"end\">"); p != std::string::npos; p = out.find("text-anchor=\"end\">", p + 1)) {
+      const size_t b = p + std::strlen("text-anchor=\"end\">");
+      l.push_back(out.substr(b, out.find('<', b) - b));
+    }
+    return l;
+  };
+  svg::Chart c;
+  svg::Series s;
+  s.kind = svg::Series::Kind::line;
+  s.pts = {{1, 51.78}, {2, 51.83}};
+  c.series.push_back(s);
+  const auto narrow = y_labels(svg::render(c));
+  EXPECT_GE(narrow.size(), 3u);
+  EXPECT_TRUE(distinct(narrow)) << ::testing::PrintToString(narrow);
+  c.series[0].pts = {{4, 51.8}};
+  const auto one = y_labels(svg::render(c));
+  EXPECT_GE(one.size(), 2u);
+  EXPECT_TRUE(distinct(one)) << ::testing::PrintToString(one);
+}
+
 // ---- bad databases ----
 
 std::string open_error(const std::string& path) {
