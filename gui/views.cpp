@@ -933,12 +933,14 @@ QChart* CountersView::chart() const { return chart_->chart(); }
 
 void CountersView::refresh(const Selection& s) {
   data_.clear();
+  variants_.clear();
   selected_ = s.variants;
   many_runs_ = s.runs.size() > 1;
   numbers_ = {};
   if (s.db && !s.runs.empty()) {
     data_ = s.db->counters(s.runs);
-    numbers_ = VariantNumbers(s.db->variants(s.runs));
+    variants_ = s.db->variants(s.runs);
+    numbers_ = VariantNumbers(variants_);
   }
   // Hardware and derived counters, then the operating system's (measured without a PMU).
   std::vector<std::string> names = reports::counter_names();
@@ -981,28 +983,11 @@ void CountersView::refresh(const Selection& s) {
   }
   table_->resizeColumnsToContents();
 
-  // Unavailable counters, one line per distinct reason naming the counters that share it (as the
-  // report does): "IPC, L1D misses / 1000 instr (all 8 variants): PAPI_ENOEVNT ...".
-  std::vector<std::string> order;
-  std::map<std::string, std::pair<QStringList, std::set<int64_t>>> by_reason;
-  for (const auto& n : names)
-    for (const auto& cs : data_) {
-      auto it = cs.values.find(n);
-      if (it == cs.values.end() || it->second.value) continue;
-      auto [at, fresh] = by_reason.try_emplace(it->second.reason);
-      if (fresh) order.push_back(it->second.reason);
-      auto& [counters, variants] = at->second;
-      if (!counters.contains(q(reports::counter_title(n)))) counters << q(reports::counter_title(n));
-      variants.insert(cs.v.variant_id);
-    }
+  // Unavailable counters, one line per distinct reason naming the counters that share it and
+  // the variants each lacks it for, as the report does: "IPC (variants 1-3, 5 of 8); energy (J)
+  // (all 8 variants): no RAPL ...".
   QStringList gaps;
-  for (const auto& why : order) {
-    const auto& [counters, variants] = by_reason.at(why);
-    const QString who = variants.size() == data_.size()
-                            ? QString("all %1 variant%2").arg(variants.size()).arg(variants.size() == 1 ? "" : "s")
-                            : QString("%1 of %2 variants").arg(variants.size()).arg(data_.size());
-    gaps << QString("%1 (%2): %3").arg(counters.join(", "), who, q(why));
-  }
+  for (const auto& g : reports::counter_gaps(data_, variants_)) gaps << q(g.text());
   gaps_->setText(gaps.isEmpty() ? QString()
                                 : "<b>Unavailable</b><br>" + gaps.join("\n").toHtmlEscaped().replace("\n", "<br>"));
 

@@ -185,7 +185,8 @@ class CountersView : public View {
   QChart* chart() const;
   QComboBox* counterBox() const { return which_; }
   QLabel* unavailableLabel() const { return unavailable_; }
-  // The counters unavailable for the selected variants, one line per distinct reason.
+  // The counters unavailable for the selected variants, one line per distinct reason naming the
+  // variants (numbered from 1 of the run's) each counter lacks.
   QLabel* gapsLabel() const { return gaps_; }
   // The counters measured for at least one selected variant (the table's columns, the chart's choices).
   const std::vector<std::string>& measured() const { return measured_; }
@@ -199,6 +200,7 @@ class CountersView : public View {
   QComboBox* which_;
   QLabel* unavailable_;
   std::vector<reports::CounterSummary> data_;
+  std::vector<reports::Variant> variants_;  // every variant of the selected runs (numbering)
   VariantNumbers numbers_;
   std::set<int64_t> selected_;
   bool many_runs_ = false;

@@ -256,7 +256,7 @@ const char* kCacheNote =
     "real traffic, expect the cache-off figures.";
 
 // The counters that were measured for some variant, one column each (software counters
-// included); a cell is "n/a" where that variant lacks it (the reason is in counter_gaps).
+// included); a cell is "n/a" where that variant lacks it (the reason is in counter_gap_lines).
 Table counters_table(const ReportData& d) {
   std::vector<std::string> names = counter_names();
   names.insert(names.end(), software_counter_names().begin(), software_counter_names().end());
@@ -282,35 +282,11 @@ Table counters_table(const ReportData& d) {
   return tb;
 }
 
-// Unavailable counters, one line per distinct reason: "IPC, L1D misses / 1000 instr (all 6
-// variants): papi: ...".
-std::vector<std::string> counter_gaps(const ReportData& d) {
-  std::vector<std::string> names = counter_names();
-  names.insert(names.end(), software_counter_names().begin(), software_counter_names().end());
-  std::vector<std::string> order;
-  std::map<std::string, std::pair<std::vector<std::string>, std::set<int64_t>>> by_reason;
-  for (const auto& n : names)
-    for (const auto& c : d.counters) {
-      auto it = c.values.find(n);
-      if (it == c.values.end() || it->second.value) continue;
-      const std::string& why = it->second.reason;
-      auto [at, fresh] = by_reason.try_emplace(why);
-      if (fresh) order.push_back(why);
-      auto& [counters, variants] = at->second;
-      if (std::find(counters.begin(), counters.end(), counter_title(n)) == counters.end())
-        counters.push_back(counter_title(n));
-      variants.insert(c.v.variant_id);
-    }
+// Unavailable counters, one line per distinct reason naming the counters that share it and the
+// variants each lacks it for (query.h's counter_gaps, as cibench-gui shows them).
+std::vector<std::string> counter_gap_lines(const ReportData& d) {
   std::vector<std::string> out;
-  for (const auto& why : order) {
-    const auto& [counters, variants] = by_reason.at(why);
-    std::string list;
-    for (const auto& c : counters) list += (list.empty() ? "" : ", ") + c;
-    const std::string who = variants.size() == d.counters.size()
-                                ? str("all ", variants.size(), " variant", variants.size() == 1 ? "" : "s")
-                                : str(variants.size(), " of ", d.counters.size(), " variants");
-    out.push_back(str(list, " (", who, "): ", why));
-  }
+  for (const CounterGap& g : counter_gaps(d.counters, d.variants)) out.push_back(g.text());
   return out;
 }
 
@@ -858,7 +834,7 @@ std::string render_html(const ReportData& d) {
   }
   os << "<h2>Counters</h2>\n<p class=\"note\">" << kCountersNote << "</p>\n";
   if (const Table ct = counters_table(d); !ct.rows.empty()) os << html_table(ct, "counters");
-  os << html_list(counter_gaps(d), "note");
+  os << html_list(counter_gap_lines(d), "note");
   os << "<h2>Provenance</h2>\n";
   for (size_t i = 0; i < d.runs.size(); ++i)
     os << "<details" << (i == 0 ? " open" : "") << "><summary>Run " << d.runs[i].run_id << "</summary>\n"
@@ -909,7 +885,7 @@ std::string render_markdown(const ReportData& d) {
   }
   os << "\n## Counters\n\n" << kCountersNote << "\n\n";
   if (const Table ct = counters_table(d); !ct.rows.empty()) os << md_table(ct) << "\n";
-  for (const auto& g : counter_gaps(d)) os << "- unavailable: " << md(g) << "\n";
+  for (const auto& g : counter_gap_lines(d)) os << "- unavailable: " << md(g) << "\n";
   os << "\n## Provenance\n";
   for (size_t i = 0; i < d.runs.size(); ++i)
     os << "\n### Run " << d.runs[i].run_id << "\n\n" << md_table(provenance_table(d.runs[i], d.provenance[i]));

@@ -557,10 +557,17 @@ TEST(Gui, CountersViewShowsMeasuredColumnsAndOneLinePerReason) {
   EXPECT_EQ(tb->item(f32_row, head.indexOf("task clock (ms)"))->text(), "812.5");
   EXPECT_EQ(tb->item(f32_row, head.indexOf("context switches"))->text(), "42");
   EXPECT_EQ(tb->item(f32_row, head.indexOf("IPC"))->text(), "unavailable");
-  // One line per distinct reason, naming every counter that shares it.
+  // One line per distinct reason, naming every counter that shares it and the variants (from 1,
+  // of the run's 9) each counter lacks: IPC was counted for variant 2 and unavailable for 1, so
+  // "not recorded" applies to variants 3-8 for IPC, to 1-8 for L2 (never "all 8 variants").
   const QString gaps = cv->gapsLabel()->text();
-  EXPECT_TRUE(gaps.contains("IPC (1 of 8 variants): needs instructions and cycles: PAPI_ENOEVNT")) << gaps.toStdString();
-  EXPECT_TRUE(gaps.contains("L2 misses / 1000 instr, L3 misses / 1000 instr, branch misses / 1000 instr")) << gaps.toStdString();
+  EXPECT_TRUE(gaps.contains("IPC (variant 1 of 9): needs instructions and cycles: PAPI_ENOEVNT"))
+      << gaps.toStdString();
+  EXPECT_TRUE(gaps.contains("IPC, L1D misses / 1000 instr, energy (J), task clock (ms), context switches, page faults, "
+                            "CPU migrations (variants 3-8 of 9); L2 misses / 1000 instr, L3 misses / 1000 instr, "
+                            "branch misses / 1000 instr (variants 1-8 of 9): not recorded for this variant"))
+      << gaps.toStdString();
+  EXPECT_FALSE(gaps.contains("all ")) << gaps.toStdString();
   EXPECT_EQ(gaps.count("): not recorded for this variant"), 1) << gaps.toStdString();
   EXPECT_EQ(gaps.count("<br>"), 6) << gaps.toStdString();  // after the heading, 6 distinct reasons
   // The chart's choices are the measured counters; it opens on one and draws its bars.

@@ -776,9 +776,76 @@ TEST(Reports, HtmlAndMarkdownCarryTheSameFrontier) {
               std::string::npos)
         << r.v.short_name();
   }
-  // Counters: unavailable with the reason in both, once per reason.
-  EXPECT_NE(mdn.find("IPC (1 of 8 variants): needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
-  EXPECT_NE(html.find("IPC (1 of 8 variants): needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
+  // Counters: unavailable with the reason in both, once per reason, naming the variants (from 1,
+  // of the run's 9: the failed 9th has no counters).
+  EXPECT_NE(mdn.find("IPC (variant 1 of 9): needs instructions and cycles: PAPI_ENOEVNT"),
+            std::string::npos);
+  EXPECT_NE(html.find("IPC (variant 1 of 9): needs instructions and cycles: PAPI_ENOEVNT"),
+            std::string::npos);
+}
+
+// Which variants a set of rows is, as the counters' unavailable lines say it: numbered from 1 of
+// the run's variants, ranges collapsed, "all" only when every variant (and step) is in it.
+TEST(Reports, VariantSetTextNamesTheVariantsExactly) {
+  auto v = [](int64_t run, int64_t index, int64_t step) {
+    Variant x;
+    x.variant_id = run * 100 + index * 10 + step;
+    x.run_id = run, x.variant_index = index, x.step_index = step;
+    return x;
+  };
+  std::vector<Variant> all;
+  for (int i = 0; i < 8; ++i) all.push_back(v(1, i, 0));
+  auto pick = [&](std::initializer_list<int> idx) {
+    std::vector<Variant> out;
+    for (int i : idx) out.push_back(all[static_cast<size_t>(i)]);
+    return out;
+  };
+  EXPECT_EQ(variant_set_text(all, all), "all 8 variants");
+  EXPECT_EQ(variant_set_text(pick({0, 1, 2, 4}), all), "variants 1-3, 5 of 8");
+  EXPECT_EQ(variant_set_text(pick({3}), all), "variant 4 of 8");
+  EXPECT_EQ(variant_set_text(pick({0, 1, 3, 4, 5, 6, 7}), all), "variants 1, 2, 4-8 of 8");
+  EXPECT_EQ(variant_set_text({}, all), "no variant");
+  // A run whose 3rd variant has no row (it failed before storing counters): never "all".
+  std::vector<Variant> gap = pick({0, 1, 3});
+  EXPECT_EQ(variant_set_text(gap, gap), "variants 1, 2, 4 of 4");
+  // Stepped: a variant with only some of its steps.
+  std::vector<Variant> stepped{v(2, 0, 0), v(2, 0, 1), v(2, 0, 2), v(2, 1, 0), v(2, 1, 1), v(2, 1, 2)};
+  EXPECT_EQ(variant_set_text(stepped, stepped), "all 2 variants");
+  EXPECT_EQ(variant_set_text({stepped[0], stepped[1], stepped[2], stepped[4]}, stepped),
+            "variant 1, variant 2 (step 2 of 3) of 2");
+  EXPECT_EQ(variant_set_text({stepped[0], stepped[1]}, stepped), "variant 1 (steps 1, 2 of 3) of 2");
+  // Several runs: one part per run that has some; one phrase when every variant of every run.
+  std::vector<Variant> both = all;
+  both.insert(both.end(), stepped.begin(), stepped.end());
+  EXPECT_EQ(variant_set_text(both, both), "all 10 variants of 2 runs");
+  std::vector<Variant> some = pick({0, 1});
+  some.insert(some.end(), stepped.begin(), stepped.end());
+  EXPECT_EQ(variant_set_text(some, both), "run 1: variants 1, 2 of 8; run 2: all 2 variants");
+  EXPECT_EQ(variant_set_text(stepped, both), "run 2: all 2 variants");
+}
+
+// The unavailable counters of the fixture: a reason that some variants have for one counter and
+// others for another is not "all" variants for each; each counter's variants are named.
+TEST(Reports, CounterGapsNameTheVariantsOfEachCounter) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const auto rows = db.counters({fx.run_formats});
+  const auto gaps = counter_gaps(rows, db.variants({fx.run_formats}));
+  std::vector<std::string> lines;
+  for (const auto& g : gaps) lines.push_back(g.text());
+  // f32 t2 (1) and bf16 t2 (2) have IPC rows (f32's unavailable); variants 3-8 have no counter row
+  // at all; nobody has L2, L3 or branch rows; the failed 9th has no counters.
+  const std::string not_recorded = "not recorded for this variant (counters off or not run)";
+  const auto nr = std::find_if(gaps.begin(), gaps.end(), [&](const CounterGap& g) { return g.reason == not_recorded; });
+  ASSERT_NE(nr, gaps.end()) << ::testing::PrintToString(lines);
+  EXPECT_EQ(nr->text(), "IPC, L1D misses / 1000 instr, energy (J), task clock (ms), context switches, page faults, "
+                        "CPU migrations (variants 3-8 of 9); L2 misses / 1000 instr, L3 misses / 1000 instr, branch "
+                        "misses / 1000 instr (variants 1-8 of 9): " + not_recorded);
+  for (const auto& l : lines) EXPECT_EQ(l.find("all "), std::string::npos) << l;
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "energy (J) (variant 1 of 9): no RAPL: /sys/class/powercap not present"),
+            lines.end())
+      << ::testing::PrintToString(lines);
 }
 
 TEST(Reports, ReportOfTwoRunsHasTheCompareAndCharts) {
