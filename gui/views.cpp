@@ -25,6 +25,7 @@
 #include <QPainter>
 #include <QPushButton>
 #include <QScatterSeries>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QSvgGenerator>
 #include <QTableWidget>
@@ -62,6 +63,7 @@ QChart* fresh_chart(QChartView* v, const QString& title) {
   c->setTitle(title);
   c->legend()->setAlignment(Qt::AlignRight);
   c->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
+  c->legend()->setShowToolTips(true);  // a label cut short (at 40 % of the chart's width) in full on hover
   c->setMargins(QMargins(4, 4, 4, 4));
   v->setChart(c);  // the view takes ownership of the new chart
   // Not deleted here: a signal of one of its series may be on the stack.
@@ -235,6 +237,10 @@ TradeoffView::TradeoffView(QWidget* parent) : View(parent) {
   floor_->setKeyboardTracking(false);
   floor_src_ = new QLabel(this);
   floor_src_->setStyleSheet("color: #666");
+  // Under the controls, wrapped: the floors of several scenarios make a long line, which must
+  // not widen the window beyond the screen.
+  floor_src_->setWordWrap(true);
+  floor_src_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   auto* reset = new QPushButton("Scenario floor", this);
   reset->setToolTip("Go back to the floor written in the scenario");
   auto* controls = new QHBoxLayout();
@@ -246,28 +252,37 @@ TradeoffView::TradeoffView(QWidget* parent) : View(parent) {
   controls->addWidget(floor_on_);
   controls->addWidget(floor_);
   controls->addWidget(reset);
-  controls->addWidget(floor_src_, 1);
+  controls->addStretch(1);
 
   view_ = new ChartView(this);
   frontier_ = new QListWidget(this);
-  frontier_->setMaximumWidth(320);
+  frontier_->setMaximumWidth(290);
   frontier_->setWordWrap(true);
   frontier_->setAlternatingRowColors(true);
   unplotted_ = new QLabel(this);
   unplotted_->setWordWrap(true);
   unplotted_->setStyleSheet("color: #666");
+  unplotted_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  unplotted_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Many unplotted variants scroll instead of pushing the frontier list off the panel.
+  auto* unplotted_scroll = new QScrollArea(this);
+  unplotted_scroll->setWidget(unplotted_);
+  unplotted_scroll->setWidgetResizable(true);
+  unplotted_scroll->setFrameShape(QFrame::NoFrame);
+  unplotted_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* side = new QVBoxLayout();
   side->addWidget(new QLabel("<b>Pareto frontier</b> (above the floor)", this));
-  side->addWidget(frontier_, 1);
-  side->addWidget(unplotted_);
+  side->addWidget(frontier_, 2);
+  side->addWidget(unplotted_scroll, 1);
   auto* sidew = new QWidget(this);
   sidew->setLayout(side);
-  sidew->setMaximumWidth(330);
+  sidew->setMaximumWidth(300);
   auto* body = new QHBoxLayout();
   body->addWidget(view_, 1);
   body->addWidget(sidew);
   auto* lay = new QVBoxLayout(this);
   lay->addLayout(controls);
+  lay->addWidget(floor_src_);
   lay->addLayout(body, 1);
 
   connect(x_, &QComboBox::currentIndexChanged, this, [this] { axesChanged(); });
@@ -422,10 +437,11 @@ void TradeoffView::rebuild() {
     QStringList floors;
     for (const auto& g : groups_)
       floors << g.name + ": " + (g.t.floor ? num(*g.t.floor) + " (" + q(g.t.floor_source) + ")" : QString("no floor"));
-    floor_src_->setText("per scenario: " + floors.join("; "));
+    floor_src_->setText("Quality floor per scenario: " + floors.join("; "));
   } else {
-    floor_src_->setText(data_.floor ? q(data_.floor_source)
-                                    : user_floor_ ? QString("floor off") : QString("no floor in the scenario"));
+    floor_src_->setText(data_.floor ? QString("Quality floor %1 (%2)").arg(num(*data_.floor), q(data_.floor_source))
+                        : user_floor_ ? QString("Quality floor off")
+                                      : QString("No quality floor in the scenario for this y axis"));
   }
   c->setTitle(QString("Trade-off: %1 against %2").arg(q(data_.y.label), q(data_.x.label)));
 
@@ -446,27 +462,40 @@ void TradeoffView::rebuild() {
 
   // The markers' legend entries are hidden: the legend explains colour (format), shape (scenario)
   // and fill (cache) once each, with empty series of their own.
-  auto hide_in_legend = [c](QAbstractSeries* s) {
+  std::set<QAbstractSeries*> hidden;
+  auto hide_in_legend = [c, &hidden](QAbstractSeries* s) {
     for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
+    hidden.insert(s);
   };
   // Each group's frontier line under the markers, then its floor over its own points' x range.
-  for (const auto& g : groups_) {
+  // One group: a black dashed frontier and a red dotted floor, each in the legend. Several: each
+  // group's lines in a colour of its own (frontier dashed, floor dotted), hidden in the legend,
+  // which has one entry per group naming the scenario and what its lines are.
+  static const char* kGroupLineColors[] = {"#222222", "#6a3d9a", "#b15928", "#1b7837", "#08519c", "#7f0000"};
+  std::vector<std::pair<QString, QPen>> line_entries;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const auto& g = groups_[gi];
     const QString suffix = many_groups ? ": " + g.name : QString();
+    const QColor group_color(kGroupLineColors[gi % std::size(kGroupLineColors)]);
+    QStringList drawn;
+    QPen entry_pen;
     if (!g.t.frontier.empty()) {
       auto* f = new QLineSeries();
       f->setName("Pareto frontier" + suffix);
-      QPen pen(QColor("#222222"));
+      QPen pen(many_groups ? group_color : QColor("#222222"));
       pen.setStyle(Qt::DashLine);
       pen.setWidthF(1.5);
       f->setPen(pen);
       for (size_t i : g.t.frontier) f->append(g.t.points[i].x, g.t.points[i].y);
       attach(c, f, ax, ay);
       if (many_groups) hide_in_legend(f);
+      drawn << "frontier";
+      entry_pen = pen;
     }
     if (g.t.floor && (!g.t.points.empty() || !many_groups)) {
       auto* fl = new QLineSeries();
       fl->setName(QString("quality floor %1").arg(num(*g.t.floor)) + suffix);
-      QPen pen(QColor("#d62728"));
+      QPen pen(many_groups ? group_color : QColor("#d62728"));
       pen.setWidthF(1.5);
       pen.setStyle(Qt::DotLine);
       fl->setPen(pen);
@@ -481,7 +510,10 @@ void TradeoffView::rebuild() {
       fl->append(hi, *g.t.floor);
       attach(c, fl, ax, ay);
       if (many_groups) hide_in_legend(fl);
+      drawn << QString("floor %1").arg(num(*g.t.floor));
+      if (drawn.size() == 1) entry_pen = pen;
     }
+    if (many_groups && !drawn.isEmpty()) line_entries.emplace_back(g.name + ": " + drawn.join(", "), entry_pen);
   }
   // Hover shows a point's configuration; a click selects its variant (Ctrl adds or removes it).
   auto interactive = [this](QScatterSeries* s) {
@@ -569,12 +601,33 @@ void TradeoffView::rebuild() {
     attach(c, s, ax, ay);
   };
   for (const auto& f : formats) legend_entry(q(f), QScatterSeries::MarkerShapeCircle, colour.at(f), QColor("#333333"));
+  // The shape is the sparsity's: one entry per shape of a sparse variant, naming its sparsities.
+  if (!shape_by_group) {
+    std::map<std::string, std::set<double>> sparse;  // marker -> the sparsities drawn with it
+    for (const auto& p : data_.points)
+      if (p.v.sparsity && *p.v.sparsity > 0) sparse[reports::sparsity_marker(p.v.sparsity)].insert(*p.v.sparsity);
+    for (const char* marker : {"square", "triangle", "diamond", "star"}) {
+      auto it = sparse.find(marker);
+      if (it == sparse.end()) continue;
+      QStringList values;
+      for (double v : it->second) values << q(reports::fmt_num(v, 3));
+      legend_entry("sparsity " + values.join(", "), shape_of(marker), QColor("#cccccc"), QColor("#333333"));
+    }
+  }
   if (shape_by_group)
     for (size_t g = 0; g < groups_.size(); ++g)
       if (!groups_[g].t.points.empty()) legend_entry(groups_[g].name, group_shape(g), QColor("#cccccc"), QColor("#333333"));
   if (any_cache) legend_entry("cache on (hollow)", QScatterSeries::MarkerShapeCircle, Qt::transparent, QColor("#333333"));
   if (any_below)
     legend_entry("below floor", QScatterSeries::MarkerShapeCircle, QColor(reports::kBelowFloorColor), QColor("#999999"));
+  // Several groups: one entry per group for its frontier (dashed) and floor (dotted) in its
+  // colour, drawn as its frontier: "chat: frontier, floor 0.95".
+  for (const auto& [name, pen] : line_entries) {
+    auto* s = new QLineSeries();
+    s->setName(name);
+    s->setPen(pen);
+    attach(c, s, ax, ay);
+  }
   // Selected variants: a ring around their markers.
   auto* selected = new QScatterSeries();
   selected->setName("selected");
@@ -592,12 +645,16 @@ void TradeoffView::rebuild() {
   attach(c, selected, ax, ay);
   interactive(selected);  // the ring lies over its marker: hover and clicks land on it
   if (selected->count() == 0 || many_groups) hide_in_legend(selected);
-  // Many entries: a smaller font, so that the legend is not cut off.
+  // Many entries or long ones (a scenario's frontier and floor): a smaller font, so that the
+  // legend is not cut off.
+  // (Counted on the series: a marker reads as hidden until the chart has been laid out.)
   int entries = 0;
-  for (QLegendMarker* m : c->legend()->markers()) entries += m->isVisible();
-  if (entries > 12) {
+  qsizetype longest = 0;
+  for (QAbstractSeries* s : c->series())
+    if (!hidden.count(s)) ++entries, longest = std::max(longest, s->name().size());
+  if (entries > 12 || longest > 28) {
     QFont f = c->legend()->font();
-    f.setPointSizeF(std::max(6.0, f.pointSizeF() * (entries > 20 ? 0.7 : 0.85)));
+    f.setPointSizeF(std::max(6.0, f.pointSizeF() * (entries > 20 ? 0.7 : 0.8)));
     c->legend()->setFont(f);
   }
 
@@ -622,9 +679,17 @@ void TradeoffView::rebuild() {
       if (sel_.variants.count(p.v.variant_id)) it->setSelected(true);  // only once in the list
     }
   }
+  // Not plotted: one line per reason naming the variants it applies to.
+  std::vector<QString> reasons;
+  std::map<QString, QStringList> who;
+  for (const auto& [v, why] : data_.unplotted) {
+    const QString r = q(why);
+    if (!who.count(r)) reasons.push_back(r);
+    who[r] << run_prefix(sel_, v.run_id) + q(v.short_name());
+  }
   QStringList un;
-  for (const auto& [v, why] : data_.unplotted) un << run_prefix(sel_, v.run_id) + q(v.short_name()) + ": " + q(why);
-  unplotted_->setText(un.isEmpty() ? QString() : "<b>Not plotted</b><br>" + un.join("<br>").toHtmlEscaped().replace("&lt;br&gt;", "<br>"));
+  for (const auto& r : reasons) un << (who.at(r).join(", ") + ": " + r).toHtmlEscaped();
+  unplotted_->setText(un.isEmpty() ? QString() : "<b>Not plotted</b><br>" + un.join("<br>"));
 }
 
 // ---- latency --------------------------------------------------------------------------------

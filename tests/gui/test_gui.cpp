@@ -174,6 +174,12 @@ TEST(Gui, TradeoffViewDrawsFloorFrontierAndGreyedPoints) {
   EXPECT_EQ(f32->color(), QColor(QString::fromStdString(reports::format_color("f32"))));
   EXPECT_EQ(f32->markerShape(), QScatterSeries::MarkerShapeCircle);
   EXPECT_EQ(bf16sp->markerShape(), QScatterSeries::MarkerShapeTriangle);
+  // The legend says what the triangle is: one entry for the sparsity drawn with it.
+  auto* sparse_entry = qobject_cast<QScatterSeries*>(series_named(c, "sparsity 0.5"));
+  ASSERT_TRUE(sparse_entry);
+  EXPECT_EQ(sparse_entry->markerShape(), QScatterSeries::MarkerShapeTriangle);
+  EXPECT_EQ(sparse_entry->count(), 0);
+  EXPECT_TRUE(c->legend()->markers(sparse_entry).value(0)->isVisible());
   // The floor: a line at 0.95, and the spin box shows it.
   auto* floor = qobject_cast<QLineSeries*>(series_named(c, "quality floor 0.95"));
   ASSERT_TRUE(floor);
@@ -193,6 +199,7 @@ TEST(Gui, TradeoffViewDrawsFloorFrontierAndGreyedPoints) {
   EXPECT_TRUE(t->frontierList()->item(1)->text().startsWith("bf16 sp0.5 t2 w1"));
   EXPECT_TRUE(t->unplottedLabel()->text().contains("accuracy not run"));
   EXPECT_TRUE(t->unplottedLabel()->text().contains("failed"));
+  EXPECT_EQ(t->unplottedLabel()->text().count("<br>"), 2) << t->unplottedLabel()->text().toStdString();
   // The same frontier as the query layer (and so as the report).
   const auto q = w.db()->tradeoff({fx().ids.run_formats}, "latency_p95_ms", "top1_agreement");
   ASSERT_EQ(q.frontier.size(), t->data().frontier.size());
@@ -222,6 +229,14 @@ TEST(Gui, TradeoffViewDrawsFloorFrontierAndGreyedPoints) {
   EXPECT_TRUE(series_named(c, "quality floor 1.05"));
   EXPECT_DOUBLE_EQ(t->floorBox()->value(), 1.05);
   EXPECT_EQ(t->data().x.key, "achieved_qps");
+
+  // Two runs: the variants not plotted for the same reason share one line.
+  w.selectRuns({fx().ids.run_formats, fx().ids.run_formats_b});
+  settle(w);
+  const QString un = t->unplottedLabel()->text();
+  EXPECT_EQ(un.count("accuracy not run"), 1) << un.toStdString();
+  EXPECT_TRUE(un.contains(QString("run %1: f32 t1 w1, run %2: f32 t1 w1: ").arg(fx().ids.run_formats).arg(fx().ids.run_formats_b)))
+      << un.toStdString();
 }
 
 TEST(Gui, HoverShowsConfigurationAndClickSelectsEverywhere) {
@@ -670,16 +685,46 @@ TEST(Gui, TradeoffViewGroupsRunsByScenario) {
     auto* ax = qobject_cast<QValueAxis*>(c->axes(Qt::Horizontal).value(0));
     ASSERT_TRUE(ax);
     EXPECT_GE(ax->min(), 0);
-    // One legend entry per format colour, per scenario shape, cache and below floor at most.
+    // One legend entry per format colour, per scenario shape, cache and below floor at most, and
+    // one per scenario for its frontier and floor, drawn in the colour and dash of its frontier.
     std::set<std::string> formats;
     for (const auto& p : t->data().points) formats.insert(p.v.format);
     QStringList shown;
     for (QLegendMarker* m : c->legend()->markers())
       if (m->isVisible()) shown << m->label();
-    EXPECT_LE(static_cast<size_t>(shown.size()), formats.size() + t->groups().size() + 2) << shown.join(" | ").toStdString();
+    EXPECT_LE(static_cast<size_t>(shown.size()), formats.size() + 2 * t->groups().size() + 2)
+        << shown.join(" | ").toStdString();
     EXPECT_TRUE(shown.contains("int8")) << shown.join(" | ").toStdString();
     EXPECT_TRUE(shown.contains("fixture-formats")) << shown.join(" | ").toStdString();
     EXPECT_EQ(shown.removeDuplicates(), 0) << shown.join(" | ").toStdString();
+    std::set<QRgb> frontier_colours;
+    for (const auto& g : t->groups()) {
+      auto* frontier = qobject_cast<QLineSeries*>(series_named(c, "Pareto frontier: " + g.name));
+      if (!frontier) continue;
+      frontier_colours.insert(frontier->pen().color().rgb());
+      const QString floor = g.t.floor ? QString(", floor %1").arg(QString::fromStdString(reports::fmt_num(*g.t.floor)))
+                                      : QString();
+      const QString entry = g.name + ": frontier" + floor;
+      EXPECT_TRUE(shown.contains(entry)) << entry.toStdString() << " in " << shown.join(" | ").toStdString();
+      auto* legend_line = qobject_cast<QLineSeries*>(series_named(c, entry));
+      ASSERT_TRUE(legend_line) << entry.toStdString();
+      EXPECT_EQ(legend_line->pen().color(), frontier->pen().color());
+      EXPECT_EQ(legend_line->pen().style(), Qt::DashLine);
+      EXPECT_EQ(legend_line->count(), 0);  // an entry only: nothing drawn
+      if (g.t.floor) {
+        auto* fl = qobject_cast<QLineSeries*>(series_named(c, QString("quality floor %1: ").arg(
+                                                                   QString::fromStdString(reports::fmt_num(*g.t.floor))) + g.name));
+        ASSERT_TRUE(fl) << g.name.toStdString();
+        EXPECT_EQ(fl->pen().color(), frontier->pen().color());  // a group's lines share its colour
+        EXPECT_EQ(fl->pen().style(), Qt::DotLine);
+      }
+    }
+    // Long entries: a smaller legend font, so that they are not cut short.
+    EXPECT_LT(c->legend()->font().pointSizeF(), QChart().legend()->font().pointSizeF());
+    // Each group's lines in a colour of their own.
+    size_t with_frontier = 0;
+    for (const auto& g : t->groups()) with_frontier += !g.t.frontier.empty();
+    EXPECT_EQ(frontier_colours.size(), with_frontier);
   }
 }
 
