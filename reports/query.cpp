@@ -1127,16 +1127,20 @@ std::vector<ScalingSeries> Db::scaling(const std::vector<int64_t>& run_ids) {
   std::map<std::string, size_t> at;
   for (const Variant& v : variants(run_ids)) {
     if (v.step_index != 0 || v.status != "ok") continue;
+    // Every setting but threads and workers, named as Variant::short_name names it, so that
+    // variants differing in anything else (cache off and on, a batch size) are separate lines.
+    // One line per worker count: W workers of T threads each use T x W cores, so 2x1 and 1x2
+    // sit at the same x on two lines (the threads-or-workers question).
     std::string name = v.format.empty() ? "?" : v.format;
     if (!v.text_of("recipe").empty()) name += " " + v.text_of("recipe");
     if (v.sparsity && *v.sparsity > 0) name += " sp" + fmt_num(*v.sparsity, 3);
-    for (const char* c : {"kv_mode", "isa_requested", "pinning"}) {
-      const std::string t = v.text_of(c);
-      if (!t.empty() && t != "preallocated" && t != "auto" && t != "none" && t != "0") name += " " + t;
-    }
-    // One line per worker count: W workers of T threads each use T x W cores, so 2x1 and 1x2
-    // sit at the same x on two lines (the threads-or-workers question).
     name += " w" + std::to_string(v.workers.value_or(1));
+    if (const std::string kv = v.text_of("kv_mode"); !kv.empty() && kv != "preallocated") name += " kv=" + kv;
+    if (const std::string isa = v.text_of("isa_requested"); !isa.empty() && isa != "auto") name += " isa=" + isa;
+    if (const std::string pin = v.text_of("pinning"); !pin.empty() && pin != "none" && pin != "0") name += " " + pin;
+    if (const std::string shape = v.text_of("shape"); !shape.empty() && shape != "dynamic") name += " " + shape;
+    if (auto b = v.get("max_batch"); b && *b > 1) name += " b" + fmt_num(*b, 3);
+    if (auto c = v.get("cache_enabled"); c && *c > 0) name += " cache";
     if (run_ids.size() > 1) name = "run " + std::to_string(v.run_id) + ": " + name;
     auto it = at.find(name);
     if (it == at.end()) {

@@ -212,7 +212,7 @@ struct ScalingPoint {
 };
 
 struct ScalingSeries {
-  std::string name;  // everything but threads: "f32 w2" (format, sparsity, non-default settings, workers)
+  std::string name;  // everything but threads: "f32 w2", "int8 w1 cache" (format, sparsity, workers, other settings as short_name)
   std::vector<ScalingPoint> points;  // by threads x workers
 };
 

@@ -258,6 +258,37 @@ TEST(ReportsScenario, CountersCollapseReasonsAndShowSoftwareCounters) {
   EXPECT_NE(mdn.find("| f32 t1 w2 | separate | 812.5 | 40 | 1200 | 3 |"), std::string::npos);
 }
 
+// Scaling of a classifier run with the result cache off and on at the same threads x workers:
+// one line per setting (it drew a vertical line from the cache-off point to the cache-on one).
+TEST(ReportsScenario, ScalingKeepsCacheOffAndOnApart) {
+  const std::string path = temp_path("scaling_cache.sqlite");
+  int64_t run = 0;
+  {
+    Store s(path);
+    run = s.insert("runs", run_fields("scaling-cache", "server", {}, {}));
+    int index = 0;
+    for (int workers : {1, 2})
+      for (int cache : {0, 1}) {
+        Fields v = variant(run, index++, 0, "f32", {{"achieved_qps", 20.0 + 10 * cache + workers},
+                                                   {"latency_p95_ms", 40.0 - 10 * cache},
+                                                   {"cache_enabled", int64_t{cache}}});
+        for (auto& [k, val] : v) {
+          if (k == "threads") val = int64_t{3 - workers};
+          if (k == "workers") val = int64_t{workers};
+        }
+        s.insert("variants", v);
+      }
+  }
+  Db db(path);
+  const auto sc = db.scaling({run});
+  std::vector<std::string> names;
+  for (const auto& s : sc) {
+    names.push_back(s.name);
+    EXPECT_EQ(s.points.size(), 1u) << s.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"f32 w1", "f32 w1 cache", "f32 w2", "f32 w2 cache"}));
+}
+
 // report.md opens with one pasteable row per configuration: what was measured only, n beside the
 // percentiles, VALID / INVALID with the reason, the achieved against the target rate, goodput.
 TEST(ReportsScenario, MarkdownOpensWithTheLeadTable) {
