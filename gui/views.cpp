@@ -45,8 +45,10 @@ namespace {
 QString q(const std::string& s) { return QString::fromStdString(s); }
 QString num(double v) { return q(reports::fmt_num(v)); }
 
-const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+// 20 distinct line colours: the 16 curves a chart draws at most never share one.
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                          "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
+                          "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363"};
 QColor series_color(size_t i) { return QColor(kPalette[i % (sizeof kPalette / sizeof *kPalette)]); }
 
 QScatterSeries::MarkerShape shape_of(const std::string& marker) {
@@ -119,6 +121,15 @@ void attach(QChart* c, QAbstractSeries* s, QAbstractAxis* x, QAbstractAxis* y) {
   c->addSeries(s);
   s->attachAxis(x);
   s->attachAxis(y);
+}
+
+// A legend of many entries, or of long ones, in a smaller font so that fewer are cut off (Qt
+// gives the legend at most 40 % of the chart's width and elides what does not fit).
+void fit_legend(QChart* c, int entries, qsizetype longest) {
+  if (entries <= 12 && longest <= 28) return;
+  QFont f = c->legend()->font();
+  f.setPointSizeF(std::max(6.0, f.pointSizeF() * (entries > 24 ? 0.65 : entries > 16 ? 0.7 : 0.8)));
+  c->legend()->setFont(f);
 }
 
 QString run_prefix(const Selection& s, int64_t run_id) {
@@ -652,11 +663,7 @@ void TradeoffView::rebuild() {
   qsizetype longest = 0;
   for (QAbstractSeries* s : c->series())
     if (!hidden.count(s)) ++entries, longest = std::max(longest, s->name().size());
-  if (entries > 12 || longest > 28) {
-    QFont f = c->legend()->font();
-    f.setPointSizeF(std::max(6.0, f.pointSizeF() * (entries > 20 ? 0.7 : 0.8)));
-    c->legend()->setFont(f);
-  }
+  fit_legend(c, entries, longest);
 
   for (const auto& g : groups_) {
     if (many_groups && !g.t.frontier.empty()) {
@@ -738,18 +745,26 @@ void LatencyView::refresh(const Selection& s) {
   if (vs.empty())  // clicked variants belong to other runs: show the runs' variants
     for (const auto& v : s.db->variants(s.runs))
       if (v.status == "ok") vs.push_back(v);
+  // At most 16 curves (the first ones, in run and matrix order); the title says when more have
+  // this metric, and how to choose among them.
+  constexpr size_t kMaxCdfs = 16;
   double x0 = INFINITY, x1 = 0;
+  size_t with_metric = 0;
   for (const auto& v : vs) {
     auto cdf = s.db->latency_cdf(v.variant_id, metric);
     if (cdf.points.empty()) continue;
+    ++with_metric;
+    if (cdfs_.size() >= kMaxCdfs) continue;
     cdf.name = (run_prefix(s, v.run_id) + q(v.short_name())).toStdString();
     for (const auto& p : cdf.points)
       if (p.x > 0) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x);
     cdfs_.push_back(std::move(cdf));
-    if (cdfs_.size() >= 16) break;
   }
   if (!(x1 > 0)) x0 = x1 = 1;  // no positive time: nothing is drawn, the axis still needs a range
-  c->setTitle(QString("%1 distribution (CDF, %2 variant%3)").arg(q(metric)).arg(cdfs_.size()).arg(cdfs_.size() == 1 ? "" : "s"));
+  c->setTitle(with_metric > cdfs_.size()
+                  ? QString("%1 distribution (CDF, the first %2 of %3 variants: click points in the trade-off view "
+                            "to choose)").arg(q(metric)).arg(cdfs_.size()).arg(with_metric)
+                  : QString("%1 distribution (CDF, %2 variant%3)").arg(q(metric)).arg(cdfs_.size()).arg(cdfs_.size() == 1 ? "" : "s"));
   if (!cdfs_.empty()) {
     QAbstractAxis* ax = time_axis(q(metric), x0, x1);
     auto* ay = value_axis("fraction of requests", 0, 1);
@@ -770,13 +785,58 @@ void LatencyView::refresh(const Selection& s) {
       }
       attach(c, ls, ax, ay);
     }
+    qsizetype longest = 0;
+    for (const auto* sr : c->series()) longest = std::max(longest, sr->name().size());
+    fit_legend(c, static_cast<int>(cdfs_.size()), longest);
   } else {
     c->setTitle(c->title() + ": no per-request times or histograms stored");
   }
 
   // Percentiles of the same metric against offered load, for runs with steps: p50 dotted, p95
   // solid, p99 dashed; the SLOs on this metric as red lines (the others named in the title); the
-  // knee (highest rate meeting every SLO) as a vertical line.
+  // knee (highest rate meeting every SLO) as a vertical line. More than kFewCurves curves (a
+  // classifier sweep of ten variants): one line per curve at one percentile (the highest one an
+  // SLO on this metric bounds, else p95), the knees as markers on their curves, at most
+  // kMaxCurves curves.
+  constexpr size_t kFewCurves = 3, kMaxCurves = 16;
+  struct Curve {
+    QString name;
+    const reports::LoadCurve* cv;
+  };
+  std::vector<std::pair<int64_t, reports::LoadSweep>> sweeps;  // (run, its sweep)
+  std::vector<Curve> curves;
+  std::vector<std::pair<QString, double>> slo_lines;
+  QStringList other_slos;
+  std::optional<int> slo_percentile;
+  for (int64_t run : s.runs) {
+    auto sweep = s.db->load_sweep(run, metric);
+    if (!sweep.has_steps()) continue;
+    for (const auto& slo : sweep.slos) {
+      if (slo.metric == metric) {
+        const QString name = QString("SLO %1 %2 ms").arg(q(slo.key), num(slo.limit_ms));
+        if (std::find_if(slo_lines.begin(), slo_lines.end(), [&](const auto& x) { return x.first == name; }) ==
+            slo_lines.end())
+          slo_lines.emplace_back(name, slo.limit_ms);
+        if (slo.percentile == 50 || slo.percentile == 95 || slo.percentile == 99)  // the highest: the tail
+          slo_percentile = std::max(slo_percentile.value_or(0), static_cast<int>(slo.percentile));
+      } else {
+        const QString o = QString("%1 %2 ms").arg(q(slo.key), num(slo.limit_ms));
+        if (!other_slos.contains(o)) other_slos << o;
+      }
+    }
+    sweeps.emplace_back(run, std::move(sweep));
+  }
+  size_t all_curves = 0;
+  for (const auto& [run, sweep] : sweeps)
+    for (const auto& cv : sweep.curves) {
+      ++all_curves;
+      if (curves.size() < kMaxCurves) curves.push_back({run_prefix(s, run) + q(cv.name), &cv});
+    }
+  const bool few = all_curves <= kFewCurves;
+  const int one_percentile = slo_percentile.value_or(95);
+  auto value_at = [](const reports::LoadCurve::Step& st, int which) {
+    return which == 50 ? st.p50_ms : which == 95 ? st.p95_ms : st.p99_ms;
+  };
   double lx = INFINITY, hx = -INFINITY, ly = INFINITY, hy = -INFINITY;
   struct Line {
     QString name;
@@ -785,49 +845,49 @@ void LatencyView::refresh(const Selection& s) {
     std::vector<QPointF> pts;
   };
   std::vector<Line> lines;
-  std::vector<std::pair<QString, double>> slo_lines, knees;
-  QStringList other_slos;
-  size_t ci = 0;
-  for (int64_t run : s.runs) {
-    const auto sweep = s.db->load_sweep(run, metric);
-    if (!sweep.has_steps()) continue;
-    for (const auto& cv : sweep.curves) {
-      for (int which : {50, 95, 99}) {
-        const Qt::PenStyle style = which == 50 ? Qt::DotLine : which == 95 ? Qt::SolidLine : Qt::DashLine;
-        Line ln{run_prefix(s, run) + q(cv.name) + QString(" p%1").arg(which), series_color(ci), style, {}};
-        for (const auto& st : cv.steps) {
-          const auto v = which == 50 ? st.p50_ms : which == 95 ? st.p95_ms : st.p99_ms;
-          if (!v) continue;
-          ln.pts.emplace_back(st.offered_qps, *v);
-          lx = std::min(lx, st.offered_qps), hx = std::max(hx, st.offered_qps);
-          ly = std::min(ly, *v), hy = std::max(hy, *v);
-        }
-        if (!ln.pts.empty()) lines.push_back(ln);
+  std::vector<std::pair<QString, double>> knee_lines;  // few curves: vertical lines
+  std::vector<QPointF> knee_marks, held_marks;          // many: markers on the curves
+  for (size_t ci = 0; ci < curves.size(); ++ci) {
+    const reports::LoadCurve& cv = *curves[ci].cv;
+    for (int which : {50, 95, 99}) {
+      if (!few && which != one_percentile) continue;
+      const Qt::PenStyle style = !few || which == 95 ? Qt::SolidLine : which == 50 ? Qt::DotLine : Qt::DashLine;
+      Line ln{curves[ci].name + QString(" p%1").arg(which), series_color(ci), style, {}};
+      for (const auto& st : cv.steps) {
+        const auto v = value_at(st, which);
+        if (!v) continue;
+        ln.pts.emplace_back(st.offered_qps, *v);
+        lx = std::min(lx, st.offered_qps), hx = std::max(hx, st.offered_qps);
+        ly = std::min(ly, *v), hy = std::max(hy, *v);
       }
-      // The knee as the run defines it (find_knee): a rate where every step tried met the SLOs
-      // is a lower bound, not a knee.
-      if (const Knee kn = cv.knee_of_steps(); kn.qps)
-        knees.emplace_back(run_prefix(s, run) + q(cv.name) +
-                               (kn.reached ? QString(" knee %1 qps").arg(num(*kn.qps))
-                                           : QString(" all met up to %1 qps (knee not reached)").arg(num(*kn.qps))),
-                           *kn.qps);
-      ++ci;
+      if (!ln.pts.empty()) lines.push_back(ln);
     }
-    for (const auto& slo : sweep.slos)
-      if (slo.metric == metric) {
-        slo_lines.emplace_back(QString("SLO %1 %2 ms").arg(q(slo.key), num(slo.limit_ms)), slo.limit_ms);
-        ly = std::min(ly, slo.limit_ms), hy = std::max(hy, slo.limit_ms);
-      } else {
-        other_slos << QString("%1 %2 ms").arg(q(slo.key), num(slo.limit_ms));
-      }
+    // The knee as the run defines it (find_knee): a rate where every step tried met the SLOs
+    // is a lower bound, not a knee.
+    const Knee kn = cv.knee_of_steps();
+    if (!kn.qps) continue;
+    if (few) {
+      knee_lines.emplace_back(curves[ci].name + (kn.reached ? QString(" knee %1 qps").arg(num(*kn.qps))
+                                                            : QString(" all met up to %1 qps (knee not reached)")
+                                                                  .arg(num(*kn.qps))),
+                              *kn.qps);
+    } else {
+      for (const auto& st : cv.steps)
+        if (st.offered_qps == *kn.qps)
+          if (const auto v = value_at(st, one_percentile)) (kn.reached ? knee_marks : held_marks).emplace_back(*kn.qps, *v);
+    }
   }
+  for (const auto& [name, v] : slo_lines) ly = std::min(ly, v), hy = std::max(hy, v);
   if (lines.empty()) {
     l->setTitle(QString("%1 percentiles against offered load: no stepped-rate run selected%2")
                     .arg(q(metric), s.runs.empty() ? "" : " (or none with this metric stored)"));
     return;
   }
-  l->setTitle(QString("%1 percentiles against offered load").arg(q(metric)) +
-              (other_slos.isEmpty() ? QString() : QString(" (other SLOs: %1)").arg(other_slos.join(", "))));
+  QString title = few ? QString("%1 percentiles against offered load").arg(q(metric))
+                      : QString("%1 p%2 against offered load, one line per variant").arg(q(metric)).arg(one_percentile);
+  if (all_curves > curves.size()) title += QString(" (the first %1 of %2)").arg(curves.size()).arg(all_curves);
+  if (!other_slos.isEmpty()) title += QString(" (other SLOs: %1)").arg(other_slos.join(", "));
+  l->setTitle(title);
   const auto [xa, xb] = padded(lx, hx, 0.05);
   const auto yb = padded(std::min(ly, 0.0), hy, 0.05).second;
   const double ya = 0;  // latencies are never negative
@@ -835,6 +895,12 @@ void LatencyView::refresh(const Selection& s) {
   auto* ay = value_axis(q(metric) + " (ms)", ya, yb);
   l->addAxis(ax, Qt::AlignBottom);
   l->addAxis(ay, Qt::AlignLeft);
+  qsizetype longest = 0;
+  int entries = 0;
+  auto add = [&](QAbstractSeries* sr) {
+    attach(l, sr, ax, ay);
+    ++entries, longest = std::max(longest, sr->name().size());
+  };
   for (const auto& ln : lines) {
     auto* ls = new QLineSeries();
     ls->setName(ln.name);
@@ -844,7 +910,7 @@ void LatencyView::refresh(const Selection& s) {
     ls->setPen(pen);
     ls->setPointsVisible(true);
     for (const auto& p : ln.pts) ls->append(p);
-    attach(l, ls, ax, ay);
+    add(ls);
   }
   for (const auto& [name, v] : slo_lines) {
     auto* ls = new QLineSeries();
@@ -855,9 +921,9 @@ void LatencyView::refresh(const Selection& s) {
     ls->setPen(pen);
     ls->append(ax->min(), v);
     ls->append(ax->max(), v);
-    attach(l, ls, ax, ay);
+    add(ls);
   }
-  for (const auto& [name, x] : knees) {
+  for (const auto& [name, x] : knee_lines) {
     auto* ls = new QLineSeries();
     ls->setName(name);
     QPen pen(QColor("#2ca02c"));
@@ -866,8 +932,24 @@ void LatencyView::refresh(const Selection& s) {
     ls->setPen(pen);
     ls->append(x, ya);
     ls->append(x, yb);
-    attach(l, ls, ax, ay);
+    add(ls);
   }
+  for (const bool reached : {true, false}) {
+    const auto& marks = reached ? knee_marks : held_marks;
+    if (marks.empty()) continue;
+    auto* ks = new QScatterSeries();
+    ks->setName(reached ? "knee (highest rate meeting every SLO)" : "every rate tried met the SLOs");
+    ks->setMarkerShape(QScatterSeries::MarkerShapeRotatedRectangle);
+    ks->setMarkerSize(14);
+    ks->setColor(reached ? QColor("#2ca02c") : QColor(Qt::transparent));
+    ks->setBorderColor(QColor("#1b5e20"));
+    QPen pen(QColor("#1b5e20"));
+    pen.setWidthF(reached ? 1 : 2);
+    ks->setPen(pen);
+    for (const auto& p : marks) ks->append(p);
+    add(ks);
+  }
+  fit_legend(l, entries, longest);
 }
 
 // ---- scaling ----------------------------------------------------------------------------------

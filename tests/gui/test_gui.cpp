@@ -486,6 +486,59 @@ TEST(Gui, LatencyViewCdfAndLoadWithSlo) {
   settle(w);
 }
 
+// A stepped run of many variants (a classifier sweep): one line per variant at the SLO's
+// percentile instead of three each, the knees as markers on their curves instead of a vertical
+// line each, the CDF title saying how many of how many variants it draws.
+TEST(Gui, LatencyViewWithManyVariantsStaysReadable) {
+  const std::string path = temp_path("many_stepped.sqlite");
+  int64_t run = 0;
+  {
+    Store s(path);
+    run = s.insert("runs", test::fixture_run("many-stepped", "[load]\npattern = \"stepped\"\n\n[slo]\np95_ms = 100\n",
+                                             "hostA", "2024-06-03T09:00:00Z", "stepped"));
+    const double rates[] = {1, 2, 4, 8};
+    for (int i = 0; i < 6; ++i)
+      for (int st = 0; st < 4; ++st) {
+        const double p95 = (st < 2 ? 20.0 + 5 * st : st == 2 ? 60.0 : 300.0) + 5 * i;
+        const int64_t v = test::fixture_variant(s, run, i, st, {i % 2 ? "int8" : "f32", 0, 1 + i / 2, 1, p95, -1}, 0, rates[st]);
+        s.update("variants", "variant_id", v, {{"pattern", std::string("stepped")}});
+        if (i < 5) test::fixture_requests(s, v, p95);
+      }
+  }
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(path)));
+  w.selectRuns({run});
+  w.showView("latency");
+  w.resize(1400, 900);
+  settle(w);
+  LatencyView* l = w.latencyView();
+  QChart* lc = l->loadChart();
+  int lines = 0;
+  for (auto* sr : lc->series())
+    if (auto* ls = qobject_cast<QLineSeries*>(sr); ls && !ls->name().startsWith("SLO")) {
+      ++lines;
+      EXPECT_TRUE(ls->name().endsWith(" p95")) << ls->name().toStdString();
+      EXPECT_EQ(ls->pen().style(), Qt::SolidLine);
+    }
+  EXPECT_EQ(lines, 6);
+  std::set<QRgb> colours;
+  for (auto* sr : l->cdfChart()->series()) colours.insert(qobject_cast<QLineSeries*>(sr)->pen().color().rgb());
+  EXPECT_EQ(colours.size(), l->cdfChart()->series().size());  // 16 curves, 16 colours
+  EXPECT_TRUE(lc->title().startsWith("latency p95 against offered load, one line per variant")) << lc->title().toStdString();
+  // Every variant meets p95 <= 100 ms up to 4 queries/s and breaks it at 8: a knee marker at 4 on
+  // each curve, no vertical knee line.
+  auto* knees = qobject_cast<QScatterSeries*>(series_named(lc, "knee (highest rate meeting every SLO)"));
+  ASSERT_TRUE(knees);
+  ASSERT_EQ(knees->count(), 6);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(knees->at(i), QPointF(4, 60 + 5 * i));
+  for (auto* sr : lc->series()) EXPECT_FALSE(sr->name().contains(" knee ")) << sr->name().toStdString();
+  // The CDF draws 16 of the 20 steps that kept their requests, and says so.
+  EXPECT_EQ(l->cdfChart()->series().size(), 16);
+  EXPECT_TRUE(l->cdfChart()->title().contains("the first 16 of 20 variants")) << l->cdfChart()->title().toStdString();
+  // Many entries: the legend font is smaller.
+  EXPECT_LT(l->cdfChart()->legend()->font().pointSizeF(), QChart().legend()->font().pointSizeF());
+}
+
 TEST(Gui, ScalingViewAgainstThreadsTimesWorkers) {
   MainWindow w;
   ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
