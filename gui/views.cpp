@@ -132,6 +132,14 @@ void fit_legend(QChart* c, int entries, qsizetype longest) {
   c->legend()->setFont(f);
 }
 
+// What a view says when no run is selected: there is no database, it has no runs yet, or none
+// is selected.
+QString nothing_selected(const Selection& s) {
+  if (!s.db) return "no database open";
+  if (s.db->runs().empty()) return "no runs in this database yet";
+  return "select one or more runs";
+}
+
 QString run_prefix(const Selection& s, int64_t run_id) {
   return s.runs.size() > 1 ? QString("run %1: ").arg(run_id) : QString();
 }
@@ -276,7 +284,7 @@ TradeoffView::TradeoffView(QWidget* parent) : View(parent) {
   unplotted_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
   unplotted_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   // Many unplotted variants scroll instead of pushing the frontier list off the panel.
-  auto* unplotted_scroll = new QScrollArea(this);
+  auto* unplotted_scroll = unplotted_area_ = new QScrollArea(this);
   unplotted_scroll->setWidget(unplotted_);
   unplotted_scroll->setWidgetResizable(true);
   unplotted_scroll->setFrameShape(QFrame::NoFrame);
@@ -388,8 +396,9 @@ void TradeoffView::rebuild() {
   if (!sel_.db || sel_.runs.empty()) {
     data_ = {};
     numbers_ = {};
-    c->setTitle("Trade-off: select one or more runs");
+    c->setTitle("Trade-off: " + nothing_selected(sel_));
     unplotted_->clear();
+    unplotted_area_->hide();
     floor_src_->clear();
     return;
   }
@@ -697,6 +706,7 @@ void TradeoffView::rebuild() {
   QStringList un;
   for (const auto& r : reasons) un << (who.at(r).join(", ") + ": " + r).toHtmlEscaped();
   unplotted_->setText(un.isEmpty() ? QString() : "<b>Not plotted</b><br>" + un.join("<br>"));
+  unplotted_area_->setVisible(!un.isEmpty());
 }
 
 // ---- latency --------------------------------------------------------------------------------
@@ -734,8 +744,8 @@ void LatencyView::refresh(const Selection& s) {
   QChart* c = fresh_chart(cdf_, "Latency distribution (CDF)");
   QChart* l = fresh_chart(load_, "Percentiles against offered load");
   if (!s.db || s.runs.empty()) {
-    c->setTitle("Latency distribution: select one or more runs");
-    l->setTitle("Percentiles against offered load: select a stepped-rate run");
+    c->setTitle("Latency distribution: " + nothing_selected(s));
+    l->setTitle("Percentiles against offered load: " + nothing_selected(s));
     return;
   }
   const std::string metric = metric_->currentText().toStdString();
@@ -972,7 +982,11 @@ QChart* ScalingView::latencyChart() const { return latency_->chart(); }
 void ScalingView::refresh(const Selection& s) {
   QChart* t = fresh_chart(throughput_, "Throughput against threads x workers");
   QChart* l = fresh_chart(latency_, "Latency p95 against threads x workers");
-  if (!s.db || s.runs.empty()) return;
+  if (!s.db || s.runs.empty()) {
+    t->setTitle(t->title() + ": " + nothing_selected(s));
+    l->setTitle(l->title() + ": " + nothing_selected(s));
+    return;
+  }
   const auto series = s.db->scaling(s.runs);
   const bool decode = reports::scaling_plots_decode(series);
   if (decode) t->setTitle("Decode rate (cibench bench) against threads x workers");
@@ -1084,10 +1098,13 @@ void CountersView::refresh(const Selection& s) {
   selected_ = s.variants;
   many_runs_ = s.runs.size() > 1;
   numbers_ = {};
+  empty_reason_ = "Counters: " + nothing_selected(s);
   if (s.db && !s.runs.empty()) {
     data_ = s.db->counters(s.runs);
     variants_ = s.db->variants(s.runs);
     numbers_ = VariantNumbers(variants_);
+    empty_reason_ = data_.empty() ? "Counters: no variant of the selected runs completed"
+                                  : "Counters: none measured for the selected variants";
   }
   // Hardware and derived counters, then the operating system's (measured without a PMU).
   std::vector<std::string> names = reports::counter_names();
@@ -1134,9 +1151,20 @@ void CountersView::refresh(const Selection& s) {
   // the variants each lacks it for, as the report does: "IPC (variants 1-3, 5 of 8); energy (J)
   // (all 8 variants): no RAPL ...".
   QStringList gaps;
-  for (const auto& g : reports::counter_gaps(data_, variants_)) gaps << q(g.text());
-  gaps_->setText(gaps.isEmpty() ? QString()
-                                : "<b>Unavailable</b><br>" + gaps.join("\n").toHtmlEscaped().replace("\n", "<br>"));
+  for (const auto& g : reports::counter_gaps(data_, variants_)) gaps << q(g.text()).toHtmlEscaped();
+  // Variants that did not complete have no row in the table: named, with their error.
+  QStringList failed;
+  for (const auto& v : variants_) {
+    if (v.status == "ok" || std::any_of(data_.begin(), data_.end(), [&](const auto& cs) { return cs.v.variant_id == v.variant_id; }))
+      continue;
+    failed << (numbers_.of(v) + " (" + q(v.short_name()) + "): " + q(v.status) +
+               (v.error.empty() ? QString() : ": " + q(v.error)))
+                  .toHtmlEscaped();
+  }
+  QString text;
+  if (!gaps.isEmpty()) text = "<b>Unavailable</b><br>" + gaps.join("<br>");
+  if (!failed.isEmpty()) text += (text.isEmpty() ? "" : "<br>") + QString("<b>Not counted</b><br>") + failed.join("<br>");
+  gaps_->setText(text);
 
   // The chart's choices: the measured counters; the current one is kept when still measured.
   const QString current = which_->currentData().toString();
@@ -1152,8 +1180,7 @@ void CountersView::refresh(const Selection& s) {
 void CountersView::rebuildChart() {
   const std::string name = which_->currentData().toString().toStdString();
   if (name.empty()) {
-    QChart* c = fresh_chart(chart_, data_.empty() ? "Counters: select one or more runs"
-                                                  : "Counters: none measured for the selected variants");
+    QChart* c = fresh_chart(chart_, empty_reason_);
     c->legend()->hide();
     unavailable_->clear();
     return;
@@ -1258,11 +1285,19 @@ void CompareView::recompute() {
   table_->setRowCount(0);
   QChart* c = fresh_chart(chart_, "Difference B - A with its 95% interval");
   if (!sel_.db || a_->count() == 0) {
-    info_->setText("No runs to compare.");
+    info_->setText(sel_.db ? QString("No runs to compare: %1 (<tt>cibench run SCENARIO --db %2</tt> stores one).")
+                                 .arg(nothing_selected(sel_), QString::fromStdString(sel_.db->path()).toHtmlEscaped())
+                           : QString("No runs to compare."));
+    c->setTitle("Difference B - A: no runs");
     return;
   }
   const int64_t ra = a_->currentData().toLongLong(), rb = b_->currentData().toLongLong();
   if (ra == rb) {
+    c->setTitle("Difference B - A: pick a run B");
+    if (a_->count() == 1) {
+      info_->setText(QString("This database holds one run: nothing to compare run %1 with yet.").arg(ra));
+      return;
+    }
     info_->setText(QString("Pick run B: no other run of %1 with model %2 is selected or stored; runs of other "
                            "scenarios or models can be picked, with a warning.")
                        .arg(q(sel_.db->run(ra).origin()), q(sel_.db->run(ra).model_spec)));

@@ -16,6 +16,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QListWidget;
+class QScrollArea;
 class QTableWidget;
 class QChart;
 class QScatterSeries;
@@ -135,6 +136,7 @@ class TradeoffView : public View {
   QLabel* floor_src_;
   QListWidget* frontier_;
   QLabel* unplotted_;
+  QScrollArea* unplotted_area_;  // hidden when every variant is plotted
   std::map<QXYSeries*, std::vector<size_t>> series_points_;  // series -> indices into data_.points
   VariantNumbers numbers_;
 };
@@ -201,6 +203,7 @@ class CountersView : public View {
   QLabel* unavailable_;
   std::vector<reports::CounterSummary> data_;
   std::vector<reports::Variant> variants_;  // every variant of the selected runs (numbering)
+  QString empty_reason_;                    // the chart's title when no counter is measured
   VariantNumbers numbers_;
   std::set<int64_t> selected_;
   bool many_runs_ = false;

@@ -367,7 +367,7 @@ std::string variant_set_text(const std::vector<Variant>& subset, const std::vect
     all_count += n;
     std::string t;
     if (all_of_run) {
-      t = str("all ", n, " variant", n == 1 ? "" : "s");
+      t = n == 1 ? std::string("the only variant") : str("all ", n, " variants");
     } else {
       if (!whole.empty()) t = str(whole.size() == 1 ? "variant " : "variants ", ranges_text(whole));
       for (const auto& p : partial) t += (t.empty() ? "" : ", ") + p;

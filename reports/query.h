@@ -242,7 +242,8 @@ std::string counter_title(const std::string& name);  // "IPC", "L1D misses / 100
 
 // Which variants of `all` (every variant row of the runs, as Db::variants returns them) the rows
 // `subset` are, numbered as cibench run and show number them: from 1, of the run's variants.
-// "all 8 variants", "variant 2 of 8", "variants 1-3, 5 of 8"; a stepped variant with only some
+// "all 8 variants", "the only variant" (of a run of one), "variant 2 of 8", "variants 1-3, 5 of
+// 8"; a stepped variant with only some
 // of its steps in `subset`: "variant 2 (steps 1-2 of 4) of 3"; several runs, one part each:
 // "run 3: variants 1-2 of 4; run 5: all 2 variants". "all" is said only when every variant (and
 // step) of the run is in `subset`.

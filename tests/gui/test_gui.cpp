@@ -637,7 +637,8 @@ TEST(Gui, CountersViewShowsMeasuredColumnsAndOneLinePerReason) {
       << gaps.toStdString();
   EXPECT_FALSE(gaps.contains("all ")) << gaps.toStdString();
   EXPECT_EQ(gaps.count("): not recorded for this variant"), 1) << gaps.toStdString();
-  EXPECT_EQ(gaps.count("<br>"), 6) << gaps.toStdString();  // after the heading, 6 distinct reasons
+  // After the heading, 6 distinct reasons; then the failed variant under its own heading.
+  EXPECT_EQ(gaps.section("<b>Not counted</b>", 0, 0).count("<br>"), 7) << gaps.toStdString();
   // The chart's choices are the measured counters; it opens on one and draws its bars.
   QStringList choices;
   for (int i = 0; i < cv->counterBox()->count(); ++i) choices << cv->counterBox()->itemData(i).toString();
@@ -779,6 +780,52 @@ TEST(Gui, TradeoffViewGroupsRunsByScenario) {
     for (const auto& g : t->groups()) with_frontier += !g.t.frontier.empty();
     EXPECT_EQ(frontier_colours.size(), with_frontier);
   }
+}
+
+// A store with no run, a store with one run and a run with a failed variant: every view says why
+// it draws nothing instead of showing an empty frame, and the failed variant is named.
+TEST(Gui, ViewsSayWhyTheyAreEmpty) {
+  const std::string empty = temp_path("no_runs.sqlite");
+  { Store s(empty); }
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(empty)));
+  settle(w);
+  const QString none = "no runs in this database yet";
+  EXPECT_TRUE(w.tradeoffView()->chart()->title().contains(none)) << w.tradeoffView()->chart()->title().toStdString();
+  EXPECT_TRUE(w.latencyView()->cdfChart()->title().contains(none));
+  EXPECT_TRUE(w.latencyView()->loadChart()->title().contains(none));
+  EXPECT_TRUE(w.scalingView()->throughputChart()->title().contains(none));
+  EXPECT_TRUE(w.scalingView()->latencyChart()->title().contains(none));
+  EXPECT_TRUE(w.countersView()->chart()->title().contains(none));
+  EXPECT_TRUE(w.compareView()->infoLabel()->text().contains(none)) << w.compareView()->infoLabel()->text().toStdString();
+
+  // One run of one variant: the compare says there is nothing to compare it with; the counters'
+  // unavailable lines say "the only variant", not "all 1 variant".
+  const std::string one = temp_path("one_run.sqlite");
+  int64_t run = 0;
+  {
+    Store s(one);
+    run = s.insert("runs", test::fixture_run("one", "[scenario]\nname = \"one\"\n", "hostA", "2024-06-01T09:00:00Z", "server"));
+    const int64_t v = test::fixture_variant(s, run, 0, 0, {"f32", 0, 1, 1, 50, 1.0}, 0, 2.0);
+    test::fixture_counters(s, v, false);
+  }
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(one)));
+  w.selectRuns({run});
+  settle(w);
+  EXPECT_TRUE(w.compareView()->infoLabel()->text().contains("holds one run")) << w.compareView()->infoLabel()->text().toStdString();
+  EXPECT_TRUE(w.compareView()->chart()->title().contains("pick a run B"));
+  const QString gaps = w.countersView()->gapsLabel()->text();
+  EXPECT_TRUE(gaps.contains("IPC (the only variant): needs instructions and cycles")) << gaps.toStdString();
+  EXPECT_FALSE(gaps.contains("all 1")) << gaps.toStdString();
+
+  // A failed variant has no counters: named under the table with its error.
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  settle(w);
+  const QString f = w.countersView()->gapsLabel()->text();
+  EXPECT_TRUE(f.contains(QString("<b>Not counted</b><br>run %1, variant 9/9 (int4_sym_g32 t2 w1): failed: no kernel for this format")
+                             .arg(fx().ids.run_formats)))
+      << f.toStdString();
 }
 
 TEST(Gui, CompareViewTwoRunsWithIntervals) {

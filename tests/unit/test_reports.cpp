@@ -805,6 +805,7 @@ TEST(Reports, VariantSetTextNamesTheVariantsExactly) {
   EXPECT_EQ(variant_set_text(pick({3}), all), "variant 4 of 8");
   EXPECT_EQ(variant_set_text(pick({0, 1, 3, 4, 5, 6, 7}), all), "variants 1, 2, 4-8 of 8");
   EXPECT_EQ(variant_set_text({}, all), "no variant");
+  EXPECT_EQ(variant_set_text(pick({0}), pick({0})), "the only variant");  // not "all 1 variant"
   // A run whose 3rd variant has no row (it failed before storing counters): never "all".
   std::vector<Variant> gap = pick({0, 1, 3});
   EXPECT_EQ(variant_set_text(gap, gap), "variants 1, 2, 4 of 4");
