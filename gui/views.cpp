@@ -234,7 +234,7 @@ QString VariantNumbers::of(const reports::Variant& v) const {
 }
 
 QString VariantNumbers::config(const reports::Variant& v) const {
-  // config() opens with "run R, variant I[, step S]" counted from 0: replaced by of(v).
+  // config() opens with "run R, variant I[, step S]": replaced by of(v), which adds the totals.
   const QString c = q(v.config());
   const int nl = c.indexOf('\n');
   if (!c.startsWith("run ")) return of(v) + "\n" + c;
@@ -990,6 +990,14 @@ void ScalingView::refresh(const Selection& s) {
   const auto series = s.db->scaling(s.runs);
   const bool decode = reports::scaling_plots_decode(series);
   if (decode) t->setTitle("Decode rate (cibench bench) against threads x workers");
+  // One core count only: the points are shown, and the titles say nothing was scaled.
+  std::set<int64_t> cores;
+  for (const auto& sr : series)
+    for (const auto& p : sr.points) cores.insert(p.threads * p.workers);
+  if (cores.size() == 1)
+    for (QChart* c : {t, l})
+      c->setTitle(c->title() + QString(": every variant ran on %1 core%2, nothing to scale against")
+                                   .arg(*cores.begin()).arg(*cores.begin() == 1 ? "" : "s"));
   for (int which : {0, 1}) {
     QChart* c = which == 0 ? t : l;
     double x1 = 1, y1 = 0;

@@ -172,8 +172,8 @@ std::string Variant::short_name(bool with_rate) const {
 
 std::string Variant::config() const {
   std::ostringstream os;
-  os << "run " << run_id << ", variant " << variant_index;
-  if (step_index > 0) os << ", step " << step_index;
+  os << "run " << run_id << ", variant " << variant_index + 1;  // numbered from 1, as everywhere shown
+  if (step_index > 0) os << ", step " << step_index + 1;
   os << "\nlabel: " << label << "\nstatus: " << status;
   if (!error.empty()) os << " (" << error << ")";
   for (const auto& c : config_columns()) {

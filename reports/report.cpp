@@ -465,10 +465,29 @@ std::vector<std::string> knee_lines(const ReportData& d) {
   return out;
 }
 
+// "Every variant ran on 2 cores (threads x workers: 1x2, 2x1): no scaling to chart." when the
+// variants measured use one core count only; "" otherwise.
+std::string single_core_count(const ReportData& d) {
+  std::set<int64_t> cores;
+  std::set<std::string> layouts;
+  for (const auto& s : d.scaling)
+    for (const auto& p : s.points) {
+      cores.insert(p.threads * p.workers);
+      layouts.insert(std::to_string(p.threads) + "x" + std::to_string(p.workers));
+    }
+  if (cores.size() != 1) return "";
+  std::string l;
+  for (const auto& x : layouts) l += (l.empty() ? "" : ", ") + x;
+  return str("Every variant ran on ", *cores.begin(), " core", *cores.begin() == 1 ? "" : "s", " (threads x workers: ", l,
+             "): no scaling to chart.");
+}
+
 std::vector<svg::Chart> scaling_charts(const ReportData& d) {
   std::vector<svg::Chart> out;
+  // A line needs two core counts (threads x workers): with one, nothing was scaled.
   bool any = false;
-  for (const auto& s : d.scaling) any = any || s.points.size() >= 2;
+  for (const auto& s : d.scaling)
+    for (const auto& p : s.points) any = any || p.threads * p.workers != s.points.front().threads * s.points.front().workers;
   if (!any) return out;
   const bool decode = scaling_plots_decode(d.scaling);
   for (int which : {0, 1}) {
@@ -819,6 +838,8 @@ std::string render_html(const ReportData& d) {
   if (!sc.empty()) {
     os << "<h2>Scaling</h2>\n";
     for (const auto& c : sc) os << svg::render(c) << "\n";
+  } else if (const std::string one = single_core_count(d); !one.empty()) {
+    os << "<h2>Scaling</h2>\n<p class=\"note\">" << xml_escape(one) << "</p>\n";
   }
   if (const Table ct = cache_table(d); !ct.rows.empty())
     os << "<h2>Result cache</h2>\n<p class=\"note\">" << kCacheNote << "</p>\n" << html_table(ct, "cache");

@@ -814,6 +814,8 @@ TEST(Gui, ViewsSayWhyTheyAreEmpty) {
   settle(w);
   EXPECT_TRUE(w.compareView()->infoLabel()->text().contains("holds one run")) << w.compareView()->infoLabel()->text().toStdString();
   EXPECT_TRUE(w.compareView()->chart()->title().contains("pick a run B"));
+  EXPECT_TRUE(w.scalingView()->throughputChart()->title().contains("every variant ran on 1 core, nothing to scale against"))
+      << w.scalingView()->throughputChart()->title().toStdString();
   const QString gaps = w.countersView()->gapsLabel()->text();
   EXPECT_TRUE(gaps.contains("IPC (the only variant): needs instructions and cycles")) << gaps.toStdString();
   EXPECT_FALSE(gaps.contains("all 1")) << gaps.toStdString();

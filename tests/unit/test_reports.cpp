@@ -420,6 +420,8 @@ TEST(Reports, TradeoffFloorFrontierAndUnplotted) {
   EXPECT_DOUBLE_EQ(t4.points[0].x, 64.0);
   // Hover text carries the full configuration.
   const std::string cfg = t.points[t.frontier[0]].v.config();
+  // Numbered from 1 as everywhere shown: int8 t2 is the run's third variant (index 2).
+  EXPECT_EQ(cfg.rfind("run " + std::to_string(fx.run_formats) + ", variant 3\n", 0), 0u) << cfg;
   EXPECT_NE(cfg.find("format: int8"), std::string::npos);
   EXPECT_NE(cfg.find("threads: 2"), std::string::npos);
   EXPECT_NE(cfg.find("isa_used: avx2"), std::string::npos);

@@ -287,6 +287,11 @@ TEST(ReportsScenario, ScalingKeepsCacheOffAndOnApart) {
     EXPECT_EQ(s.points.size(), 1u) << s.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"f32 w1", "f32 w1 cache", "f32 w2", "f32 w2 cache"}));
+  // Every variant on 2 cores: the report says so instead of charting lines of one point each.
+  const std::string html = render_html(collect_report(db, {run}));
+  EXPECT_EQ(html.find("Throughput against threads x workers"), std::string::npos);
+  EXPECT_NE(html.find("Every variant ran on 2 cores (threads x workers: 1x2, 2x1): no scaling to chart."),
+            std::string::npos);
 }
 
 // report.md opens with one pasteable row per configuration: what was measured only, n beside the
