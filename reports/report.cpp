@@ -86,7 +86,12 @@ std::string html_table(const Table& t, const std::string& cls = "") {
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const std::string c = r < t.row_class.size() ? t.row_class[r] : "";
     os << "<tr" << (c.empty() ? "" : " class=\"" + c + "\"") << ">";
-    for (const auto& cell : t.rows[r]) os << "<td>" << xml_escape(cell) << "</td>";
+    for (const auto& cell : t.rows[r]) {
+      // A multi-line cell (a configuration, one "key: value" per line) keeps its lines.
+      std::string html = xml_escape(cell);
+      for (size_t at = html.find('\n'); at != std::string::npos; at = html.find('\n', at + 4)) html.replace(at, 1, "<br>");
+      os << "<td>" << html << "</td>";
+    }
     os << "</tr>\n";
   }
   os << "</tbody></table>\n";

@@ -204,10 +204,11 @@ std::string render(const Chart& c) {
     x0 /= 1.15, x1 *= 1.15;
   } else {
     const double dx = x1 > x0 ? (x1 - x0) * 0.06 : std::max(std::fabs(x0) * 0.1, 1.0);
-    x0 -= dx, x1 += dx;
+    // Values that are all >= 0 (latencies, rates, counts) never get an axis below 0.
+    x0 = x0 >= 0 ? std::max(0.0, x0 - dx) : x0 - dx, x1 += dx;
   }
   const double dy = y1 > y0 ? (y1 - y0) * 0.08 : std::max(std::fabs(y0) * 0.05, 0.01);
-  y0 -= dy, y1 += dy;
+  y0 = y0 >= 0 ? std::max(0.0, y0 - dy) : y0 - dy, y1 += dy;
   auto X = [&](double x) {
     return c.log_x ? L + (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)) * pw
                    : L + (x - x0) / (x1 - x0) * pw;

@@ -746,6 +746,8 @@ TEST(Reports, HtmlAndMarkdownCarryTheSameFrontier) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_NE(html.find("data-name=\"Pareto frontier\""), std::string::npos);
   EXPECT_NE(html.find("quality floor 0.95"), std::string::npos);
+  // The frontier's configuration cells keep one line per key, the variant numbered from 1.
+  EXPECT_NE(html.find("<td>run " + std::to_string(fx.run_formats) + ", variant 3<br>label: int8 t2 w1"), std::string::npos);
   // The frontier table of both documents lists exactly the query layer's frontier.
   const Tradeoff t = db.tradeoff({fx.run_formats}, "latency_p95_ms", "top1_agreement");
   auto section = [](const std::string& s, const std::string& from, const std::string& to) {
@@ -962,6 +964,13 @@ TEST(Reports, SvgTickLabelsAreDistinctForAnyRange) {
   const auto one = y_labels(svg::render(c));
   EXPECT_GE(one.size(), 2u);
   EXPECT_TRUE(distinct(one)) << ::testing::PrintToString(one);
+  // Non-negative values (latencies from 10 to 1800 ms, accuracies from 0.01) never get a
+  // negative tick: the padding stops at 0.
+  c.series[0].pts = {{10, 0.01}, {1800, 0.9}};
+  const std::string out = svg::render(c);
+  for (const auto& l : y_labels(out)) EXPECT_NE(l[0], '-') << l;
+  for (size_t p = out.find("text-anchor=\"middle\">"); p != std::string::npos; p = out.find("text-anchor=\"middle\">", p + 1))
+    EXPECT_NE(out[p + std::strlen("text-anchor=\"middle\">")], '-') << out.substr(p, 40);
 }
 
 // ---- bad databases ----
