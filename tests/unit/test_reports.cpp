@@ -746,6 +746,17 @@ TEST(Reports, HtmlAndMarkdownCarryTheSameFrontier) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_NE(html.find("data-name=\"Pareto frontier\""), std::string::npos);
   EXPECT_NE(html.find("quality floor 0.95"), std::string::npos);
+  // The CDF of times within a decade (20 to 100 ms) is on a linear axis, not a log one with two labels.
+  {
+    const size_t at = html.find("Latency distribution (CDF)");
+    ASSERT_NE(at, std::string::npos);
+    const std::string cdf = html.substr(at, html.find("</svg>", at) - at);
+    EXPECT_EQ(cdf.find("(log scale)"), std::string::npos);
+    size_t labels = 0;
+    for (size_t p = cdf.find("text-anchor=\"middle\">"); p != std::string::npos; p = cdf.find("text-anchor=\"middle\">", p + 1))
+      labels += std::isdigit(static_cast<unsigned char>(cdf[p + std::strlen("text-anchor=\"middle\">")])) != 0;
+    EXPECT_GE(labels, 3u);
+  }
   // The frontier's configuration cells keep one line per key, the variant numbered from 1.
   EXPECT_NE(html.find("<td>run " + std::to_string(fx.run_formats) + ", variant 3<br>label: int8 t2 w1"), std::string::npos);
   // The frontier table of both documents lists exactly the query layer's frontier.
