@@ -379,9 +379,13 @@ svg::Chart tradeoff_chart(const ReportData& d) {
   return c;
 }
 
+// The most curves a chart draws (more cannot be told apart, nor listed in its legend).
+constexpr size_t kMaxCurves = 16;
+
 svg::Chart cdf_chart(const ReportData& d) {
   svg::Chart c;
   c.title = "Latency distribution (CDF)";
+  if (d.cdfs.size() > kMaxCurves) c.title += str(" (the first ", kMaxCurves, " of ", d.cdfs.size(), " variants)");
   c.x_title = "latency (ms)";
   c.y_title = "fraction of requests";
   // A log axis when the times span a decade or more (1, 10, 100 ms labelled); a narrower range
@@ -393,6 +397,7 @@ svg::Chart cdf_chart(const ReportData& d) {
   c.log_x = hi > 0 && hi / lo >= 10;
   size_t i = 0;
   for (const auto& s : d.cdfs) {
+    if (i >= kMaxCurves) break;
     svg::Series sr;
     sr.name = s.name;
     sr.kind = svg::Series::Kind::step;
@@ -429,8 +434,29 @@ std::vector<svg::Chart> load_charts(const ReportData& d) {
         if (s.metric == ls.metric) pcts.insert(s.percentile);
       if (pcts.empty()) pcts = {95, 99};
       pcts.insert(50);
+      // More than three curves (a classifier sweep of ten variants): one line per curve at the
+      // highest percentile an SLO bounds (else p95), each knee a marker on its curve instead of a
+      // vertical line (their labels overlapped), at most 16 curves.
+      const bool many = ls.curves.size() > 3;
+      if (many) pcts = {*pcts.rbegin() == 50 && pcts.size() == 1 ? 95.0 : *pcts.rbegin()};
+      if (many) c.title += " (" + pct_name(*pcts.begin()) + ", one line per variant)";
+      if (ls.curves.size() > kMaxCurves)
+        c.title += str(" (the first ", kMaxCurves, " of ", ls.curves.size(), " variants)");
+      svg::Series knees, held;
+      knees.name = "knee (highest rate meeting every SLO)";
+      held.name = "every rate tried met the SLOs";
+      knees.color = "#2ca02c", held.color = "#ffffff";
+      knees.marker = held.marker = "diamond";
       size_t i = 0;
       for (const auto& cv : ls.curves) {
+        if (i >= kMaxCurves) break;
+        if (many)
+          if (const Knee kn = cv.knee_of_steps(); kn.qps)
+            for (const auto& st : cv.steps)
+              if (auto it = st.percentiles.find(*pcts.begin()); st.offered_qps == *kn.qps && it != st.percentiles.end()) {
+                (kn.reached ? knees : held).pts.push_back({*kn.qps, it->second});
+                (kn.reached ? knees : held).tips.push_back(cv.name + ": " + kn.describe());
+              }
         for (double p : pcts) {
           svg::Series s;
           s.name = cv.name + " " + pct_name(p);
@@ -446,12 +472,14 @@ std::vector<svg::Chart> load_charts(const ReportData& d) {
             }
           if (!s.pts.empty()) c.series.push_back(s);
         }
-        if (const Knee kn = cv.knee_of_steps(); kn.qps)
+        if (const Knee kn = cv.knee_of_steps(); kn.qps && !many)
           c.vlines.push_back({*kn.qps, kn.reached ? "knee " + fmt_num(*kn.qps) + " qps"
                                                   : "all met up to " + fmt_num(*kn.qps) + " qps (knee not reached)",
                               "#2ca02c"});
         ++i;
       }
+      for (auto* k : {&knees, &held})
+        if (!k->pts.empty()) c.series.push_back(*k);
       for (const Slo& s : ls.slos)
         if (s.metric == ls.metric) c.hlines.push_back({s.limit_ms, "SLO " + s.key + " " + fmt_num(s.limit_ms) + " ms", "#d62728"});
       out.push_back(c);

@@ -280,8 +280,16 @@ std::string render(const Chart& c) {
   // Legend.
   double ly = T + 6;
   const double lx = L + pw + 14;
+  size_t entries = 0, shown = 0;
+  for (const auto& s : c.series) entries += s.in_legend;
   for (const auto& s : c.series) {
     if (!s.in_legend) continue;
+    if (ly + 16 > H - B && shown + 1 < entries) {  // no room for this one and the rest: say so
+      os << "<text x=\"" << lx << "\" y=\"" << ly + 8 << "\" fill=\"#666\">... and " << entries - shown
+         << " more</text>\n";
+      break;
+    }
+    ++shown;
     if (s.kind == Series::Kind::scatter) os << marker_svg(s.marker, lx + 8, ly + 4, 4.5, s.color, "");
     else
       os << "<line x1=\"" << lx << "\" y1=\"" << ly + 4 << "\" x2=\"" << lx + 16 << "\" y2=\"" << ly + 4
@@ -290,7 +298,6 @@ std::string render(const Chart& c) {
     if (name.size() > 30) name = name.substr(0, 29) + "…";
     os << "<text x=\"" << lx + 22 << "\" y=\"" << ly + 8 << "\">" << xml_escape(name) << "</text>\n";
     ly += 16;
-    if (ly > H - B) break;
   }
   os << "</svg>";
   return os.str();
