@@ -22,8 +22,10 @@
 namespace cibench::reports {
 namespace {
 
-const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                          "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+// 20 distinct line colours: the 16 curves a chart draws at most never share one (as cibench-gui's).
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                          "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
+                          "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363"};
 const char* palette(size_t i) { return kPalette[i % (sizeof kPalette / sizeof *kPalette)]; }
 
 std::string utc_now() {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "harness/lib/store.h"
@@ -320,7 +321,14 @@ TEST(ReportsScenario, ManyVariantsStayReadable) {
   EXPECT_EQ(count_of(cr, ">s"), static_cast<size_t>(30 - left_out));  // the entries drawn: "s0" ...
   const size_t c = html.find("Latency distribution (CDF) (the first 16 of 18 variants)");
   ASSERT_NE(c, std::string::npos);
-  EXPECT_EQ(count_of(html.substr(c, html.find("</svg>", c) - c), "class=\"series\""), 16u);
+  const std::string cdf = html.substr(c, html.find("</svg>", c) - c);
+  EXPECT_EQ(count_of(cdf, "class=\"series\""), 16u);
+  std::set<std::string> colours;  // 16 curves, 16 colours
+  for (size_t p = cdf.find("class=\"series\""); p != std::string::npos; p = cdf.find("class=\"series\"", p + 1)) {
+    const size_t st = cdf.find("stroke=\"", p) + 8;
+    colours.insert(cdf.substr(st, 7));
+  }
+  EXPECT_EQ(colours.size(), 16u);
 }
 
 // Scaling of a classifier run with the result cache off and on at the same threads x workers:
