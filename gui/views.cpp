@@ -1223,6 +1223,10 @@ void CountersView::rebuildChart() {
   c->addSeries(bars);
   auto* ax = new QBarCategoryAxis();
   ax->append(cats);
+  // Names wider than their bar are slanted rather than cut short ("int4_g128 t1 ...").
+  qsizetype longest = 0;
+  for (const auto& n : cats) longest = std::max(longest, n.size());
+  if (cats.size() > 4 && longest > 12) ax->setLabelsAngle(-30);
   auto* ay = value_axis(q(reports::counter_title(name)), 0, hi * 1.1 > 0 ? hi * 1.1 : 1);
   c->addAxis(ax, Qt::AlignBottom);
   c->addAxis(ay, Qt::AlignLeft);
