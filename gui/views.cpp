@@ -25,6 +25,7 @@
 #include <QPainter>
 #include <QPushButton>
 #include <QScatterSeries>
+#include <QScrollArea>
 #include <QSplitter>
 #include <QSvgGenerator>
 #include <QTableWidget>
@@ -44,8 +45,10 @@ namespace {
 QString q(const std::string& s) { return QString::fromStdString(s); }
 QString num(double v) { return q(reports::fmt_num(v)); }
 
-const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+// 20 distinct line colours: the 16 curves a chart draws at most never share one.
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                          "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
+                          "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363"};
 QColor series_color(size_t i) { return QColor(kPalette[i % (sizeof kPalette / sizeof *kPalette)]); }
 
 QScatterSeries::MarkerShape shape_of(const std::string& marker) {
@@ -62,6 +65,7 @@ QChart* fresh_chart(QChartView* v, const QString& title) {
   c->setTitle(title);
   c->legend()->setAlignment(Qt::AlignRight);
   c->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
+  c->legend()->setShowToolTips(true);  // a label cut short (at 40 % of the chart's width) in full on hover
   c->setMargins(QMargins(4, 4, 4, 4));
   v->setChart(c);  // the view takes ownership of the new chart
   // Not deleted here: a signal of one of its series may be on the stack.
@@ -117,6 +121,23 @@ void attach(QChart* c, QAbstractSeries* s, QAbstractAxis* x, QAbstractAxis* y) {
   c->addSeries(s);
   s->attachAxis(x);
   s->attachAxis(y);
+}
+
+// A legend of many entries, or of long ones, in a smaller font so that fewer are cut off (Qt
+// gives the legend at most 40 % of the chart's width and elides what does not fit).
+void fit_legend(QChart* c, int entries, qsizetype longest) {
+  if (entries <= 12 && longest <= 28) return;
+  QFont f = c->legend()->font();
+  f.setPointSizeF(std::max(6.0, f.pointSizeF() * (entries > 24 ? 0.65 : entries > 16 ? 0.7 : 0.8)));
+  c->legend()->setFont(f);
+}
+
+// What a view says when no run is selected: there is no database, it has no runs yet, or none
+// is selected.
+QString nothing_selected(const Selection& s) {
+  if (!s.db) return "no database open";
+  if (s.db->runs().empty()) return "no runs in this database yet";
+  return "select one or more runs";
 }
 
 QString run_prefix(const Selection& s, int64_t run_id) {
@@ -213,7 +234,7 @@ QString VariantNumbers::of(const reports::Variant& v) const {
 }
 
 QString VariantNumbers::config(const reports::Variant& v) const {
-  // config() opens with "run R, variant I[, step S]" counted from 0: replaced by of(v).
+  // config() opens with "run R, variant I[, step S]": replaced by of(v), which adds the totals.
   const QString c = q(v.config());
   const int nl = c.indexOf('\n');
   if (!c.startsWith("run ")) return of(v) + "\n" + c;
@@ -235,6 +256,10 @@ TradeoffView::TradeoffView(QWidget* parent) : View(parent) {
   floor_->setKeyboardTracking(false);
   floor_src_ = new QLabel(this);
   floor_src_->setStyleSheet("color: #666");
+  // Under the controls, wrapped: the floors of several scenarios make a long line, which must
+  // not widen the window beyond the screen.
+  floor_src_->setWordWrap(true);
+  floor_src_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   auto* reset = new QPushButton("Scenario floor", this);
   reset->setToolTip("Go back to the floor written in the scenario");
   auto* controls = new QHBoxLayout();
@@ -246,28 +271,37 @@ TradeoffView::TradeoffView(QWidget* parent) : View(parent) {
   controls->addWidget(floor_on_);
   controls->addWidget(floor_);
   controls->addWidget(reset);
-  controls->addWidget(floor_src_, 1);
+  controls->addStretch(1);
 
   view_ = new ChartView(this);
   frontier_ = new QListWidget(this);
-  frontier_->setMaximumWidth(320);
+  frontier_->setMaximumWidth(290);
   frontier_->setWordWrap(true);
   frontier_->setAlternatingRowColors(true);
   unplotted_ = new QLabel(this);
   unplotted_->setWordWrap(true);
   unplotted_->setStyleSheet("color: #666");
+  unplotted_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  unplotted_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Many unplotted variants scroll instead of pushing the frontier list off the panel.
+  auto* unplotted_scroll = unplotted_area_ = new QScrollArea(this);
+  unplotted_scroll->setWidget(unplotted_);
+  unplotted_scroll->setWidgetResizable(true);
+  unplotted_scroll->setFrameShape(QFrame::NoFrame);
+  unplotted_scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
   auto* side = new QVBoxLayout();
   side->addWidget(new QLabel("<b>Pareto frontier</b> (above the floor)", this));
-  side->addWidget(frontier_, 1);
-  side->addWidget(unplotted_);
+  side->addWidget(frontier_, 2);
+  side->addWidget(unplotted_scroll, 1);
   auto* sidew = new QWidget(this);
   sidew->setLayout(side);
-  sidew->setMaximumWidth(330);
+  sidew->setMaximumWidth(300);
   auto* body = new QHBoxLayout();
   body->addWidget(view_, 1);
   body->addWidget(sidew);
   auto* lay = new QVBoxLayout(this);
   lay->addLayout(controls);
+  lay->addWidget(floor_src_);
   lay->addLayout(body, 1);
 
   connect(x_, &QComboBox::currentIndexChanged, this, [this] { axesChanged(); });
@@ -362,8 +396,9 @@ void TradeoffView::rebuild() {
   if (!sel_.db || sel_.runs.empty()) {
     data_ = {};
     numbers_ = {};
-    c->setTitle("Trade-off: select one or more runs");
+    c->setTitle("Trade-off: " + nothing_selected(sel_));
     unplotted_->clear();
+    unplotted_area_->hide();
     floor_src_->clear();
     return;
   }
@@ -422,10 +457,11 @@ void TradeoffView::rebuild() {
     QStringList floors;
     for (const auto& g : groups_)
       floors << g.name + ": " + (g.t.floor ? num(*g.t.floor) + " (" + q(g.t.floor_source) + ")" : QString("no floor"));
-    floor_src_->setText("per scenario: " + floors.join("; "));
+    floor_src_->setText("Quality floor per scenario: " + floors.join("; "));
   } else {
-    floor_src_->setText(data_.floor ? q(data_.floor_source)
-                                    : user_floor_ ? QString("floor off") : QString("no floor in the scenario"));
+    floor_src_->setText(data_.floor ? QString("Quality floor %1 (%2)").arg(num(*data_.floor), q(data_.floor_source))
+                        : user_floor_ ? QString("Quality floor off")
+                                      : QString("No quality floor in the scenario for this y axis"));
   }
   c->setTitle(QString("Trade-off: %1 against %2").arg(q(data_.y.label), q(data_.x.label)));
 
@@ -446,27 +482,40 @@ void TradeoffView::rebuild() {
 
   // The markers' legend entries are hidden: the legend explains colour (format), shape (scenario)
   // and fill (cache) once each, with empty series of their own.
-  auto hide_in_legend = [c](QAbstractSeries* s) {
+  std::set<QAbstractSeries*> hidden;
+  auto hide_in_legend = [c, &hidden](QAbstractSeries* s) {
     for (QLegendMarker* m : c->legend()->markers(s)) m->setVisible(false);
+    hidden.insert(s);
   };
   // Each group's frontier line under the markers, then its floor over its own points' x range.
-  for (const auto& g : groups_) {
+  // One group: a black dashed frontier and a red dotted floor, each in the legend. Several: each
+  // group's lines in a colour of its own (frontier dashed, floor dotted), hidden in the legend,
+  // which has one entry per group naming the scenario and what its lines are.
+  static const char* kGroupLineColors[] = {"#222222", "#6a3d9a", "#b15928", "#1b7837", "#08519c", "#7f0000"};
+  std::vector<std::pair<QString, QPen>> line_entries;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const auto& g = groups_[gi];
     const QString suffix = many_groups ? ": " + g.name : QString();
+    const QColor group_color(kGroupLineColors[gi % std::size(kGroupLineColors)]);
+    QStringList drawn;
+    QPen entry_pen;
     if (!g.t.frontier.empty()) {
       auto* f = new QLineSeries();
       f->setName("Pareto frontier" + suffix);
-      QPen pen(QColor("#222222"));
+      QPen pen(many_groups ? group_color : QColor("#222222"));
       pen.setStyle(Qt::DashLine);
       pen.setWidthF(1.5);
       f->setPen(pen);
       for (size_t i : g.t.frontier) f->append(g.t.points[i].x, g.t.points[i].y);
       attach(c, f, ax, ay);
       if (many_groups) hide_in_legend(f);
+      drawn << "frontier";
+      entry_pen = pen;
     }
     if (g.t.floor && (!g.t.points.empty() || !many_groups)) {
       auto* fl = new QLineSeries();
       fl->setName(QString("quality floor %1").arg(num(*g.t.floor)) + suffix);
-      QPen pen(QColor("#d62728"));
+      QPen pen(many_groups ? group_color : QColor("#d62728"));
       pen.setWidthF(1.5);
       pen.setStyle(Qt::DotLine);
       fl->setPen(pen);
@@ -481,7 +530,10 @@ void TradeoffView::rebuild() {
       fl->append(hi, *g.t.floor);
       attach(c, fl, ax, ay);
       if (many_groups) hide_in_legend(fl);
+      drawn << QString("floor %1").arg(num(*g.t.floor));
+      if (drawn.size() == 1) entry_pen = pen;
     }
+    if (many_groups && !drawn.isEmpty()) line_entries.emplace_back(g.name + ": " + drawn.join(", "), entry_pen);
   }
   // Hover shows a point's configuration; a click selects its variant (Ctrl adds or removes it).
   auto interactive = [this](QScatterSeries* s) {
@@ -569,12 +621,33 @@ void TradeoffView::rebuild() {
     attach(c, s, ax, ay);
   };
   for (const auto& f : formats) legend_entry(q(f), QScatterSeries::MarkerShapeCircle, colour.at(f), QColor("#333333"));
+  // The shape is the sparsity's: one entry per shape of a sparse variant, naming its sparsities.
+  if (!shape_by_group) {
+    std::map<std::string, std::set<double>> sparse;  // marker -> the sparsities drawn with it
+    for (const auto& p : data_.points)
+      if (p.v.sparsity && *p.v.sparsity > 0) sparse[reports::sparsity_marker(p.v.sparsity)].insert(*p.v.sparsity);
+    for (const char* marker : {"square", "triangle", "diamond", "star"}) {
+      auto it = sparse.find(marker);
+      if (it == sparse.end()) continue;
+      QStringList values;
+      for (double v : it->second) values << q(reports::fmt_num(v, 3));
+      legend_entry("sparsity " + values.join(", "), shape_of(marker), QColor("#cccccc"), QColor("#333333"));
+    }
+  }
   if (shape_by_group)
     for (size_t g = 0; g < groups_.size(); ++g)
       if (!groups_[g].t.points.empty()) legend_entry(groups_[g].name, group_shape(g), QColor("#cccccc"), QColor("#333333"));
   if (any_cache) legend_entry("cache on (hollow)", QScatterSeries::MarkerShapeCircle, Qt::transparent, QColor("#333333"));
   if (any_below)
     legend_entry("below floor", QScatterSeries::MarkerShapeCircle, QColor(reports::kBelowFloorColor), QColor("#999999"));
+  // Several groups: one entry per group for its frontier (dashed) and floor (dotted) in its
+  // colour, drawn as its frontier: "chat: frontier, floor 0.95".
+  for (const auto& [name, pen] : line_entries) {
+    auto* s = new QLineSeries();
+    s->setName(name);
+    s->setPen(pen);
+    attach(c, s, ax, ay);
+  }
   // Selected variants: a ring around their markers.
   auto* selected = new QScatterSeries();
   selected->setName("selected");
@@ -592,14 +665,14 @@ void TradeoffView::rebuild() {
   attach(c, selected, ax, ay);
   interactive(selected);  // the ring lies over its marker: hover and clicks land on it
   if (selected->count() == 0 || many_groups) hide_in_legend(selected);
-  // Many entries: a smaller font, so that the legend is not cut off.
+  // Many entries or long ones (a scenario's frontier and floor): a smaller font, so that the
+  // legend is not cut off.
+  // (Counted on the series: a marker reads as hidden until the chart has been laid out.)
   int entries = 0;
-  for (QLegendMarker* m : c->legend()->markers()) entries += m->isVisible();
-  if (entries > 12) {
-    QFont f = c->legend()->font();
-    f.setPointSizeF(std::max(6.0, f.pointSizeF() * (entries > 20 ? 0.7 : 0.85)));
-    c->legend()->setFont(f);
-  }
+  qsizetype longest = 0;
+  for (QAbstractSeries* s : c->series())
+    if (!hidden.count(s)) ++entries, longest = std::max(longest, s->name().size());
+  fit_legend(c, entries, longest);
 
   for (const auto& g : groups_) {
     if (many_groups && !g.t.frontier.empty()) {
@@ -622,9 +695,18 @@ void TradeoffView::rebuild() {
       if (sel_.variants.count(p.v.variant_id)) it->setSelected(true);  // only once in the list
     }
   }
+  // Not plotted: one line per reason naming the variants it applies to.
+  std::vector<QString> reasons;
+  std::map<QString, QStringList> who;
+  for (const auto& [v, why] : data_.unplotted) {
+    const QString r = q(why);
+    if (!who.count(r)) reasons.push_back(r);
+    who[r] << run_prefix(sel_, v.run_id) + q(v.short_name());
+  }
   QStringList un;
-  for (const auto& [v, why] : data_.unplotted) un << run_prefix(sel_, v.run_id) + q(v.short_name()) + ": " + q(why);
-  unplotted_->setText(un.isEmpty() ? QString() : "<b>Not plotted</b><br>" + un.join("<br>").toHtmlEscaped().replace("&lt;br&gt;", "<br>"));
+  for (const auto& r : reasons) un << (who.at(r).join(", ") + ": " + r).toHtmlEscaped();
+  unplotted_->setText(un.isEmpty() ? QString() : "<b>Not plotted</b><br>" + un.join("<br>"));
+  unplotted_area_->setVisible(!un.isEmpty());
 }
 
 // ---- latency --------------------------------------------------------------------------------
@@ -662,8 +744,8 @@ void LatencyView::refresh(const Selection& s) {
   QChart* c = fresh_chart(cdf_, "Latency distribution (CDF)");
   QChart* l = fresh_chart(load_, "Percentiles against offered load");
   if (!s.db || s.runs.empty()) {
-    c->setTitle("Latency distribution: select one or more runs");
-    l->setTitle("Percentiles against offered load: select a stepped-rate run");
+    c->setTitle("Latency distribution: " + nothing_selected(s));
+    l->setTitle("Percentiles against offered load: " + nothing_selected(s));
     return;
   }
   const std::string metric = metric_->currentText().toStdString();
@@ -673,18 +755,26 @@ void LatencyView::refresh(const Selection& s) {
   if (vs.empty())  // clicked variants belong to other runs: show the runs' variants
     for (const auto& v : s.db->variants(s.runs))
       if (v.status == "ok") vs.push_back(v);
+  // At most 16 curves (the first ones, in run and matrix order); the title says when more have
+  // this metric, and how to choose among them.
+  constexpr size_t kMaxCdfs = 16;
   double x0 = INFINITY, x1 = 0;
+  size_t with_metric = 0;
   for (const auto& v : vs) {
     auto cdf = s.db->latency_cdf(v.variant_id, metric);
     if (cdf.points.empty()) continue;
+    ++with_metric;
+    if (cdfs_.size() >= kMaxCdfs) continue;
     cdf.name = (run_prefix(s, v.run_id) + q(v.short_name())).toStdString();
     for (const auto& p : cdf.points)
       if (p.x > 0) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x);
     cdfs_.push_back(std::move(cdf));
-    if (cdfs_.size() >= 16) break;
   }
   if (!(x1 > 0)) x0 = x1 = 1;  // no positive time: nothing is drawn, the axis still needs a range
-  c->setTitle(QString("%1 distribution (CDF, %2 variant%3)").arg(q(metric)).arg(cdfs_.size()).arg(cdfs_.size() == 1 ? "" : "s"));
+  c->setTitle(with_metric > cdfs_.size()
+                  ? QString("%1 distribution (CDF, the first %2 of %3 variants: click points in the trade-off view "
+                            "to choose)").arg(q(metric)).arg(cdfs_.size()).arg(with_metric)
+                  : QString("%1 distribution (CDF, %2 variant%3)").arg(q(metric)).arg(cdfs_.size()).arg(cdfs_.size() == 1 ? "" : "s"));
   if (!cdfs_.empty()) {
     QAbstractAxis* ax = time_axis(q(metric), x0, x1);
     auto* ay = value_axis("fraction of requests", 0, 1);
@@ -705,13 +795,58 @@ void LatencyView::refresh(const Selection& s) {
       }
       attach(c, ls, ax, ay);
     }
+    qsizetype longest = 0;
+    for (const auto* sr : c->series()) longest = std::max(longest, sr->name().size());
+    fit_legend(c, static_cast<int>(cdfs_.size()), longest);
   } else {
     c->setTitle(c->title() + ": no per-request times or histograms stored");
   }
 
   // Percentiles of the same metric against offered load, for runs with steps: p50 dotted, p95
   // solid, p99 dashed; the SLOs on this metric as red lines (the others named in the title); the
-  // knee (highest rate meeting every SLO) as a vertical line.
+  // knee (highest rate meeting every SLO) as a vertical line. More than kFewCurves curves (a
+  // classifier sweep of ten variants): one line per curve at one percentile (the highest one an
+  // SLO on this metric bounds, else p95), the knees as markers on their curves, at most
+  // kMaxCurves curves.
+  constexpr size_t kFewCurves = 3, kMaxCurves = 16;
+  struct Curve {
+    QString name;
+    const reports::LoadCurve* cv;
+  };
+  std::vector<std::pair<int64_t, reports::LoadSweep>> sweeps;  // (run, its sweep)
+  std::vector<Curve> curves;
+  std::vector<std::pair<QString, double>> slo_lines;
+  QStringList other_slos;
+  std::optional<int> slo_percentile;
+  for (int64_t run : s.runs) {
+    auto sweep = s.db->load_sweep(run, metric);
+    if (!sweep.has_steps()) continue;
+    for (const auto& slo : sweep.slos) {
+      if (slo.metric == metric) {
+        const QString name = QString("SLO %1 %2 ms").arg(q(slo.key), num(slo.limit_ms));
+        if (std::find_if(slo_lines.begin(), slo_lines.end(), [&](const auto& x) { return x.first == name; }) ==
+            slo_lines.end())
+          slo_lines.emplace_back(name, slo.limit_ms);
+        if (slo.percentile == 50 || slo.percentile == 95 || slo.percentile == 99)  // the highest: the tail
+          slo_percentile = std::max(slo_percentile.value_or(0), static_cast<int>(slo.percentile));
+      } else {
+        const QString o = QString("%1 %2 ms").arg(q(slo.key), num(slo.limit_ms));
+        if (!other_slos.contains(o)) other_slos << o;
+      }
+    }
+    sweeps.emplace_back(run, std::move(sweep));
+  }
+  size_t all_curves = 0;
+  for (const auto& [run, sweep] : sweeps)
+    for (const auto& cv : sweep.curves) {
+      ++all_curves;
+      if (curves.size() < kMaxCurves) curves.push_back({run_prefix(s, run) + q(cv.name), &cv});
+    }
+  const bool few = all_curves <= kFewCurves;
+  const int one_percentile = slo_percentile.value_or(95);
+  auto value_at = [](const reports::LoadCurve::Step& st, int which) {
+    return which == 50 ? st.p50_ms : which == 95 ? st.p95_ms : st.p99_ms;
+  };
   double lx = INFINITY, hx = -INFINITY, ly = INFINITY, hy = -INFINITY;
   struct Line {
     QString name;
@@ -720,49 +855,49 @@ void LatencyView::refresh(const Selection& s) {
     std::vector<QPointF> pts;
   };
   std::vector<Line> lines;
-  std::vector<std::pair<QString, double>> slo_lines, knees;
-  QStringList other_slos;
-  size_t ci = 0;
-  for (int64_t run : s.runs) {
-    const auto sweep = s.db->load_sweep(run, metric);
-    if (!sweep.has_steps()) continue;
-    for (const auto& cv : sweep.curves) {
-      for (int which : {50, 95, 99}) {
-        const Qt::PenStyle style = which == 50 ? Qt::DotLine : which == 95 ? Qt::SolidLine : Qt::DashLine;
-        Line ln{run_prefix(s, run) + q(cv.name) + QString(" p%1").arg(which), series_color(ci), style, {}};
-        for (const auto& st : cv.steps) {
-          const auto v = which == 50 ? st.p50_ms : which == 95 ? st.p95_ms : st.p99_ms;
-          if (!v) continue;
-          ln.pts.emplace_back(st.offered_qps, *v);
-          lx = std::min(lx, st.offered_qps), hx = std::max(hx, st.offered_qps);
-          ly = std::min(ly, *v), hy = std::max(hy, *v);
-        }
-        if (!ln.pts.empty()) lines.push_back(ln);
+  std::vector<std::pair<QString, double>> knee_lines;  // few curves: vertical lines
+  std::vector<QPointF> knee_marks, held_marks;          // many: markers on the curves
+  for (size_t ci = 0; ci < curves.size(); ++ci) {
+    const reports::LoadCurve& cv = *curves[ci].cv;
+    for (int which : {50, 95, 99}) {
+      if (!few && which != one_percentile) continue;
+      const Qt::PenStyle style = !few || which == 95 ? Qt::SolidLine : which == 50 ? Qt::DotLine : Qt::DashLine;
+      Line ln{curves[ci].name + QString(" p%1").arg(which), series_color(ci), style, {}};
+      for (const auto& st : cv.steps) {
+        const auto v = value_at(st, which);
+        if (!v) continue;
+        ln.pts.emplace_back(st.offered_qps, *v);
+        lx = std::min(lx, st.offered_qps), hx = std::max(hx, st.offered_qps);
+        ly = std::min(ly, *v), hy = std::max(hy, *v);
       }
-      // The knee as the run defines it (find_knee): a rate where every step tried met the SLOs
-      // is a lower bound, not a knee.
-      if (const Knee kn = cv.knee_of_steps(); kn.qps)
-        knees.emplace_back(run_prefix(s, run) + q(cv.name) +
-                               (kn.reached ? QString(" knee %1 qps").arg(num(*kn.qps))
-                                           : QString(" all met up to %1 qps (knee not reached)").arg(num(*kn.qps))),
-                           *kn.qps);
-      ++ci;
+      if (!ln.pts.empty()) lines.push_back(ln);
     }
-    for (const auto& slo : sweep.slos)
-      if (slo.metric == metric) {
-        slo_lines.emplace_back(QString("SLO %1 %2 ms").arg(q(slo.key), num(slo.limit_ms)), slo.limit_ms);
-        ly = std::min(ly, slo.limit_ms), hy = std::max(hy, slo.limit_ms);
-      } else {
-        other_slos << QString("%1 %2 ms").arg(q(slo.key), num(slo.limit_ms));
-      }
+    // The knee as the run defines it (find_knee): a rate where every step tried met the SLOs
+    // is a lower bound, not a knee.
+    const Knee kn = cv.knee_of_steps();
+    if (!kn.qps) continue;
+    if (few) {
+      knee_lines.emplace_back(curves[ci].name + (kn.reached ? QString(" knee %1 qps").arg(num(*kn.qps))
+                                                            : QString(" all met up to %1 qps (knee not reached)")
+                                                                  .arg(num(*kn.qps))),
+                              *kn.qps);
+    } else {
+      for (const auto& st : cv.steps)
+        if (st.offered_qps == *kn.qps)
+          if (const auto v = value_at(st, one_percentile)) (kn.reached ? knee_marks : held_marks).emplace_back(*kn.qps, *v);
+    }
   }
+  for (const auto& [name, v] : slo_lines) ly = std::min(ly, v), hy = std::max(hy, v);
   if (lines.empty()) {
     l->setTitle(QString("%1 percentiles against offered load: no stepped-rate run selected%2")
                     .arg(q(metric), s.runs.empty() ? "" : " (or none with this metric stored)"));
     return;
   }
-  l->setTitle(QString("%1 percentiles against offered load").arg(q(metric)) +
-              (other_slos.isEmpty() ? QString() : QString(" (other SLOs: %1)").arg(other_slos.join(", "))));
+  QString title = few ? QString("%1 percentiles against offered load").arg(q(metric))
+                      : QString("%1 p%2 against offered load, one line per variant").arg(q(metric)).arg(one_percentile);
+  if (all_curves > curves.size()) title += QString(" (the first %1 of %2)").arg(curves.size()).arg(all_curves);
+  if (!other_slos.isEmpty()) title += QString(" (other SLOs: %1)").arg(other_slos.join(", "));
+  l->setTitle(title);
   const auto [xa, xb] = padded(lx, hx, 0.05);
   const auto yb = padded(std::min(ly, 0.0), hy, 0.05).second;
   const double ya = 0;  // latencies are never negative
@@ -770,6 +905,12 @@ void LatencyView::refresh(const Selection& s) {
   auto* ay = value_axis(q(metric) + " (ms)", ya, yb);
   l->addAxis(ax, Qt::AlignBottom);
   l->addAxis(ay, Qt::AlignLeft);
+  qsizetype longest = 0;
+  int entries = 0;
+  auto add = [&](QAbstractSeries* sr) {
+    attach(l, sr, ax, ay);
+    ++entries, longest = std::max(longest, sr->name().size());
+  };
   for (const auto& ln : lines) {
     auto* ls = new QLineSeries();
     ls->setName(ln.name);
@@ -779,7 +920,7 @@ void LatencyView::refresh(const Selection& s) {
     ls->setPen(pen);
     ls->setPointsVisible(true);
     for (const auto& p : ln.pts) ls->append(p);
-    attach(l, ls, ax, ay);
+    add(ls);
   }
   for (const auto& [name, v] : slo_lines) {
     auto* ls = new QLineSeries();
@@ -790,9 +931,9 @@ void LatencyView::refresh(const Selection& s) {
     ls->setPen(pen);
     ls->append(ax->min(), v);
     ls->append(ax->max(), v);
-    attach(l, ls, ax, ay);
+    add(ls);
   }
-  for (const auto& [name, x] : knees) {
+  for (const auto& [name, x] : knee_lines) {
     auto* ls = new QLineSeries();
     ls->setName(name);
     QPen pen(QColor("#2ca02c"));
@@ -801,8 +942,24 @@ void LatencyView::refresh(const Selection& s) {
     ls->setPen(pen);
     ls->append(x, ya);
     ls->append(x, yb);
-    attach(l, ls, ax, ay);
+    add(ls);
   }
+  for (const bool reached : {true, false}) {
+    const auto& marks = reached ? knee_marks : held_marks;
+    if (marks.empty()) continue;
+    auto* ks = new QScatterSeries();
+    ks->setName(reached ? "knee (highest rate meeting every SLO)" : "every rate tried met the SLOs");
+    ks->setMarkerShape(QScatterSeries::MarkerShapeRotatedRectangle);
+    ks->setMarkerSize(14);
+    ks->setColor(reached ? QColor("#2ca02c") : QColor(Qt::transparent));
+    ks->setBorderColor(QColor("#1b5e20"));
+    QPen pen(QColor("#1b5e20"));
+    pen.setWidthF(reached ? 1 : 2);
+    ks->setPen(pen);
+    for (const auto& p : marks) ks->append(p);
+    add(ks);
+  }
+  fit_legend(l, entries, longest);
 }
 
 // ---- scaling ----------------------------------------------------------------------------------
@@ -825,10 +982,22 @@ QChart* ScalingView::latencyChart() const { return latency_->chart(); }
 void ScalingView::refresh(const Selection& s) {
   QChart* t = fresh_chart(throughput_, "Throughput against threads x workers");
   QChart* l = fresh_chart(latency_, "Latency p95 against threads x workers");
-  if (!s.db || s.runs.empty()) return;
+  if (!s.db || s.runs.empty()) {
+    t->setTitle(t->title() + ": " + nothing_selected(s));
+    l->setTitle(l->title() + ": " + nothing_selected(s));
+    return;
+  }
   const auto series = s.db->scaling(s.runs);
   const bool decode = reports::scaling_plots_decode(series);
   if (decode) t->setTitle("Decode rate (cibench bench) against threads x workers");
+  // One core count only: the points are shown, and the titles say nothing was scaled.
+  std::set<int64_t> cores;
+  for (const auto& sr : series)
+    for (const auto& p : sr.points) cores.insert(p.threads * p.workers);
+  if (cores.size() == 1)
+    for (QChart* c : {t, l})
+      c->setTitle(c->title() + QString(": every variant ran on %1 core%2, nothing to scale against")
+                                   .arg(*cores.begin()).arg(*cores.begin() == 1 ? "" : "s"));
   for (int which : {0, 1}) {
     QChart* c = which == 0 ? t : l;
     double x1 = 1, y1 = 0;
@@ -933,12 +1102,17 @@ QChart* CountersView::chart() const { return chart_->chart(); }
 
 void CountersView::refresh(const Selection& s) {
   data_.clear();
+  variants_.clear();
   selected_ = s.variants;
   many_runs_ = s.runs.size() > 1;
   numbers_ = {};
+  empty_reason_ = "Counters: " + nothing_selected(s);
   if (s.db && !s.runs.empty()) {
     data_ = s.db->counters(s.runs);
-    numbers_ = VariantNumbers(s.db->variants(s.runs));
+    variants_ = s.db->variants(s.runs);
+    numbers_ = VariantNumbers(variants_);
+    empty_reason_ = data_.empty() ? "Counters: no variant of the selected runs completed"
+                                  : "Counters: none measured for the selected variants";
   }
   // Hardware and derived counters, then the operating system's (measured without a PMU).
   std::vector<std::string> names = reports::counter_names();
@@ -981,30 +1155,24 @@ void CountersView::refresh(const Selection& s) {
   }
   table_->resizeColumnsToContents();
 
-  // Unavailable counters, one line per distinct reason naming the counters that share it (as the
-  // report does): "IPC, L1D misses / 1000 instr (all 8 variants): PAPI_ENOEVNT ...".
-  std::vector<std::string> order;
-  std::map<std::string, std::pair<QStringList, std::set<int64_t>>> by_reason;
-  for (const auto& n : names)
-    for (const auto& cs : data_) {
-      auto it = cs.values.find(n);
-      if (it == cs.values.end() || it->second.value) continue;
-      auto [at, fresh] = by_reason.try_emplace(it->second.reason);
-      if (fresh) order.push_back(it->second.reason);
-      auto& [counters, variants] = at->second;
-      if (!counters.contains(q(reports::counter_title(n)))) counters << q(reports::counter_title(n));
-      variants.insert(cs.v.variant_id);
-    }
+  // Unavailable counters, one line per distinct reason naming the counters that share it and
+  // the variants each lacks it for, as the report does: "IPC (variants 1-3, 5 of 8); energy (J)
+  // (all 8 variants): no RAPL ...".
   QStringList gaps;
-  for (const auto& why : order) {
-    const auto& [counters, variants] = by_reason.at(why);
-    const QString who = variants.size() == data_.size()
-                            ? QString("all %1 variant%2").arg(variants.size()).arg(variants.size() == 1 ? "" : "s")
-                            : QString("%1 of %2 variants").arg(variants.size()).arg(data_.size());
-    gaps << QString("%1 (%2): %3").arg(counters.join(", "), who, q(why));
+  for (const auto& g : reports::counter_gaps(data_, variants_)) gaps << q(g.text()).toHtmlEscaped();
+  // Variants that did not complete have no row in the table: named, with their error.
+  QStringList failed;
+  for (const auto& v : variants_) {
+    if (v.status == "ok" || std::any_of(data_.begin(), data_.end(), [&](const auto& cs) { return cs.v.variant_id == v.variant_id; }))
+      continue;
+    failed << (numbers_.of(v) + " (" + q(v.short_name()) + "): " + q(v.status) +
+               (v.error.empty() ? QString() : ": " + q(v.error)))
+                  .toHtmlEscaped();
   }
-  gaps_->setText(gaps.isEmpty() ? QString()
-                                : "<b>Unavailable</b><br>" + gaps.join("\n").toHtmlEscaped().replace("\n", "<br>"));
+  QString text;
+  if (!gaps.isEmpty()) text = "<b>Unavailable</b><br>" + gaps.join("<br>");
+  if (!failed.isEmpty()) text += (text.isEmpty() ? "" : "<br>") + QString("<b>Not counted</b><br>") + failed.join("<br>");
+  gaps_->setText(text);
 
   // The chart's choices: the measured counters; the current one is kept when still measured.
   const QString current = which_->currentData().toString();
@@ -1020,8 +1188,7 @@ void CountersView::refresh(const Selection& s) {
 void CountersView::rebuildChart() {
   const std::string name = which_->currentData().toString().toStdString();
   if (name.empty()) {
-    QChart* c = fresh_chart(chart_, data_.empty() ? "Counters: select one or more runs"
-                                                  : "Counters: none measured for the selected variants");
+    QChart* c = fresh_chart(chart_, empty_reason_);
     c->legend()->hide();
     unavailable_->clear();
     return;
@@ -1056,6 +1223,10 @@ void CountersView::rebuildChart() {
   c->addSeries(bars);
   auto* ax = new QBarCategoryAxis();
   ax->append(cats);
+  // Names wider than their bar are slanted rather than cut short ("int4_g128 t1 ...").
+  qsizetype longest = 0;
+  for (const auto& n : cats) longest = std::max(longest, n.size());
+  if (cats.size() > 4 && longest > 12) ax->setLabelsAngle(-30);
   auto* ay = value_axis(q(reports::counter_title(name)), 0, hi * 1.1 > 0 ? hi * 1.1 : 1);
   c->addAxis(ax, Qt::AlignBottom);
   c->addAxis(ay, Qt::AlignLeft);
@@ -1126,11 +1297,19 @@ void CompareView::recompute() {
   table_->setRowCount(0);
   QChart* c = fresh_chart(chart_, "Difference B - A with its 95% interval");
   if (!sel_.db || a_->count() == 0) {
-    info_->setText("No runs to compare.");
+    info_->setText(sel_.db ? QString("No runs to compare: %1 (<tt>cibench run SCENARIO --db %2</tt> stores one).")
+                                 .arg(nothing_selected(sel_), QString::fromStdString(sel_.db->path()).toHtmlEscaped())
+                           : QString("No runs to compare."));
+    c->setTitle("Difference B - A: no runs");
     return;
   }
   const int64_t ra = a_->currentData().toLongLong(), rb = b_->currentData().toLongLong();
   if (ra == rb) {
+    c->setTitle("Difference B - A: pick a run B");
+    if (a_->count() == 1) {
+      info_->setText(QString("This database holds one run: nothing to compare run %1 with yet.").arg(ra));
+      return;
+    }
     info_->setText(QString("Pick run B: no other run of %1 with model %2 is selected or stored; runs of other "
                            "scenarios or models can be picked, with a warning.")
                        .arg(q(sel_.db->run(ra).origin()), q(sel_.db->run(ra).model_spec)));

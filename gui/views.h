@@ -16,6 +16,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QListWidget;
+class QScrollArea;
 class QTableWidget;
 class QChart;
 class QScatterSeries;
@@ -135,6 +136,7 @@ class TradeoffView : public View {
   QLabel* floor_src_;
   QListWidget* frontier_;
   QLabel* unplotted_;
+  QScrollArea* unplotted_area_;  // hidden when every variant is plotted
   std::map<QXYSeries*, std::vector<size_t>> series_points_;  // series -> indices into data_.points
   VariantNumbers numbers_;
 };
@@ -185,7 +187,8 @@ class CountersView : public View {
   QChart* chart() const;
   QComboBox* counterBox() const { return which_; }
   QLabel* unavailableLabel() const { return unavailable_; }
-  // The counters unavailable for the selected variants, one line per distinct reason.
+  // The counters unavailable for the selected variants, one line per distinct reason naming the
+  // variants (numbered from 1 of the run's) each counter lacks.
   QLabel* gapsLabel() const { return gaps_; }
   // The counters measured for at least one selected variant (the table's columns, the chart's choices).
   const std::vector<std::string>& measured() const { return measured_; }
@@ -199,6 +202,8 @@ class CountersView : public View {
   QComboBox* which_;
   QLabel* unavailable_;
   std::vector<reports::CounterSummary> data_;
+  std::vector<reports::Variant> variants_;  // every variant of the selected runs (numbering)
+  QString empty_reason_;                    // the chart's title when no counter is measured
   VariantNumbers numbers_;
   std::set<int64_t> selected_;
   bool many_runs_ = false;

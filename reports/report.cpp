@@ -22,8 +22,10 @@
 namespace cibench::reports {
 namespace {
 
-const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                          "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+// 20 distinct line colours: the 16 curves a chart draws at most never share one (as cibench-gui's).
+const char* kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                          "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
+                          "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363"};
 const char* palette(size_t i) { return kPalette[i % (sizeof kPalette / sizeof *kPalette)]; }
 
 std::string utc_now() {
@@ -86,7 +88,12 @@ std::string html_table(const Table& t, const std::string& cls = "") {
   for (size_t r = 0; r < t.rows.size(); ++r) {
     const std::string c = r < t.row_class.size() ? t.row_class[r] : "";
     os << "<tr" << (c.empty() ? "" : " class=\"" + c + "\"") << ">";
-    for (const auto& cell : t.rows[r]) os << "<td>" << xml_escape(cell) << "</td>";
+    for (const auto& cell : t.rows[r]) {
+      // A multi-line cell (a configuration, one "key: value" per line) keeps its lines.
+      std::string html = xml_escape(cell);
+      for (size_t at = html.find('\n'); at != std::string::npos; at = html.find('\n', at + 4)) html.replace(at, 1, "<br>");
+      os << "<td>" << html << "</td>";
+    }
     os << "</tr>\n";
   }
   os << "</tbody></table>\n";
@@ -256,7 +263,7 @@ const char* kCacheNote =
     "real traffic, expect the cache-off figures.";
 
 // The counters that were measured for some variant, one column each (software counters
-// included); a cell is "n/a" where that variant lacks it (the reason is in counter_gaps).
+// included); a cell is "n/a" where that variant lacks it (the reason is in counter_gap_lines).
 Table counters_table(const ReportData& d) {
   std::vector<std::string> names = counter_names();
   names.insert(names.end(), software_counter_names().begin(), software_counter_names().end());
@@ -282,35 +289,11 @@ Table counters_table(const ReportData& d) {
   return tb;
 }
 
-// Unavailable counters, one line per distinct reason: "IPC, L1D misses / 1000 instr (all 6
-// variants): papi: ...".
-std::vector<std::string> counter_gaps(const ReportData& d) {
-  std::vector<std::string> names = counter_names();
-  names.insert(names.end(), software_counter_names().begin(), software_counter_names().end());
-  std::vector<std::string> order;
-  std::map<std::string, std::pair<std::vector<std::string>, std::set<int64_t>>> by_reason;
-  for (const auto& n : names)
-    for (const auto& c : d.counters) {
-      auto it = c.values.find(n);
-      if (it == c.values.end() || it->second.value) continue;
-      const std::string& why = it->second.reason;
-      auto [at, fresh] = by_reason.try_emplace(why);
-      if (fresh) order.push_back(why);
-      auto& [counters, variants] = at->second;
-      if (std::find(counters.begin(), counters.end(), counter_title(n)) == counters.end())
-        counters.push_back(counter_title(n));
-      variants.insert(c.v.variant_id);
-    }
+// Unavailable counters, one line per distinct reason naming the counters that share it and the
+// variants each lacks it for (query.h's counter_gaps, as cibench-gui shows them).
+std::vector<std::string> counter_gap_lines(const ReportData& d) {
   std::vector<std::string> out;
-  for (const auto& why : order) {
-    const auto& [counters, variants] = by_reason.at(why);
-    std::string list;
-    for (const auto& c : counters) list += (list.empty() ? "" : ", ") + c;
-    const std::string who = variants.size() == d.counters.size()
-                                ? str("all ", variants.size(), " variant", variants.size() == 1 ? "" : "s")
-                                : str(variants.size(), " of ", d.counters.size(), " variants");
-    out.push_back(str(list, " (", who, "): ", why));
-  }
+  for (const CounterGap& g : counter_gaps(d.counters, d.variants)) out.push_back(g.text());
   return out;
 }
 
@@ -398,14 +381,25 @@ svg::Chart tradeoff_chart(const ReportData& d) {
   return c;
 }
 
+// The most curves a chart draws (more cannot be told apart, nor listed in its legend).
+constexpr size_t kMaxCurves = 16;
+
 svg::Chart cdf_chart(const ReportData& d) {
   svg::Chart c;
   c.title = "Latency distribution (CDF)";
+  if (d.cdfs.size() > kMaxCurves) c.title += str(" (the first ", kMaxCurves, " of ", d.cdfs.size(), " variants)");
   c.x_title = "latency (ms)";
   c.y_title = "fraction of requests";
-  c.log_x = true;
+  // A log axis when the times span a decade or more (1, 10, 100 ms labelled); a narrower range
+  // (275 to 585 ms) reads better on a linear one, with more than two labels.
+  double lo = INFINITY, hi = 0;
+  for (const auto& s : d.cdfs)
+    for (const auto& p : s.points)
+      if (p.x > 0) lo = std::min(lo, p.x), hi = std::max(hi, p.x);
+  c.log_x = hi > 0 && hi / lo >= 10;
   size_t i = 0;
   for (const auto& s : d.cdfs) {
+    if (i >= kMaxCurves) break;
     svg::Series sr;
     sr.name = s.name;
     sr.kind = svg::Series::Kind::step;
@@ -442,8 +436,29 @@ std::vector<svg::Chart> load_charts(const ReportData& d) {
         if (s.metric == ls.metric) pcts.insert(s.percentile);
       if (pcts.empty()) pcts = {95, 99};
       pcts.insert(50);
+      // More than three curves (a classifier sweep of ten variants): one line per curve at the
+      // highest percentile an SLO bounds (else p95), each knee a marker on its curve instead of a
+      // vertical line (their labels overlapped), at most 16 curves.
+      const bool many = ls.curves.size() > 3;
+      if (many) pcts = {*pcts.rbegin() == 50 && pcts.size() == 1 ? 95.0 : *pcts.rbegin()};
+      if (many) c.title += " (" + pct_name(*pcts.begin()) + ", one line per variant)";
+      if (ls.curves.size() > kMaxCurves)
+        c.title += str(" (the first ", kMaxCurves, " of ", ls.curves.size(), " variants)");
+      svg::Series knees, held;
+      knees.name = "knee (highest rate meeting every SLO)";
+      held.name = "every rate tried met the SLOs";
+      knees.color = "#2ca02c", held.color = "#ffffff";
+      knees.marker = held.marker = "diamond";
       size_t i = 0;
       for (const auto& cv : ls.curves) {
+        if (i >= kMaxCurves) break;
+        if (many)
+          if (const Knee kn = cv.knee_of_steps(); kn.qps)
+            for (const auto& st : cv.steps)
+              if (auto it = st.percentiles.find(*pcts.begin()); st.offered_qps == *kn.qps && it != st.percentiles.end()) {
+                (kn.reached ? knees : held).pts.push_back({*kn.qps, it->second});
+                (kn.reached ? knees : held).tips.push_back(cv.name + ": " + kn.describe());
+              }
         for (double p : pcts) {
           svg::Series s;
           s.name = cv.name + " " + pct_name(p);
@@ -459,12 +474,14 @@ std::vector<svg::Chart> load_charts(const ReportData& d) {
             }
           if (!s.pts.empty()) c.series.push_back(s);
         }
-        if (const Knee kn = cv.knee_of_steps(); kn.qps)
+        if (const Knee kn = cv.knee_of_steps(); kn.qps && !many)
           c.vlines.push_back({*kn.qps, kn.reached ? "knee " + fmt_num(*kn.qps) + " qps"
                                                   : "all met up to " + fmt_num(*kn.qps) + " qps (knee not reached)",
                               "#2ca02c"});
         ++i;
       }
+      for (auto* k : {&knees, &held})
+        if (!k->pts.empty()) c.series.push_back(*k);
       for (const Slo& s : ls.slos)
         if (s.metric == ls.metric) c.hlines.push_back({s.limit_ms, "SLO " + s.key + " " + fmt_num(s.limit_ms) + " ms", "#d62728"});
       out.push_back(c);
@@ -489,10 +506,29 @@ std::vector<std::string> knee_lines(const ReportData& d) {
   return out;
 }
 
+// "Every variant ran on 2 cores (threads x workers: 1x2, 2x1): no scaling to chart." when the
+// variants measured use one core count only; "" otherwise.
+std::string single_core_count(const ReportData& d) {
+  std::set<int64_t> cores;
+  std::set<std::string> layouts;
+  for (const auto& s : d.scaling)
+    for (const auto& p : s.points) {
+      cores.insert(p.threads * p.workers);
+      layouts.insert(std::to_string(p.threads) + "x" + std::to_string(p.workers));
+    }
+  if (cores.size() != 1) return "";
+  std::string l;
+  for (const auto& x : layouts) l += (l.empty() ? "" : ", ") + x;
+  return str("Every variant ran on ", *cores.begin(), " core", *cores.begin() == 1 ? "" : "s", " (threads x workers: ", l,
+             "): no scaling to chart.");
+}
+
 std::vector<svg::Chart> scaling_charts(const ReportData& d) {
   std::vector<svg::Chart> out;
+  // A line needs two core counts (threads x workers): with one, nothing was scaled.
   bool any = false;
-  for (const auto& s : d.scaling) any = any || s.points.size() >= 2;
+  for (const auto& s : d.scaling)
+    for (const auto& p : s.points) any = any || p.threads * p.workers != s.points.front().threads * s.points.front().workers;
   if (!any) return out;
   const bool decode = scaling_plots_decode(d.scaling);
   for (int which : {0, 1}) {
@@ -856,6 +892,8 @@ std::string render_html(const ReportData& d) {
   if (!sc.empty()) {
     os << "<h2>Scaling</h2>\n";
     for (const auto& c : sc) os << svg::render(c) << "\n";
+  } else if (const std::string one = single_core_count(d); !one.empty()) {
+    os << "<h2>Scaling</h2>\n<p class=\"note\">" << xml_escape(one) << "</p>\n";
   }
   if (const Table ct = cache_table(d); !ct.rows.empty())
     os << "<h2>Result cache</h2>\n<p class=\"note\">" << kCacheNote << "</p>\n" << html_table(ct, "cache");
@@ -871,7 +909,7 @@ std::string render_html(const ReportData& d) {
   }
   os << "<h2>Counters</h2>\n<p class=\"note\">" << kCountersNote << "</p>\n";
   if (const Table ct = counters_table(d); !ct.rows.empty()) os << html_table(ct, "counters");
-  os << html_list(counter_gaps(d), "note");
+  os << html_list(counter_gap_lines(d), "note");
   os << "<h2>Provenance</h2>\n";
   for (size_t i = 0; i < d.runs.size(); ++i)
     os << "<details" << (i == 0 ? " open" : "") << "><summary>Run " << d.runs[i].run_id << "</summary>\n"
@@ -922,7 +960,7 @@ std::string render_markdown(const ReportData& d) {
   }
   os << "\n## Counters\n\n" << kCountersNote << "\n\n";
   if (const Table ct = counters_table(d); !ct.rows.empty()) os << md_table(ct) << "\n";
-  for (const auto& g : counter_gaps(d)) os << "- unavailable: " << md(g) << "\n";
+  for (const auto& g : counter_gap_lines(d)) os << "- unavailable: " << md(g) << "\n";
   os << "\n## Provenance\n";
   for (size_t i = 0; i < d.runs.size(); ++i)
     os << "\n### Run " << d.runs[i].run_id << "\n\n" << md_table(provenance_table(d.runs[i], d.provenance[i]));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
@@ -96,8 +97,11 @@ std::string marker_svg(const std::string& shape, double x, double y, double r, c
 
 std::vector<double> ticks(double lo, double hi, bool log, bool integer) {
   std::vector<double> t;
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return {};
   if (!(hi > lo)) return {lo};
-  if (log) {
+  // A range narrower than a double resolves at this magnitude: one tick in the middle.
+  if (hi - lo <= std::max(std::fabs(lo), std::fabs(hi)) * 1e-12) return {lo + (hi - lo) / 2};
+  if (log && lo > 0) {
     const int d0 = static_cast<int>(std::floor(std::log10(lo)));
     const int d1 = static_cast<int>(std::ceil(std::log10(hi)));
     const std::vector<std::vector<double>> mantissas{{1}, {1, 2, 5}, {1, 1.5, 2, 3, 5, 7}};
@@ -113,15 +117,60 @@ std::vector<double> ticks(double lo, double hi, bool log, bool integer) {
     if (t.size() < 2) t = {lo, hi};
     return t;
   }
-  const double raw = (hi - lo) / 6;
+  const double span = hi - lo;
+  if (!std::isfinite(span)) return {lo, 0, hi};  // beyond the largest double: the ends and zero
+  const double raw = span / 6;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
     if (m * mag >= raw) { step = m * mag; break; }
   if (integer) step = std::max(1.0, std::round(step));
-  for (double v = std::ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step)
-    t.push_back(std::fabs(v) < step * 1e-9 ? 0 : v);
+  // Each tick a whole multiple of the step (no accumulated error), at most a dozen of them.
+  const double k0 = std::ceil(lo / step - 1e-9), k1 = std::floor(hi / step + 1e-9);
+  for (double k = k0; k <= k1 && t.size() < 12; ++k) t.push_back(k == 0 ? 0 : k * step);
+  if (t.empty()) t.push_back(lo + span / 2);  // an integer axis narrower than 1 between two integers
   return t;
+}
+
+std::vector<std::string> tick_labels(const std::vector<double>& t, bool log) {
+  auto distinct = [](const std::vector<std::string>& l) {
+    std::vector<std::string> s = l;
+    std::sort(s.begin(), s.end());
+    return std::adjacent_find(s.begin(), s.end()) == s.end();
+  };
+  std::vector<std::string> out(t.size());
+  double big = 0, step = INFINITY;
+  for (size_t i = 0; i < t.size(); ++i) {
+    big = std::max(big, std::fabs(t[i]));
+    if (i) step = std::min(step, std::fabs(t[i] - t[i - 1]));
+  }
+  // A linear axis of ordinary magnitude: the same number of decimals on every label, as many as
+  // the step needs (2.5 -> 1, 0.25 -> 2, 0.01 -> 2), more if two labels would still read alike.
+  const bool fixed = !log && t.size() >= 2 && big < 1e7 && (step >= 1e-4 || big == 0);
+  if (fixed) {
+    int d = 0;
+    if (t.size() >= 2 && step > 0)
+      while (d < 10 && std::fabs(std::round(step * std::pow(10.0, d)) - step * std::pow(10.0, d)) >
+                           1e-6 * step * std::pow(10.0, d))
+        ++d;
+    for (; d <= 15; ++d) {
+      char buf[64];
+      for (size_t i = 0; i < t.size(); ++i) {
+        std::snprintf(buf, sizeof buf, "%.*f", d, t[i]);
+        out[i] = buf;
+        if (out[i][0] == '-' && out[i].find_first_not_of("-0.") == std::string::npos) out[i].erase(0, 1);  // "-0.0"
+      }
+      if (distinct(out)) return out;
+    }
+    return out;
+  }
+  // Log axes (0.5, 1, 2, 5 ...), huge or tiny values: the fewest significant digits (from 3)
+  // that tell every label apart. A lone tick (one value) is shown as the value, to 6 digits.
+  for (int p = t.size() < 2 ? 6 : 3; p <= 17; ++p) {
+    for (size_t i = 0; i < t.size(); ++i) out[i] = fmt_num(t[i], p);
+    if (distinct(out)) break;
+  }
+  return out;
 }
 
 std::string render(const Chart& c) {
@@ -155,10 +204,11 @@ std::string render(const Chart& c) {
     x0 /= 1.15, x1 *= 1.15;
   } else {
     const double dx = x1 > x0 ? (x1 - x0) * 0.06 : std::max(std::fabs(x0) * 0.1, 1.0);
-    x0 -= dx, x1 += dx;
+    // Values that are all >= 0 (latencies, rates, counts) never get an axis below 0.
+    x0 = x0 >= 0 ? std::max(0.0, x0 - dx) : x0 - dx, x1 += dx;
   }
   const double dy = y1 > y0 ? (y1 - y0) * 0.08 : std::max(std::fabs(y0) * 0.05, 0.01);
-  y0 -= dy, y1 += dy;
+  y0 = y0 >= 0 ? std::max(0.0, y0 - dy) : y0 - dy, y1 += dy;
   auto X = [&](double x) {
     return c.log_x ? L + (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)) * pw
                    : L + (x - x0) / (x1 - x0) * pw;
@@ -171,10 +221,11 @@ std::string render(const Chart& c) {
   for (double y : yt) os << "<line x1=\"" << L << "\" y1=\"" << num(Y(y)) << "\" x2=\"" << L + pw << "\" y2=\"" << num(Y(y)) << "\"/>";
   os << "\n</g>\n<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << pw << "\" height=\"" << ph
      << "\" fill=\"none\" stroke=\"#555\"/>\n<g fill=\"#333\">\n";
-  for (double x : xt)
-    os << "<text x=\"" << num(X(x)) << "\" y=\"" << T + ph + 15 << "\" text-anchor=\"middle\">" << fmt_num(x, 3) << "</text>";
-  for (double y : yt)
-    os << "<text x=\"" << L - 5 << "\" y=\"" << num(Y(y) + 4) << "\" text-anchor=\"end\">" << fmt_num(y, 3) << "</text>";
+  const auto xl = tick_labels(xt, c.log_x), yl = tick_labels(yt, false);
+  for (size_t i = 0; i < xt.size(); ++i)
+    os << "<text x=\"" << num(X(xt[i])) << "\" y=\"" << T + ph + 15 << "\" text-anchor=\"middle\">" << xl[i] << "</text>";
+  for (size_t i = 0; i < yt.size(); ++i)
+    os << "<text x=\"" << L - 5 << "\" y=\"" << num(Y(yt[i]) + 4) << "\" text-anchor=\"end\">" << yl[i] << "</text>";
   os << "\n<text x=\"" << num(L + pw / 2) << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">"
      << xml_escape(c.x_title) << (c.log_x ? " (log scale)" : "") << "</text>\n";
   os << "<text transform=\"translate(14," << num(T + ph / 2) << ") rotate(-90)\" text-anchor=\"middle\">"
@@ -229,8 +280,16 @@ std::string render(const Chart& c) {
   // Legend.
   double ly = T + 6;
   const double lx = L + pw + 14;
+  size_t entries = 0, shown = 0;
+  for (const auto& s : c.series) entries += s.in_legend;
   for (const auto& s : c.series) {
     if (!s.in_legend) continue;
+    if (ly + 16 > H - B && shown + 1 < entries) {  // no room for this one and the rest: say so
+      os << "<text x=\"" << lx << "\" y=\"" << ly + 8 << "\" fill=\"#666\">... and " << entries - shown
+         << " more</text>\n";
+      break;
+    }
+    ++shown;
     if (s.kind == Series::Kind::scatter) os << marker_svg(s.marker, lx + 8, ly + 4, 4.5, s.color, "");
     else
       os << "<line x1=\"" << lx << "\" y1=\"" << ly + 4 << "\" x2=\"" << lx + 16 << "\" y2=\"" << ly + 4
@@ -239,7 +298,6 @@ std::string render(const Chart& c) {
     if (name.size() > 30) name = name.substr(0, 29) + "…";
     os << "<text x=\"" << lx + 22 << "\" y=\"" << ly + 8 << "\">" << xml_escape(name) << "</text>\n";
     ly += 16;
-    if (ly > H - B) break;
   }
   os << "</svg>";
   return os.str();

@@ -56,9 +56,15 @@ struct Chart {
 // A complete <svg> element (no XML declaration), self-contained.
 std::string render(const Chart& c);
 
-// Tick positions for [lo, hi]: "nice" linear steps (whole numbers only when `integer`), or 1-2-5
-// per decade on a log axis (more per decade when the range is narrow).
+// Tick positions for [lo, hi]: "nice" linear steps (whole numbers only when `integer`), each a
+// whole multiple of the step, at most 12; or 1-2-5 per decade on a log axis (more per decade when
+// the range is narrow). One tick when lo == hi or when the range is below a double's resolution
+// at that magnitude; none when an end is not finite.
 std::vector<double> ticks(double lo, double hi, bool log, bool integer = false);
+// The labels of those ticks, all distinct: on a linear axis the same number of decimals on
+// each, as many as the step needs ("51.75", "51.80"), on a log axis or at a magnitude beyond
+// 1e7 or below 1e-4 the fewest significant digits (from 3) that tell them apart.
+std::vector<std::string> tick_labels(const std::vector<double>& ticks, bool log);
 
 }  // namespace svg
 }  // namespace cibench::reports

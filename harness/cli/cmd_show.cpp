@@ -173,6 +173,11 @@ RegisterCommand reg{Command{
         if (a->json) {
           nlohmann::json j;
           j["run"] = run.to_json()[0];
+          // "variant": 2 of "variant_count": 7 reads as the text's "variant 2/7".
+          const auto& row = run.rows[0];
+          if (sql_to_string(row[run.col("kind")]) == "scenario")
+            j["variant_count"] = variant_count(st, id, sql_to_string(row[run.col("scenario_toml")]),
+                                               sql_to_string(row[run.col("scenario_path")]));
           j["variants"] = nlohmann::json::array();
           for (const auto& r : vars.rows) j["variants"].push_back(variant_summary_json(st, std::get<int64_t>(r[0])));
           std::cout << j.dump(2) << "\n";

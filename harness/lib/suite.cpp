@@ -513,6 +513,14 @@ nlohmann::json variant_summary_json(Store& store, int64_t variant_id) {
   auto v = store.query("SELECT * FROM variants WHERE variant_id = ?", {variant_id}).to_json();
   if (v.empty()) throw StoreError(str("no variant ", variant_id));
   nlohmann::json out = v[0];
+  // Numbered as cibench run, show, the reports and cibench-gui number them: from 1. The stored
+  // 0-based columns variant_index and step_index are not repeated beside them.
+  for (const auto& [stored, shown] : {std::pair{"variant_index", "variant"}, std::pair{"step_index", "step"}}) {
+    auto it = out.find(stored);
+    if (it == out.end()) continue;
+    out[shown] = it->is_number_integer() ? nlohmann::json(it->get<int64_t>() + 1) : nlohmann::json(nullptr);
+    out.erase(stored);
+  }
   out["counters"] = store.query(
       "SELECT name, phase, scope, value, unit, source, unavailable_reason FROM counters "
       "WHERE variant_id = ? AND scope IN ('total','package') ORDER BY rowid", {variant_id}).to_json();

@@ -39,7 +39,9 @@ void prevalidate_scenario(const Scenario& sc);
 
 SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o);
 
-// One variant's row and its measures as JSON (for `run --json`, show, export).
+// One variant's row and its measures as JSON (for `run --json`, show, export): the stored columns
+// by name, except that the variant and its step are numbered from 1 as everywhere else
+// ("variant": 2, "step": 1) in place of the stored 0-based variant_index and step_index.
 nlohmann::json variant_summary_json(Store& store, int64_t variant_id);
 
 }  // namespace cibench

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `cibench show` of a stepped run: variants numbered from 1 of the matrix's total, as `cibench run`
-# numbers them on its console, and a knee at the highest rate tried stated as not reached there
+# numbers them on its console (in the text and in --json), and a knee at the highest rate tried stated as not reached there
 # (every step met the SLOs) while a knee below it is named. Test SUTs: no shared files needed.
 # Usage: show_knee.sh PATH-TO-CIBENCH [SHARED-DIR]
 set -euo pipefail
@@ -44,6 +44,20 @@ for n in 1 2; do
   grep -qx "variant $n/2: knee (highest rate meeting the SLOs) = not reached below the highest rate tried (40 qps)" \
     "$tmp/show.txt" || { cat "$tmp/show.txt" >&2; fail "knee of variant $n not stated as not reached"; }
 done
+# The JSON numbers the variants and steps as the text does (from 1, of variant_count), with no
+# 0-based index beside them; run --json and export --format json too.
+"$CIBENCH" show last --db "$db" --json >"$tmp/show.json" || fail "show --json"
+python3 - "$tmp/show.json" <<'PY' || fail "show --json numbers"
+import json, sys
+j = json.load(open(sys.argv[1]))
+got = [(v["variant"], v["step"]) for v in j["variants"]]
+assert got == [(1, 1), (1, 2), (2, 1), (2, 2)], got
+assert j["variant_count"] == 2, j.get("variant_count")
+assert not any("variant_index" in v or "step_index" in v for v in j["variants"]), "0-based index in the JSON"
+PY
+"$CIBENCH" export last --db "$db" --format json >"$tmp/export.json" || fail "export json"
+python3 -c 'import json,sys; v=json.load(open(sys.argv[1]))["variants"]; assert [x["variant"] for x in v] == [1, 1, 2, 2] and not any("variant_index" in x for x in v), v' \
+  "$tmp/export.json" || fail "export --format json numbers"
 grep -q 'knee (highest rate meeting the SLOs): not reached below the highest rate tried (40 qps)' "$tmp/run.txt" \
   || fail "run console knee"
 [ "$(sqlite3 "$db" "SELECT COUNT(*) FROM variants WHERE knee_qps = 40 AND knee_reached = 0")" = "4" ] \

@@ -174,6 +174,12 @@ TEST(Gui, TradeoffViewDrawsFloorFrontierAndGreyedPoints) {
   EXPECT_EQ(f32->color(), QColor(QString::fromStdString(reports::format_color("f32"))));
   EXPECT_EQ(f32->markerShape(), QScatterSeries::MarkerShapeCircle);
   EXPECT_EQ(bf16sp->markerShape(), QScatterSeries::MarkerShapeTriangle);
+  // The legend says what the triangle is: one entry for the sparsity drawn with it.
+  auto* sparse_entry = qobject_cast<QScatterSeries*>(series_named(c, "sparsity 0.5"));
+  ASSERT_TRUE(sparse_entry);
+  EXPECT_EQ(sparse_entry->markerShape(), QScatterSeries::MarkerShapeTriangle);
+  EXPECT_EQ(sparse_entry->count(), 0);
+  EXPECT_TRUE(c->legend()->markers(sparse_entry).value(0)->isVisible());
   // The floor: a line at 0.95, and the spin box shows it.
   auto* floor = qobject_cast<QLineSeries*>(series_named(c, "quality floor 0.95"));
   ASSERT_TRUE(floor);
@@ -193,6 +199,7 @@ TEST(Gui, TradeoffViewDrawsFloorFrontierAndGreyedPoints) {
   EXPECT_TRUE(t->frontierList()->item(1)->text().startsWith("bf16 sp0.5 t2 w1"));
   EXPECT_TRUE(t->unplottedLabel()->text().contains("accuracy not run"));
   EXPECT_TRUE(t->unplottedLabel()->text().contains("failed"));
+  EXPECT_EQ(t->unplottedLabel()->text().count("<br>"), 2) << t->unplottedLabel()->text().toStdString();
   // The same frontier as the query layer (and so as the report).
   const auto q = w.db()->tradeoff({fx().ids.run_formats}, "latency_p95_ms", "top1_agreement");
   ASSERT_EQ(q.frontier.size(), t->data().frontier.size());
@@ -222,6 +229,14 @@ TEST(Gui, TradeoffViewDrawsFloorFrontierAndGreyedPoints) {
   EXPECT_TRUE(series_named(c, "quality floor 1.05"));
   EXPECT_DOUBLE_EQ(t->floorBox()->value(), 1.05);
   EXPECT_EQ(t->data().x.key, "achieved_qps");
+
+  // Two runs: the variants not plotted for the same reason share one line.
+  w.selectRuns({fx().ids.run_formats, fx().ids.run_formats_b});
+  settle(w);
+  const QString un = t->unplottedLabel()->text();
+  EXPECT_EQ(un.count("accuracy not run"), 1) << un.toStdString();
+  EXPECT_TRUE(un.contains(QString("run %1: f32 t1 w1, run %2: f32 t1 w1: ").arg(fx().ids.run_formats).arg(fx().ids.run_formats_b)))
+      << un.toStdString();
 }
 
 TEST(Gui, HoverShowsConfigurationAndClickSelectsEverywhere) {
@@ -471,6 +486,59 @@ TEST(Gui, LatencyViewCdfAndLoadWithSlo) {
   settle(w);
 }
 
+// A stepped run of many variants (a classifier sweep): one line per variant at the SLO's
+// percentile instead of three each, the knees as markers on their curves instead of a vertical
+// line each, the CDF title saying how many of how many variants it draws.
+TEST(Gui, LatencyViewWithManyVariantsStaysReadable) {
+  const std::string path = temp_path("many_stepped.sqlite");
+  int64_t run = 0;
+  {
+    Store s(path);
+    run = s.insert("runs", test::fixture_run("many-stepped", "[load]\npattern = \"stepped\"\n\n[slo]\np95_ms = 100\n",
+                                             "hostA", "2024-06-03T09:00:00Z", "stepped"));
+    const double rates[] = {1, 2, 4, 8};
+    for (int i = 0; i < 6; ++i)
+      for (int st = 0; st < 4; ++st) {
+        const double p95 = (st < 2 ? 20.0 + 5 * st : st == 2 ? 60.0 : 300.0) + 5 * i;
+        const int64_t v = test::fixture_variant(s, run, i, st, {i % 2 ? "int8" : "f32", 0, 1 + i / 2, 1, p95, -1}, 0, rates[st]);
+        s.update("variants", "variant_id", v, {{"pattern", std::string("stepped")}});
+        if (i < 5) test::fixture_requests(s, v, p95);
+      }
+  }
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(path)));
+  w.selectRuns({run});
+  w.showView("latency");
+  w.resize(1400, 900);
+  settle(w);
+  LatencyView* l = w.latencyView();
+  QChart* lc = l->loadChart();
+  int lines = 0;
+  for (auto* sr : lc->series())
+    if (auto* ls = qobject_cast<QLineSeries*>(sr); ls && !ls->name().startsWith("SLO")) {
+      ++lines;
+      EXPECT_TRUE(ls->name().endsWith(" p95")) << ls->name().toStdString();
+      EXPECT_EQ(ls->pen().style(), Qt::SolidLine);
+    }
+  EXPECT_EQ(lines, 6);
+  std::set<QRgb> colours;
+  for (auto* sr : l->cdfChart()->series()) colours.insert(qobject_cast<QLineSeries*>(sr)->pen().color().rgb());
+  EXPECT_EQ(colours.size(), l->cdfChart()->series().size());  // 16 curves, 16 colours
+  EXPECT_TRUE(lc->title().startsWith("latency p95 against offered load, one line per variant")) << lc->title().toStdString();
+  // Every variant meets p95 <= 100 ms up to 4 queries/s and breaks it at 8: a knee marker at 4 on
+  // each curve, no vertical knee line.
+  auto* knees = qobject_cast<QScatterSeries*>(series_named(lc, "knee (highest rate meeting every SLO)"));
+  ASSERT_TRUE(knees);
+  ASSERT_EQ(knees->count(), 6);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(knees->at(i), QPointF(4, 60 + 5 * i));
+  for (auto* sr : lc->series()) EXPECT_FALSE(sr->name().contains(" knee ")) << sr->name().toStdString();
+  // The CDF draws 16 of the 20 steps that kept their requests, and says so.
+  EXPECT_EQ(l->cdfChart()->series().size(), 16);
+  EXPECT_TRUE(l->cdfChart()->title().contains("the first 16 of 20 variants")) << l->cdfChart()->title().toStdString();
+  // Many entries: the legend font is smaller.
+  EXPECT_LT(l->cdfChart()->legend()->font().pointSizeF(), QChart().legend()->font().pointSizeF());
+}
+
 TEST(Gui, ScalingViewAgainstThreadsTimesWorkers) {
   MainWindow w;
   ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
@@ -557,12 +625,20 @@ TEST(Gui, CountersViewShowsMeasuredColumnsAndOneLinePerReason) {
   EXPECT_EQ(tb->item(f32_row, head.indexOf("task clock (ms)"))->text(), "812.5");
   EXPECT_EQ(tb->item(f32_row, head.indexOf("context switches"))->text(), "42");
   EXPECT_EQ(tb->item(f32_row, head.indexOf("IPC"))->text(), "unavailable");
-  // One line per distinct reason, naming every counter that shares it.
+  // One line per distinct reason, naming every counter that shares it and the variants (from 1,
+  // of the run's 9) each counter lacks: IPC was counted for variant 2 and unavailable for 1, so
+  // "not recorded" applies to variants 3-8 for IPC, to 1-8 for L2 (never "all 8 variants").
   const QString gaps = cv->gapsLabel()->text();
-  EXPECT_TRUE(gaps.contains("IPC (1 of 8 variants): needs instructions and cycles: PAPI_ENOEVNT")) << gaps.toStdString();
-  EXPECT_TRUE(gaps.contains("L2 misses / 1000 instr, L3 misses / 1000 instr, branch misses / 1000 instr")) << gaps.toStdString();
+  EXPECT_TRUE(gaps.contains("IPC (variant 1 of 9): needs instructions and cycles: PAPI_ENOEVNT"))
+      << gaps.toStdString();
+  EXPECT_TRUE(gaps.contains("IPC, L1D misses / 1000 instr, energy (J), task clock (ms), context switches, page faults, "
+                            "CPU migrations (variants 3-8 of 9); L2 misses / 1000 instr, L3 misses / 1000 instr, "
+                            "branch misses / 1000 instr (variants 1-8 of 9): not recorded for this variant"))
+      << gaps.toStdString();
+  EXPECT_FALSE(gaps.contains("all ")) << gaps.toStdString();
   EXPECT_EQ(gaps.count("): not recorded for this variant"), 1) << gaps.toStdString();
-  EXPECT_EQ(gaps.count("<br>"), 6) << gaps.toStdString();  // after the heading, 6 distinct reasons
+  // After the heading, 6 distinct reasons; then the failed variant under its own heading.
+  EXPECT_EQ(gaps.section("<b>Not counted</b>", 0, 0).count("<br>"), 7) << gaps.toStdString();
   // The chart's choices are the measured counters; it opens on one and draws its bars.
   QStringList choices;
   for (int i = 0; i < cv->counterBox()->count(); ++i) choices << cv->counterBox()->itemData(i).toString();
@@ -663,17 +739,95 @@ TEST(Gui, TradeoffViewGroupsRunsByScenario) {
     auto* ax = qobject_cast<QValueAxis*>(c->axes(Qt::Horizontal).value(0));
     ASSERT_TRUE(ax);
     EXPECT_GE(ax->min(), 0);
-    // One legend entry per format colour, per scenario shape, cache and below floor at most.
+    // One legend entry per format colour, per scenario shape, cache and below floor at most, and
+    // one per scenario for its frontier and floor, drawn in the colour and dash of its frontier.
     std::set<std::string> formats;
     for (const auto& p : t->data().points) formats.insert(p.v.format);
     QStringList shown;
     for (QLegendMarker* m : c->legend()->markers())
       if (m->isVisible()) shown << m->label();
-    EXPECT_LE(static_cast<size_t>(shown.size()), formats.size() + t->groups().size() + 2) << shown.join(" | ").toStdString();
+    EXPECT_LE(static_cast<size_t>(shown.size()), formats.size() + 2 * t->groups().size() + 2)
+        << shown.join(" | ").toStdString();
     EXPECT_TRUE(shown.contains("int8")) << shown.join(" | ").toStdString();
     EXPECT_TRUE(shown.contains("fixture-formats")) << shown.join(" | ").toStdString();
     EXPECT_EQ(shown.removeDuplicates(), 0) << shown.join(" | ").toStdString();
+    std::set<QRgb> frontier_colours;
+    for (const auto& g : t->groups()) {
+      auto* frontier = qobject_cast<QLineSeries*>(series_named(c, "Pareto frontier: " + g.name));
+      if (!frontier) continue;
+      frontier_colours.insert(frontier->pen().color().rgb());
+      const QString floor = g.t.floor ? QString(", floor %1").arg(QString::fromStdString(reports::fmt_num(*g.t.floor)))
+                                      : QString();
+      const QString entry = g.name + ": frontier" + floor;
+      EXPECT_TRUE(shown.contains(entry)) << entry.toStdString() << " in " << shown.join(" | ").toStdString();
+      auto* legend_line = qobject_cast<QLineSeries*>(series_named(c, entry));
+      ASSERT_TRUE(legend_line) << entry.toStdString();
+      EXPECT_EQ(legend_line->pen().color(), frontier->pen().color());
+      EXPECT_EQ(legend_line->pen().style(), Qt::DashLine);
+      EXPECT_EQ(legend_line->count(), 0);  // an entry only: nothing drawn
+      if (g.t.floor) {
+        auto* fl = qobject_cast<QLineSeries*>(series_named(c, QString("quality floor %1: ").arg(
+                                                                   QString::fromStdString(reports::fmt_num(*g.t.floor))) + g.name));
+        ASSERT_TRUE(fl) << g.name.toStdString();
+        EXPECT_EQ(fl->pen().color(), frontier->pen().color());  // a group's lines share its colour
+        EXPECT_EQ(fl->pen().style(), Qt::DotLine);
+      }
+    }
+    // Long entries: a smaller legend font, so that they are not cut short.
+    EXPECT_LT(c->legend()->font().pointSizeF(), QChart().legend()->font().pointSizeF());
+    // Each group's lines in a colour of their own.
+    size_t with_frontier = 0;
+    for (const auto& g : t->groups()) with_frontier += !g.t.frontier.empty();
+    EXPECT_EQ(frontier_colours.size(), with_frontier);
   }
+}
+
+// A store with no run, a store with one run and a run with a failed variant: every view says why
+// it draws nothing instead of showing an empty frame, and the failed variant is named.
+TEST(Gui, ViewsSayWhyTheyAreEmpty) {
+  const std::string empty = temp_path("no_runs.sqlite");
+  { Store s(empty); }
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(empty)));
+  settle(w);
+  const QString none = "no runs in this database yet";
+  EXPECT_TRUE(w.tradeoffView()->chart()->title().contains(none)) << w.tradeoffView()->chart()->title().toStdString();
+  EXPECT_TRUE(w.latencyView()->cdfChart()->title().contains(none));
+  EXPECT_TRUE(w.latencyView()->loadChart()->title().contains(none));
+  EXPECT_TRUE(w.scalingView()->throughputChart()->title().contains(none));
+  EXPECT_TRUE(w.scalingView()->latencyChart()->title().contains(none));
+  EXPECT_TRUE(w.countersView()->chart()->title().contains(none));
+  EXPECT_TRUE(w.compareView()->infoLabel()->text().contains(none)) << w.compareView()->infoLabel()->text().toStdString();
+
+  // One run of one variant: the compare says there is nothing to compare it with; the counters'
+  // unavailable lines say "the only variant", not "all 1 variant".
+  const std::string one = temp_path("one_run.sqlite");
+  int64_t run = 0;
+  {
+    Store s(one);
+    run = s.insert("runs", test::fixture_run("one", "[scenario]\nname = \"one\"\n", "hostA", "2024-06-01T09:00:00Z", "server"));
+    const int64_t v = test::fixture_variant(s, run, 0, 0, {"f32", 0, 1, 1, 50, 1.0}, 0, 2.0);
+    test::fixture_counters(s, v, false);
+  }
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(one)));
+  w.selectRuns({run});
+  settle(w);
+  EXPECT_TRUE(w.compareView()->infoLabel()->text().contains("holds one run")) << w.compareView()->infoLabel()->text().toStdString();
+  EXPECT_TRUE(w.compareView()->chart()->title().contains("pick a run B"));
+  EXPECT_TRUE(w.scalingView()->throughputChart()->title().contains("every variant ran on 1 core, nothing to scale against"))
+      << w.scalingView()->throughputChart()->title().toStdString();
+  const QString gaps = w.countersView()->gapsLabel()->text();
+  EXPECT_TRUE(gaps.contains("IPC (the only variant): needs instructions and cycles")) << gaps.toStdString();
+  EXPECT_FALSE(gaps.contains("all 1")) << gaps.toStdString();
+
+  // A failed variant has no counters: named under the table with its error.
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));
+  w.selectRuns({fx().ids.run_formats});
+  settle(w);
+  const QString f = w.countersView()->gapsLabel()->text();
+  EXPECT_TRUE(f.contains(QString("<b>Not counted</b><br>run %1, variant 9/9 (int4_sym_g32 t2 w1): failed: no kernel for this format")
+                             .arg(fx().ids.run_formats)))
+      << f.toStdString();
 }
 
 TEST(Gui, CompareViewTwoRunsWithIntervals) {

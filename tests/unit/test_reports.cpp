@@ -420,6 +420,8 @@ TEST(Reports, TradeoffFloorFrontierAndUnplotted) {
   EXPECT_DOUBLE_EQ(t4.points[0].x, 64.0);
   // Hover text carries the full configuration.
   const std::string cfg = t.points[t.frontier[0]].v.config();
+  // Numbered from 1 as everywhere shown: int8 t2 is the run's third variant (index 2).
+  EXPECT_EQ(cfg.rfind("run " + std::to_string(fx.run_formats) + ", variant 3\n", 0), 0u) << cfg;
   EXPECT_NE(cfg.find("format: int8"), std::string::npos);
   EXPECT_NE(cfg.find("threads: 2"), std::string::npos);
   EXPECT_NE(cfg.find("isa_used: avx2"), std::string::npos);
@@ -744,6 +746,19 @@ TEST(Reports, HtmlAndMarkdownCarryTheSameFrontier) {
   EXPECT_EQ(html.find("https://"), std::string::npos);
   EXPECT_NE(html.find("data-name=\"Pareto frontier\""), std::string::npos);
   EXPECT_NE(html.find("quality floor 0.95"), std::string::npos);
+  // The CDF of times within a decade (20 to 100 ms) is on a linear axis, not a log one with two labels.
+  {
+    const size_t at = html.find("Latency distribution (CDF)");
+    ASSERT_NE(at, std::string::npos);
+    const std::string cdf = html.substr(at, html.find("</svg>", at) - at);
+    EXPECT_EQ(cdf.find("(log scale)"), std::string::npos);
+    size_t labels = 0;
+    for (size_t p = cdf.find("text-anchor=\"middle\">"); p != std::string::npos; p = cdf.find("text-anchor=\"middle\">", p + 1))
+      labels += std::isdigit(static_cast<unsigned char>(cdf[p + std::strlen("text-anchor=\"middle\">")])) != 0;
+    EXPECT_GE(labels, 3u);
+  }
+  // The frontier's configuration cells keep one line per key, the variant numbered from 1.
+  EXPECT_NE(html.find("<td>run " + std::to_string(fx.run_formats) + ", variant 3<br>label: int8 t2 w1"), std::string::npos);
   // The frontier table of both documents lists exactly the query layer's frontier.
   const Tradeoff t = db.tradeoff({fx.run_formats}, "latency_p95_ms", "top1_agreement");
   auto section = [](const std::string& s, const std::string& from, const std::string& to) {
@@ -776,9 +791,77 @@ TEST(Reports, HtmlAndMarkdownCarryTheSameFrontier) {
               std::string::npos)
         << r.v.short_name();
   }
-  // Counters: unavailable with the reason in both, once per reason.
-  EXPECT_NE(mdn.find("IPC (1 of 8 variants): needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
-  EXPECT_NE(html.find("IPC (1 of 8 variants): needs instructions and cycles: PAPI_ENOEVNT"), std::string::npos);
+  // Counters: unavailable with the reason in both, once per reason, naming the variants (from 1,
+  // of the run's 9: the failed 9th has no counters).
+  EXPECT_NE(mdn.find("IPC (variant 1 of 9): needs instructions and cycles: PAPI_ENOEVNT"),
+            std::string::npos);
+  EXPECT_NE(html.find("IPC (variant 1 of 9): needs instructions and cycles: PAPI_ENOEVNT"),
+            std::string::npos);
+}
+
+// Which variants a set of rows is, as the counters' unavailable lines say it: numbered from 1 of
+// the run's variants, ranges collapsed, "all" only when every variant (and step) is in it.
+TEST(Reports, VariantSetTextNamesTheVariantsExactly) {
+  auto v = [](int64_t run, int64_t index, int64_t step) {
+    Variant x;
+    x.variant_id = run * 100 + index * 10 + step;
+    x.run_id = run, x.variant_index = index, x.step_index = step;
+    return x;
+  };
+  std::vector<Variant> all;
+  for (int i = 0; i < 8; ++i) all.push_back(v(1, i, 0));
+  auto pick = [&](std::initializer_list<int> idx) {
+    std::vector<Variant> out;
+    for (int i : idx) out.push_back(all[static_cast<size_t>(i)]);
+    return out;
+  };
+  EXPECT_EQ(variant_set_text(all, all), "all 8 variants");
+  EXPECT_EQ(variant_set_text(pick({0, 1, 2, 4}), all), "variants 1-3, 5 of 8");
+  EXPECT_EQ(variant_set_text(pick({3}), all), "variant 4 of 8");
+  EXPECT_EQ(variant_set_text(pick({0, 1, 3, 4, 5, 6, 7}), all), "variants 1, 2, 4-8 of 8");
+  EXPECT_EQ(variant_set_text({}, all), "no variant");
+  EXPECT_EQ(variant_set_text(pick({0}), pick({0})), "the only variant");  // not "all 1 variant"
+  // A run whose 3rd variant has no row (it failed before storing counters): never "all".
+  std::vector<Variant> gap = pick({0, 1, 3});
+  EXPECT_EQ(variant_set_text(gap, gap), "variants 1, 2, 4 of 4");
+  // Stepped: a variant with only some of its steps.
+  std::vector<Variant> stepped{v(2, 0, 0), v(2, 0, 1), v(2, 0, 2), v(2, 1, 0), v(2, 1, 1), v(2, 1, 2)};
+  EXPECT_EQ(variant_set_text(stepped, stepped), "all 2 variants");
+  EXPECT_EQ(variant_set_text({stepped[0], stepped[1], stepped[2], stepped[4]}, stepped),
+            "variant 1, variant 2 (step 2 of 3) of 2");
+  EXPECT_EQ(variant_set_text({stepped[0], stepped[1]}, stepped), "variant 1 (steps 1, 2 of 3) of 2");
+  // Several runs: one part per run that has some; one phrase when every variant of every run.
+  std::vector<Variant> both = all;
+  both.insert(both.end(), stepped.begin(), stepped.end());
+  EXPECT_EQ(variant_set_text(both, both), "all 10 variants of 2 runs");
+  std::vector<Variant> some = pick({0, 1});
+  some.insert(some.end(), stepped.begin(), stepped.end());
+  EXPECT_EQ(variant_set_text(some, both), "run 1: variants 1, 2 of 8; run 2: all 2 variants");
+  EXPECT_EQ(variant_set_text(stepped, both), "run 2: all 2 variants");
+}
+
+// The unavailable counters of the fixture: a reason that some variants have for one counter and
+// others for another is not "all" variants for each; each counter's variants are named.
+TEST(Reports, CounterGapsNameTheVariantsOfEachCounter) {
+  const auto& fx = fixture();
+  Db db(fixture_path());
+  const auto rows = db.counters({fx.run_formats});
+  const auto gaps = counter_gaps(rows, db.variants({fx.run_formats}));
+  std::vector<std::string> lines;
+  for (const auto& g : gaps) lines.push_back(g.text());
+  // f32 t2 (1) and bf16 t2 (2) have IPC rows (f32's unavailable); variants 3-8 have no counter row
+  // at all; nobody has L2, L3 or branch rows; the failed 9th has no counters.
+  const std::string not_recorded = "not recorded for this variant (counters off or not run)";
+  const auto nr = std::find_if(gaps.begin(), gaps.end(), [&](const CounterGap& g) { return g.reason == not_recorded; });
+  ASSERT_NE(nr, gaps.end()) << ::testing::PrintToString(lines);
+  EXPECT_EQ(nr->text(), "IPC, L1D misses / 1000 instr, energy (J), task clock (ms), context switches, page faults, "
+                        "CPU migrations (variants 3-8 of 9); L2 misses / 1000 instr, L3 misses / 1000 instr, branch "
+                        "misses / 1000 instr (variants 1-8 of 9): " + not_recorded);
+  for (const auto& l : lines) EXPECT_EQ(l.find("all "), std::string::npos) << l;
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "energy (J) (variant 1 of 9): no RAPL: /sys/class/powercap not present"),
+            lines.end())
+      << ::testing::PrintToString(lines);
 }
 
 TEST(Reports, ReportOfTwoRunsHasTheCompareAndCharts) {
@@ -820,6 +903,85 @@ TEST(Reports, SvgChartBasics) {
   EXPECT_EQ(t.front(), 0);
   EXPECT_DOUBLE_EQ(t.back(), 1);
   EXPECT_NE(svg::render(svg::Chart{}).find("no data to draw"), std::string::npos);
+}
+
+// Labels along an axis are all distinct, whatever the range: a narrow one needs more decimals
+// (51.75 and 51.8 both read "51.8" to 3 digits), a lone value is shown as itself, huge and tiny
+// ranges use exponents, negative ones keep their sign and zero is never "-0".
+TEST(Reports, SvgTickLabelsAreDistinctForAnyRange) {
+  auto distinct = [](std::vector<std::string> l) {
+    std::sort(l.begin(), l.end());
+    return std::adjacent_find(l.begin(), l.end()) == l.end();
+  };
+  struct Range {
+    double lo, hi;
+  };
+  for (const Range r : {Range{51.74, 51.86}, Range{51.8, 51.8}, Range{0, 1}, Range{-5, -1}, Range{-0.3, 0.2},
+                        Range{1e9, 1e9 + 0.001}, Range{0, 3e12}, Range{1e-9, 5e-9}, Range{-2e8, 2e8},
+                        Range{0.99990, 0.99996}, Range{1e15, 1e15 + 1}, Range{-1e300, 1e300}}) {
+    const auto t = svg::ticks(r.lo, r.hi, false);
+    ASSERT_FALSE(t.empty()) << r.lo << " " << r.hi;
+    EXPECT_LE(t.size(), 12u) << r.lo << " " << r.hi;
+    for (double v : t) {
+      EXPECT_GE(v, r.lo - (r.hi - r.lo) * 1e-9) << r.lo << " " << r.hi;
+      EXPECT_LE(v, r.hi + (r.hi - r.lo) * 1e-9) << r.lo << " " << r.hi;
+    }
+    const auto l = svg::tick_labels(t, false);
+    ASSERT_EQ(l.size(), t.size());
+    EXPECT_TRUE(distinct(l)) << r.lo << " " << r.hi << ": " << ::testing::PrintToString(l);
+    for (size_t i = 0; i < t.size(); ++i) {
+      EXPECT_NE(l[i].rfind("-0", 0) == 0 && std::stod(l[i]) == 0, true) << l[i];
+      // Each label reads as its tick to within half the spacing of the ticks.
+      const double spacing = t.size() > 1 ? std::fabs(t[1] - t[0]) : std::max(std::fabs(t[0]) * 1e-6, 1e-300);
+      EXPECT_NEAR(std::stod(l[i]), t[i], spacing / 2) << l[i];
+    }
+  }
+  // The case that repeated "51.8": every label has the decimals the step needs.
+  EXPECT_EQ(svg::tick_labels(svg::ticks(51.74, 51.86, false), false),
+            (std::vector<std::string>{"51.74", "51.76", "51.78", "51.80", "51.82", "51.84", "51.86"}));
+  EXPECT_EQ(svg::tick_labels(svg::ticks(0, 10, false), false),
+            (std::vector<std::string>{"0", "2", "4", "6", "8", "10"}));
+  EXPECT_EQ(svg::tick_labels(svg::ticks(-0.5, 0.5, false), false),
+            (std::vector<std::string>{"-0.4", "-0.2", "0.0", "0.2", "0.4"}));
+  // One value: one tick, labelled as the value.
+  EXPECT_EQ(svg::ticks(51.8, 51.8, false), (std::vector<double>{51.8}));
+  EXPECT_EQ(svg::tick_labels({51.83}, false), (std::vector<std::string>{"51.83"}));
+  // Not finite: no tick.
+  EXPECT_TRUE(svg::ticks(0, INFINITY, false).empty());
+  EXPECT_TRUE(svg::ticks(NAN, 1, false).empty());
+  // Log axes: 1-2-5 labels as short as they can be; a narrow log range still distinct.
+  EXPECT_EQ(svg::tick_labels(svg::ticks(0.5, 200, true), true),
+            (std::vector<std::string>{"0.5", "1", "2", "5", "10", "20", "50", "100", "200"}));
+  EXPECT_TRUE(distinct(svg::tick_labels(svg::ticks(1.0001, 1.0003, true), true)));
+  // A chart of one narrow series (a classifier's throughput at one thread count) draws every y
+  // label once; so does a chart of one point (its range is padded around the value).
+  auto y_labels = [](const std::string& out) {
+    std::vector<std::string> l;
+    for (size_t p = out.find("text-anchor=\"end\">"); p != std::string::npos; p = out.find("text-anchor=\"end\">", p + 1)) {
+      const size_t b = p + std::strlen("text-anchor=\"end\">");
+      l.push_back(out.substr(b, out.find('<', b) - b));
+    }
+    return l;
+  };
+  svg::Chart c;
+  svg::Series s;
+  s.kind = svg::Series::Kind::line;
+  s.pts = {{1, 51.78}, {2, 51.83}};
+  c.series.push_back(s);
+  const auto narrow = y_labels(svg::render(c));
+  EXPECT_GE(narrow.size(), 3u);
+  EXPECT_TRUE(distinct(narrow)) << ::testing::PrintToString(narrow);
+  c.series[0].pts = {{4, 51.8}};
+  const auto one = y_labels(svg::render(c));
+  EXPECT_GE(one.size(), 2u);
+  EXPECT_TRUE(distinct(one)) << ::testing::PrintToString(one);
+  // Non-negative values (latencies from 10 to 1800 ms, accuracies from 0.01) never get a
+  // negative tick: the padding stops at 0.
+  c.series[0].pts = {{10, 0.01}, {1800, 0.9}};
+  const std::string out = svg::render(c);
+  for (const auto& l : y_labels(out)) EXPECT_NE(l[0], '-') << l;
+  for (size_t p = out.find("text-anchor=\"middle\">"); p != std::string::npos; p = out.find("text-anchor=\"middle\">", p + 1))
+    EXPECT_NE(out[p + std::strlen("text-anchor=\"middle\">")], '-') << out.substr(p, 40);
 }
 
 // ---- bad databases ----

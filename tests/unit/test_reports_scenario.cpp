@@ -8,11 +8,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "harness/lib/store.h"
 #include "reports/query.h"
 #include "reports/report.h"
+#include "reports/svg.h"
 #include "tests/gui/reports_fixture.h"
 
 namespace cibench::reports {
@@ -256,6 +258,113 @@ TEST(ReportsScenario, CountersCollapseReasonsAndShowSoftwareCounters) {
     EXPECT_EQ(doc->find("unavailable: needs"), std::string::npos);  // no per-cell reasons
   }
   EXPECT_NE(mdn.find("| f32 t1 w2 | separate | 812.5 | 40 | 1200 | 3 |"), std::string::npos);
+}
+
+// A stepped run of many variants (a classifier sweep): the load chart draws one line per variant
+// at the SLO's highest percentile with the knees as markers (vertical knee lines and their labels
+// piled up), the CDF at most 16 curves and says so, and a legend with no room left says how many
+// entries it leaves out.
+TEST(ReportsScenario, ManyVariantsStayReadable) {
+  const std::string path = temp_path("many.sqlite");
+  int64_t run = 0;
+  {
+    Store s(path);
+    run = s.insert("runs", run_fields("sweep", "stepped", {slo("p50_ms", 20), slo("p99_ms", 50)}, {}));
+    const double rates[] = {25, 50, 100};
+    for (int i = 0; i < 18; ++i)
+      for (int st = 0; st < 3; ++st) {
+        const double p99 = st < 2 ? 30.0 + i : 80.0 + i;  // every variant breaks p99 at 100 qps
+        const int64_t v = s.insert("variants", variant(run, i, st, i % 2 ? "int8" : "f32",
+                                                       {{"offered_qps", rates[st]}, {"pattern", std::string("stepped")},
+                                                        {"latency_p50_ms", 5.0}, {"latency_p99_ms", p99},
+                                                        {"latency_p95_ms", p99 * 0.9}}));
+        if (st == 0) {
+          Store::Transaction t(s);
+          std::vector<std::vector<SqlValue>> rows;
+          for (int q = 0; q < 20; ++q)
+            rows.push_back({v, int64_t{q}, int64_t{q}, int64_t{0}, int64_t{1}, 40.0 * q, 0.0, 5.0 + q, 5.0 + q});
+          s.insert_many("requests", {"variant_id", "seq", "query_index", "worker", "ok", "scheduled_ms", "queue_ms",
+                                     "service_ms", "latency_ms"},
+                        rows);
+          t.commit();
+        }
+      }
+  }
+  Db db(path);
+  const std::string html = render_html(collect_report(db, {run}));
+  const size_t at = html.find("latency against offered load");
+  ASSERT_NE(at, std::string::npos);
+  const std::string load = html.substr(at, html.find("</svg>", at) - at);
+  EXPECT_NE(load.find("(p99, one line per variant)"), std::string::npos);
+  EXPECT_NE(load.find("(the first 16 of 18 variants)"), std::string::npos);
+  EXPECT_EQ(count_of(load, "class=\"vline\""), 0u);
+  EXPECT_EQ(count_of(load, " p50\""), 0u);  // no p50 lines
+  EXPECT_EQ(count_of(load, " p99\""), 16u);
+  const size_t k = load.find("data-name=\"knee (highest rate meeting every SLO)\"");
+  ASSERT_NE(k, std::string::npos);
+  EXPECT_EQ(count_of(load.substr(k, load.find("</g>\n", k) - k), "class=\"point\""), 16u);  // a knee (50 qps) per curve
+  EXPECT_EQ(load.find("... and "), std::string::npos);  // 16 lines and the knee entry fit the legend
+  // A legend with more entries than room says how many it leaves out.
+  svg::Chart crowded;
+  for (int i = 0; i < 30; ++i) {
+    svg::Series sr;
+    sr.name = "s" + std::to_string(i);
+    sr.kind = svg::Series::Kind::line;
+    sr.pts = {{1, double(i)}, {2, double(i + 1)}};
+    crowded.series.push_back(sr);
+  }
+  const std::string cr = svg::render(crowded);
+  const size_t more = cr.find("... and ");
+  ASSERT_NE(more, std::string::npos);
+  const int left_out = std::stoi(cr.substr(more + 8));
+  EXPECT_GT(left_out, 0);
+  EXPECT_EQ(count_of(cr, ">s"), static_cast<size_t>(30 - left_out));  // the entries drawn: "s0" ...
+  const size_t c = html.find("Latency distribution (CDF) (the first 16 of 18 variants)");
+  ASSERT_NE(c, std::string::npos);
+  const std::string cdf = html.substr(c, html.find("</svg>", c) - c);
+  EXPECT_EQ(count_of(cdf, "class=\"series\""), 16u);
+  std::set<std::string> colours;  // 16 curves, 16 colours
+  for (size_t p = cdf.find("class=\"series\""); p != std::string::npos; p = cdf.find("class=\"series\"", p + 1)) {
+    const size_t st = cdf.find("stroke=\"", p) + 8;
+    colours.insert(cdf.substr(st, 7));
+  }
+  EXPECT_EQ(colours.size(), 16u);
+}
+
+// Scaling of a classifier run with the result cache off and on at the same threads x workers:
+// one line per setting (it drew a vertical line from the cache-off point to the cache-on one).
+TEST(ReportsScenario, ScalingKeepsCacheOffAndOnApart) {
+  const std::string path = temp_path("scaling_cache.sqlite");
+  int64_t run = 0;
+  {
+    Store s(path);
+    run = s.insert("runs", run_fields("scaling-cache", "server", {}, {}));
+    int index = 0;
+    for (int workers : {1, 2})
+      for (int cache : {0, 1}) {
+        Fields v = variant(run, index++, 0, "f32", {{"achieved_qps", 20.0 + 10 * cache + workers},
+                                                   {"latency_p95_ms", 40.0 - 10 * cache},
+                                                   {"cache_enabled", int64_t{cache}}});
+        for (auto& [k, val] : v) {
+          if (k == "threads") val = int64_t{3 - workers};
+          if (k == "workers") val = int64_t{workers};
+        }
+        s.insert("variants", v);
+      }
+  }
+  Db db(path);
+  const auto sc = db.scaling({run});
+  std::vector<std::string> names;
+  for (const auto& s : sc) {
+    names.push_back(s.name);
+    EXPECT_EQ(s.points.size(), 1u) << s.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"f32 w1", "f32 w1 cache", "f32 w2", "f32 w2 cache"}));
+  // Every variant on 2 cores: the report says so instead of charting lines of one point each.
+  const std::string html = render_html(collect_report(db, {run}));
+  EXPECT_EQ(html.find("Throughput against threads x workers"), std::string::npos);
+  EXPECT_NE(html.find("Every variant ran on 2 cores (threads x workers: 1x2, 2x1): no scaling to chart."),
+            std::string::npos);
 }
 
 // report.md opens with one pasteable row per configuration: what was measured only, n beside the
