@@ -6,6 +6,7 @@
 
 #include "engines/core/error.h"
 #include "engines/kernels/kernels.h"
+#include "engines/runtime/session.h"
 
 namespace cibench {
 
@@ -69,17 +70,7 @@ LlamaBatch::LlamaBatch(const LlamaModel& model, const BatchOptions& o)
   step_seqs_.reserve(o.max_step_sequences);
   logit_rows_.reserve(o.max_step_sequences);
 
-  // RoPE: pair i of a head turns by pos * theta^(-2i / head_dim) (LlamaSession's tables, bit for bit).
-  const int half = c.head_dim() / 2;
-  rope_cos_.resize(z.rope / sizeof(float));
-  rope_sin_.resize(rope_cos_.size());
-  for (int p = 0; p < max_context_; ++p)
-    for (int i = 0; i < half; ++i) {
-      const double freq = 1.0 / std::pow(static_cast<double>(c.rope_theta),
-                                         (2.0 * i) / static_cast<double>(c.head_dim()));
-      rope_cos_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(p * freq));
-      rope_sin_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(p * freq));
-    }
+  rope_tables(c, max_context_, rope_cos_, rope_sin_);  // LlamaSession's tables, bit for bit
 }
 
 LlamaBatch::~LlamaBatch() = default;

@@ -95,16 +95,19 @@ LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
   att_scores_ = AlignedBuffer(z.scores);
   logits_ = AlignedBuffer(z.logits);
 
-  // RoPE: pair i of a head turns by pos * theta^(-2i / head_dim).
+  rope_tables(c, max_context_, rope_cos_, rope_sin_);
+}
+
+void rope_tables(const LlamaConfig& c, int max_context, std::vector<float>& cos, std::vector<float>& sin) {
   const int half = c.head_dim() / 2;
-  rope_cos_.resize(z.rope / sizeof(float));
-  rope_sin_.resize(rope_cos_.size());
-  for (int p = 0; p < max_context_; ++p)
+  cos.assign(static_cast<size_t>(max_context) * half, 0.0f);
+  sin.assign(cos.size(), 0.0f);
+  for (int p = 0; p < max_context; ++p)
     for (int i = 0; i < half; ++i) {
       const double freq = 1.0 / std::pow(static_cast<double>(c.rope_theta),
                                          (2.0 * i) / static_cast<double>(c.head_dim()));
-      rope_cos_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(p * freq));
-      rope_sin_[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(p * freq));
+      cos[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(p * freq));
+      sin[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(p * freq));
     }
 }
 

@@ -35,6 +35,10 @@ struct SessionOptions {
   ActivationObserver* observer = nullptr;  // not owned; nullptr in timed runs
 };
 
+// RoPE tables for positions [0, max_context): pair i of a head turns by pos * theta^(-2i / head_dim);
+// cos and sin are [max_context][head_dim / 2]. LlamaSession and LlamaBatch share them bit for bit.
+void rope_tables(const LlamaConfig& c, int max_context, std::vector<float>& cos, std::vector<float>& sin);
+
 class LlamaSession {
  public:
   // The bytes a session with these options allocates for a model of this config (KV cache,
