@@ -266,6 +266,25 @@ class LlamaFamily : public ModelFamily {
       so.threads = v.threads;
       so.kv_mode = v.kv_mode;
       try {
+        if (v.batching != BatchingMode::none) {
+          // One engine: its KV pool, step scratch and logits instead of per-worker sessions.
+          BatchSutOptions bo;
+          bo.mode = v.batching;
+          bo.max_batch = v.max_batch;
+          bo.max_tokens_per_step = v.max_tokens_per_step;
+          bo.kv_pool_tokens = v.kv_pool_tokens;
+          bo.threads = v.threads;
+          bo.kv_mode = v.kv_mode;
+          const ExtraMemory engine{reference.bytes + static_cast<double>(LlamaBatch::estimate_bytes(c, llama_batch_options(c, bo))),
+                                   reference.bytes > 0 ? "the batch engine (KV pool, scratch) and " + reference.what
+                                                       : std::string("the batch engine (KV pool, scratch)")};
+          try {
+            require_llama_memory(str("variant ", v.label()), c, b, so, 0, engine, available);
+          } catch (const Error& e) {
+            throw ScenarioError(sc_.pos("matrix.kv_pool_tokens").message(e.what()));
+          }
+          continue;
+        }
         require_llama_memory(str("variant ", v.label()), c, b, so, v.workers, reference, available);
       } catch (const Error& e) {
         throw ScenarioError(sc_.pos("matrix.format").message(e.what()));

@@ -38,9 +38,7 @@ KvPolicy parse_kv_policy(const std::string& s) {
                   "youngest sequence when the pool is full and recompute it later)"));
 }
 
-namespace {
-
-BatchOptions batch_options(const LlamaModel& m, const BatchSutOptions& o) {
+BatchOptions llama_batch_options(const LlamaConfig& c, const BatchSutOptions& o) {
   CIBENCH_CHECK(o.mode != BatchingMode::none, "LlamaBatchSut serves static or continuous batching, not none");
   CIBENCH_CHECK(o.max_batch >= 1 && o.max_batch <= 1024, "max_batch must be in [1, 1024], got ", o.max_batch);
   CIBENCH_CHECK(o.max_tokens_per_step >= 1 && o.max_tokens_per_step <= 65536,
@@ -57,15 +55,13 @@ BatchOptions batch_options(const LlamaModel& m, const BatchSutOptions& o) {
   b.max_step_sequences = o.max_batch;
   b.pool.kv_mode = o.kv_mode;
   b.pool.token_budget = o.kv_pool_tokens > 0 ? o.kv_pool_tokens
-                                             : static_cast<int64_t>(o.max_batch) * m.config.seq_len;
+                                             : static_cast<int64_t>(o.max_batch) * c.seq_len;
   return b;
 }
 
-}  // namespace
-
 struct LlamaBatchSut::Impl {
   Impl(std::shared_ptr<const LlamaModel> m, const BatchSutOptions& opts, std::shared_ptr<const PromptSource> p)
-      : model(std::move(m)), o(opts), prompts(std::move(p)), batch(*model, batch_options(*model, o)) {}
+      : model(std::move(m)), o(opts), prompts(std::move(p)), batch(*model, llama_batch_options(model->config, o)) {}
 
   struct Seq {
     Query q;

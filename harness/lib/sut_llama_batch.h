@@ -57,6 +57,9 @@ struct BatchSutOptions {
   bool record_outputs = false;     // keep every query's tokens (tests)
 };
 
+// The LlamaBatch options the SUT uses (throws Error on bad options, naming the option).
+BatchOptions llama_batch_options(const LlamaConfig& c, const BatchSutOptions& o);
+
 // What the scheduler did over the served queries (since start()).
 struct BatchSutStats {
   int64_t steps = 0;

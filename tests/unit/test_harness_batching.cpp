@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -313,7 +314,7 @@ name = "b"
 question = "q"
 
 [model]
-source = "synthetic:stories260K"
+source = "synthetic:stories260k"
 
 [matrix]
 format = ["w8a8"]
@@ -393,8 +394,21 @@ TEST(BatchingScenario, BadKeysAreRefusedNamingTheKey) {
                 .find("key 'matrix.workers': static and continuous batching serve from one engine thread: workers must "
                       "be 1, got 2"),
             std::string::npos);
+  // The engine's KV pool counts in the memory check, before anything runs (2^24 positions of
+  // stories260K: 5 layers x 2 x 64 floats each, 40 GiB).
+  {
+    const char* before = std::getenv("CIBENCH_MEMORY_AVAILABLE_BYTES");
+    const std::string saved = before ? before : "";
+    setenv("CIBENCH_MEMORY_AVAILABLE_BYTES", "8000000000", 1);
+    const std::string e = error_of(with("kv_pool_tokens = [0, 512]", "kv_pool_tokens = [16777216]"));
+    if (before) setenv("CIBENCH_MEMORY_AVAILABLE_BYTES", saved.c_str(), 1);
+    else unsetenv("CIBENCH_MEMORY_AVAILABLE_BYTES");
+    EXPECT_NE(e.find("b.toml:13:"), std::string::npos) << e;
+    EXPECT_NE(e.find("key 'matrix.kv_pool_tokens': variant w8a8 t1 w1 b4 static tok64 kv16777216"), std::string::npos) << e;
+    EXPECT_NE(e.find("the batch engine (KV pool, scratch)"), std::string::npos) << e;
+  }
   // Batching is a decoder's: a test SUT refuses it, naming the key.
-  EXPECT_NE(error_of(with("synthetic:stories260K", "sut:null")).find("key 'matrix.batching': batching \"static\" is "
+  EXPECT_NE(error_of(with("synthetic:stories260k", "sut:null")).find("key 'matrix.batching': batching \"static\" is "
                                                                      "implemented for Llama-family decoders"),
             std::string::npos);
 }
