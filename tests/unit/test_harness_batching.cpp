@@ -123,7 +123,9 @@ TEST_P(BatchingSutAllIsas, EveryRequestGetsTheGreedyTokensOfASessionAlone) {
     EXPECT_GT(st.steps, 0);
     EXPECT_LE(st.max_seqs, o.max_batch);
     EXPECT_LE(st.kv_occupancy_max, 1.0);
-    if (c.policy == KvPolicy::queue || c.mode == BatchingMode::static_batch) EXPECT_EQ(st.preemptions, 0);
+    if (c.policy == KvPolicy::queue || c.mode == BatchingMode::static_batch) {
+      EXPECT_EQ(st.preemptions, 0);
+    }
   }
 }
 
