@@ -133,6 +133,33 @@ void print_serving(Store& st, int64_t id) {
   std::cout << "\nserving (mean / p50 / p99; n = completed requests, ITL n = gaps between tokens)\n";
   t.print(std::cout);
   for (const auto& r : reasons) std::cout << "  " << r << "\n";
+
+  // Decoder batching (schema 8): how each variant batched and what its scheduler did.
+  bool batching = false;
+  for (const auto& row : v.rows) batching |= has(at(row, "batching"));
+  if (!batching) return;
+  TextTable b({"variant", "batching", "max_batch", "tokens/step", "KV pool tokens", "KV policy", "timeout ms", "steps",
+               "seqs/step mean/max", "KV pool used mean/max", "preemptions"});
+  std::vector<std::string> why;
+  for (const auto& row : v.rows) {
+    if (sql_to_string(at(row, "status")) != "ok") continue;
+    const std::string label = sql_to_string(at(row, "label"));
+    auto pct = [&](const char* c) {
+      const SqlValue x = at(row, c);
+      return has(x) ? num(SqlValue(100 * *sql_number(x)), 1) + " %" : std::string("-");
+    };
+    b.add({label, has(at(row, "batching")) ? sql_to_string(at(row, "batching")) : std::string("-"),
+           num(at(row, "max_batch")), num(at(row, "max_tokens_per_step")), num(at(row, "kv_pool_tokens")),
+           has(at(row, "kv_policy")) ? sql_to_string(at(row, "kv_policy")) : std::string("-"),
+           num(at(row, "batch_timeout_ms")), num(at(row, "engine_steps")),
+           num(at(row, "batch_occupancy_mean")) + " / " + num(at(row, "batch_occupancy_max")),
+           pct("kv_occupancy_mean") + " / " + pct("kv_occupancy_max"), num(at(row, "preemptions"))});
+    const std::string r = sql_to_string(at(row, "batching_reason"));
+    if (!r.empty()) why.push_back(label + ": " + r);
+  }
+  std::cout << "\nbatching (seqs/step: sequences in an engine step; KV pool used: blocks in use / all, after each step)\n";
+  b.print(std::cout);
+  for (const auto& r : why) std::cout << "  " << r << "\n";
 }
 
 // The number of variants of the run's matrix, as `cibench run` counts them ("variant 2/7"): from

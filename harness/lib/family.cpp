@@ -20,6 +20,15 @@ void refuse_classifier_keys(const Scenario& sc) {
     if (c != 0) throw ScenarioError(sc.pos("matrix.cache").message("the result cache is implemented for BERT/DistilBERT classifiers"));
 }
 
+// Static and continuous batching are implemented for Llama-family decoders.
+void refuse_batching_keys(const Scenario& sc) {
+  for (BatchingMode m : sc.batchings)
+    if (m != BatchingMode::none)
+      throw ScenarioError(sc.pos("matrix.batching").message(
+          str("batching \"", batching_name(m), "\" is implemented for Llama-family decoders (model.source a Llama model "
+              "or synthetic:NAME)")));
+}
+
 
 // ---- the harness's own SUTs (sut:null, sut:sleep:...) ------------------------------------------
 
@@ -27,6 +36,7 @@ class TestFamily : public ModelFamily {
  public:
   explicit TestFamily(const Scenario& sc) : sc_(sc) {
     refuse_classifier_keys(sc);
+    refuse_batching_keys(sc);
     try {
       make_test_sut(sc.model);
     } catch (const Error& e) {
@@ -56,7 +66,7 @@ class TestFamily : public ModelFamily {
 
 class BertFamily : public ModelFamily {
  public:
-  explicit BertFamily(const Scenario& sc) : sc_(sc), bench_(sc) {}
+  explicit BertFamily(const Scenario& sc) : sc_(sc), bench_(sc) { refuse_batching_keys(sc); }
   Fields model_provenance() const override {
     return model_fields(bench_.source());
   }
@@ -145,9 +155,38 @@ class LlamaFamily : public ModelFamily {
     cfg.emplace_back("recipe_params", text_or_null(rr.params_json));
     cfg.emplace_back("calibration", text_or_null(rr.calibration_json));
     cfg.emplace_back("quantized_file", text_or_null(rr.quantized_file));
+    const bool batched = v.batching != BatchingMode::none;
+    cfg.emplace_back("batching", std::string(batching_name(v.batching)));
+    cfg.emplace_back("max_tokens_per_step", batched ? SqlValue(int64_t{v.max_tokens_per_step}) : sql_null());
+    cfg.emplace_back("kv_pool_tokens", batched ? SqlValue(kv_pool_positions(v)) : sql_null());
+    cfg.emplace_back("kv_policy", v.batching == BatchingMode::continuous ? SqlValue(std::string(kv_policy_name(v.kv_policy))) : sql_null());
+    cfg.emplace_back("batch_timeout_ms", v.batching == BatchingMode::static_batch ? SqlValue(v.batch_timeout_ms) : sql_null());
+  }
+  void measured(SystemUnderTest& sut, Fields& f, std::vector<std::string>& lines) override {
+    auto* b = dynamic_cast<LlamaBatchSut*>(&sut);
+    if (!b) {
+      f.emplace_back("batching_reason", std::string("batching none: one sequence per worker, no scheduler steps"));
+      return;
+    }
+    const BatchSutStats s = b->stats();
+    f.emplace_back("engine_steps", s.steps);
+    f.emplace_back("preemptions", s.preemptions);
+    if (s.steps == 0) {
+      f.emplace_back("batching_reason", std::string("the engine ran no step"));
+    } else {
+      f.emplace_back("batch_occupancy_mean", s.mean_batch());
+      f.emplace_back("batch_occupancy_max", int64_t{s.max_seqs});
+      f.emplace_back("kv_occupancy_mean", s.mean_kv_occupancy());
+      f.emplace_back("kv_occupancy_max", s.kv_occupancy_max);
+    }
+    lines.push_back(str("batching: ", batching_name(b->options().mode), ", ", s.steps, " steps, sequences per step mean ",
+                        s.mean_batch(), " max ", s.max_seqs, ", KV pool occupancy mean ", s.mean_kv_occupancy(), " max ",
+                        s.kv_occupancy_max, " of ", s.kv_total_blocks, " blocks, ", s.preemptions, " preemptions"));
   }
   void release_builds_except(const Variant& v) override { models_->keep_only(v.format_name(), v.sparsity, v.recipe); }
   std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) override {
+    if (v.batching != BatchingMode::none)
+      return std::make_unique<LlamaBatchSut>(models_->get(v.format_name(), v.sparsity, v.recipe), batch_options(v), prompts_);
     return std::make_unique<LlamaSut>(models_->get(v.format_name(), v.sparsity, v.recipe), session_options(v), v.workers,
                                       prompts_);
   }
@@ -171,6 +210,28 @@ class LlamaFamily : public ModelFamily {
   }
 
  private:
+  BatchSutOptions batch_options(const Variant& v) const {
+    const SessionOptions so = session_options(v);
+    BatchSutOptions b;
+    b.mode = v.batching;
+    b.max_batch = v.max_batch;
+    b.max_tokens_per_step = v.max_tokens_per_step;
+    b.kv_pool_tokens = v.kv_pool_tokens;
+    b.kv_policy = v.kv_policy;
+    b.batch_timeout_ms = v.batch_timeout_ms;
+    b.threads = so.threads;
+    b.pin_threads = so.pin_threads;
+    b.isa = so.isa;
+    b.kv_mode = so.kv_mode;
+    return b;
+  }
+  // The KV pool's positions as the batch allocates them (0 = max_batch x the context; whole blocks).
+  int64_t kv_pool_positions(const Variant& v) const {
+    const int64_t want = v.kv_pool_tokens > 0 ? v.kv_pool_tokens
+                                              : static_cast<int64_t>(v.max_batch) * models_->source().config.seq_len;
+    const int bt = KvPoolOptions{}.block_tokens;
+    return static_cast<int64_t>(KvBlockPool::blocks_for(want, bt)) * bt;
+  }
   SessionOptions session_options(const Variant& v) const {
     SessionOptions so;
     so.threads = v.threads;
@@ -205,6 +266,25 @@ class LlamaFamily : public ModelFamily {
       so.threads = v.threads;
       so.kv_mode = v.kv_mode;
       try {
+        if (v.batching != BatchingMode::none) {
+          // One engine: its KV pool, step scratch and logits instead of per-worker sessions.
+          BatchSutOptions bo;
+          bo.mode = v.batching;
+          bo.max_batch = v.max_batch;
+          bo.max_tokens_per_step = v.max_tokens_per_step;
+          bo.kv_pool_tokens = v.kv_pool_tokens;
+          bo.threads = v.threads;
+          bo.kv_mode = v.kv_mode;
+          const ExtraMemory engine{reference.bytes + static_cast<double>(LlamaBatch::estimate_bytes(c, llama_batch_options(c, bo))),
+                                   reference.bytes > 0 ? "the batch engine (KV pool, scratch) and " + reference.what
+                                                       : std::string("the batch engine (KV pool, scratch)")};
+          try {
+            require_llama_memory(str("variant ", v.label()), c, b, so, 0, engine, available);
+          } catch (const Error& e) {
+            throw ScenarioError(sc_.pos("matrix.kv_pool_tokens").message(e.what()));
+          }
+          continue;
+        }
         require_llama_memory(str("variant ", v.label()), c, b, so, v.workers, reference, available);
       } catch (const Error& e) {
         throw ScenarioError(sc_.pos("matrix.format").message(e.what()));

@@ -55,6 +55,12 @@ std::string Variant::label() const {
   if (shape != Shape::dynamic) s += std::string(" ") + shape_name(shape);
   if (max_batch > 1) s += str(" b", max_batch);
   if (cache) s += cache_entries > 0 ? str(" cache=", cache_entries) : std::string(" cache");
+  if (batching != BatchingMode::none) {
+    s += str(" ", batching_name(batching), " tok", max_tokens_per_step);
+    if (kv_pool_tokens > 0) s += str(" kv", kv_pool_tokens);
+    if (batching == BatchingMode::continuous) s += str(" ", kv_policy_name(kv_policy));
+    if (batching == BatchingMode::static_batch && batch_timeout_ms > 0) s += str(" wait", batch_timeout_ms, "ms");
+  }
   return s;
 }
 
@@ -110,8 +116,18 @@ std::vector<Variant> Scenario::variants() const {
               for (bool pin : pin_threads)
                for (const auto& shape : shapes)
                 for (int mb : max_batches)
-                 for (int64_t cache : caches) {
+                 for (int64_t cache : caches)
+                  for (BatchingMode bm : batchings)
+                   for (size_t ti = 0; ti < max_tokens_per_steps.size(); ++ti)
+                    for (size_t ki = 0; ki < kv_pool_tokens.size(); ++ki)
+                     for (size_t pi = 0; pi < kv_policies.size(); ++pi)
+                      for (size_t wi = 0; wi < batch_timeouts_ms.size(); ++wi) {
                 if (!recipe_skip_reason(rc, *f, is_quantized_model_path(model)).empty()) continue;
+                // Keys the variant's batching mode does not read are not crossed with it.
+                if (bm == BatchingMode::none && (ti || ki || pi || wi)) continue;
+                if (bm == BatchingMode::static_batch && pi) continue;
+                if (bm == BatchingMode::continuous && wi) continue;
+                if (bm == BatchingMode::none && batching_given && mb != max_batches.front()) continue;
                 Variant v;
                 v.index = static_cast<int>(out.size());
                 v.format = f;
@@ -127,6 +143,14 @@ std::vector<Variant> Scenario::variants() const {
                 v.cache = cache != 0;
                 v.cache_entries = cache > 0 ? cache : cache < 0 ? classifier.cache_entries : 0;
                 v.cache_bytes = cache != 0 ? classifier.cache_bytes : 0;
+                v.batching = bm;
+                if (bm == BatchingMode::none && batching_given) v.max_batch = 1;
+                if (bm != BatchingMode::none) {
+                  v.max_tokens_per_step = max_tokens_per_steps[ti];
+                  v.kv_pool_tokens = kv_pool_tokens[ki];
+                  v.kv_policy = kv_policies[pi];
+                  v.batch_timeout_ms = batch_timeouts_ms[wi];
+                }
                 out.push_back(v);
               }
   return out;
@@ -527,7 +551,8 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   }
   {  // [matrix]
     Reader r(top.sub("matrix"), "matrix", path, &s.key_pos);
-    r.known({"format", "recipe", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads", "shapes", "max_batch", "cache", "layout"});
+    r.known({"format", "recipe", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads", "shapes", "max_batch", "cache", "layout",
+             "batching", "max_tokens_per_step", "kv_pool_tokens", "kv_policy", "batch_timeout_ms"});
     auto as_string = [&](const std::string& key) {
       return [&r, key](const toml::node& e) -> std::string {
         if (!e.is_string()) r.fail(e, key, str("expected a string, got ", type_name(e.type())));
@@ -627,6 +652,65 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
           r.fail(e, "cache", str("expected true, false or an entry limit (integer), got ", type_name(e.type())));
         }))
       s.caches = *v;
+    if (auto v = r.list_opt<BatchingMode>("batching", [&](const toml::node& e) {
+          const std::string name = as_string("batching")(e);
+          try {
+            return parse_batching(name);
+          } catch (const Error& err) {
+            r.fail(e, "batching", err.what());
+          }
+        })) {
+      s.batchings = *v;
+      s.batching_given = true;
+    }
+    if (auto v = r.list_opt<int>("max_tokens_per_step", as_int("max_tokens_per_step", 1, 65536))) s.max_tokens_per_steps = *v;
+    if (auto v = r.list_opt<int64_t>("kv_pool_tokens", [&](const toml::node& e) -> int64_t {
+          if (!e.is_integer()) r.fail(e, "kv_pool_tokens", str("expected an integer, got ", type_name(e.type())));
+          const int64_t x = *e.value<int64_t>();
+          if (x != 0 && (x < 16 || x > 16777216))
+            r.fail(e, "kv_pool_tokens", str("must be 0 (max_batch x the context) or in [16, 16777216] positions, got ", x));
+          return x;
+        }))
+      s.kv_pool_tokens = *v;
+    if (auto v = r.list_opt<KvPolicy>("kv_policy", [&](const toml::node& e) {
+          const std::string name = as_string("kv_policy")(e);
+          try {
+            return parse_kv_policy(name);
+          } catch (const Error& err) {
+            r.fail(e, "kv_policy", err.what());
+          }
+        }))
+      s.kv_policies = *v;
+    if (auto v = r.list_opt<double>("batch_timeout_ms", [&](const toml::node& e) {
+          if (!e.is_number()) r.fail(e, "batch_timeout_ms", str("expected a number, got ", type_name(e.type())));
+          const double x = *e.value<double>();
+          if (!(x >= 0 && x <= 60000)) r.fail(e, "batch_timeout_ms", str("must be in [0, 60000] ms, got ", x));
+          return x;
+        }))
+      s.batch_timeouts_ms = *v;
+    {
+      bool has_static = false, has_cont = false;
+      for (BatchingMode m : s.batchings) {
+        has_static |= m == BatchingMode::static_batch;
+        has_cont |= m == BatchingMode::continuous;
+      }
+      const char* need_any[] = {"max_tokens_per_step", "kv_pool_tokens"};
+      for (const char* k : need_any)
+        if (!has_static && !has_cont && r.node(k))
+          r.fail(*r.node(k), k, "only meaningful with matrix.batching \"static\" or \"continuous\"");
+      if (!has_cont && r.node("kv_policy"))
+        r.fail(*r.node("kv_policy"), "kv_policy", "only meaningful with matrix.batching \"continuous\"");
+      if (!has_static && r.node("batch_timeout_ms"))
+        r.fail(*r.node("batch_timeout_ms"), "batch_timeout_ms", "only meaningful with matrix.batching \"static\"");
+      if ((has_static || has_cont) && r.node("workers"))
+        for (int w : s.workers)
+          if (w != 1)
+            r.fail(*r.node("workers"), "workers", str("static and continuous batching serve from one engine thread: workers must be 1, got ", w));
+      if ((has_static || has_cont) && r.node("layout"))
+        for (auto [w, t] : s.layouts)
+          if (w != 1)
+            r.fail(*r.node("layout"), "layout", str("static and continuous batching serve from one engine thread: workers must be 1, got ", w));
+    }
     r.finish();
   }
   {  // [workload]
@@ -820,8 +904,10 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
       throw ScenarioError(r.table_pos(r.node("cache_bytes") ? "cache_bytes" : "cache_entries")
                               .message("the result cache needs a limit: cache_entries or cache_bytes > 0"));
     r.finish();
+    // Harness-formed batches: max_batch > 1 with batching "none" (static / continuous batch in the SUT).
     bool batching = false;
     for (int mb : s.max_batches) batching |= mb > 1;
+    if (s.batching_given) batching = false;
     if (batching && s.pattern != Pattern::server && s.pattern != Pattern::stepped && s.pattern != Pattern::offline)
       throw ScenarioError(s.pos("matrix.max_batch").message(str("harness-formed batches need load.pattern server, stepped or offline, not ", pattern_name(s.pattern))));
   }
@@ -843,7 +929,8 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
                                              : static_cast<double>(s.layouts.size());
     const double n = static_cast<double>(s.formats.size()) * s.recipes.size() * s.sparsities.size() * layouts *
                      s.kv_modes.size() * s.isas.size() * s.pin_threads.size() * s.shapes.size() *
-                     s.max_batches.size() * s.caches.size();
+                     s.max_batches.size() * s.caches.size() * s.batchings.size() * s.max_tokens_per_steps.size() *
+                     s.kv_pool_tokens.size() * s.kv_policies.size() * s.batch_timeouts_ms.size();
     const double steps = s.pattern == Pattern::stepped ? static_cast<double>(s.rates_qps.size()) : 1.0;
     // The schedule of a step is computed up front: an offered rate that would issue more than
     // kMaxScheduledQueries within max_duration_ms is refused (1e9 qps would allocate terabytes).

@@ -14,6 +14,7 @@
 #include "engines/core/format.h"
 #include "engines/runtime/session.h"
 #include "harness/lib/schedule.h"
+#include "harness/lib/sut_llama_batch.h"
 #include "harness/schema/slo.h"
 
 namespace cibench {
@@ -94,6 +95,14 @@ struct Variant {
   bool cache = false;
   int64_t cache_entries = 0;  // entry limit when cache (0 = none)
   int64_t cache_bytes = 0;    // byte limit when cache (0 = none)
+  // Decoders: who batches. none = one sequence per worker (max_batch > 1 then means harness-formed
+  // batches, as for classifiers); static / continuous = the SUT's engine thread batches up to
+  // max_batch sequences (sut_llama_batch.h). The rest apply to static / continuous only.
+  BatchingMode batching = BatchingMode::none;
+  int max_tokens_per_step = 256;
+  int64_t kv_pool_tokens = 0;  // 0 = max_batch x the context
+  KvPolicy kv_policy = KvPolicy::queue;  // continuous only
+  double batch_timeout_ms = 0;           // static only
   std::string label() const;  // "int4_g32 gptq t2 w1 kv=paged isa=avx2" (defaults omitted)
 };
 
@@ -142,6 +151,15 @@ struct Scenario {
   std::vector<Shape> shapes{Shape::dynamic};
   std::vector<int> max_batches{1};
   std::vector<int64_t> caches{0};  // 0 = off, -1 = on with [classifier] limits, N = on with N entries
+  // Decoder batching (sut_llama_batch.h). A key that only one batching mode reads is not crossed
+  // with the others (none takes the first value of each, static the first kv_policy, continuous
+  // the first batch_timeout_ms); with batching given, its "none" variants run max_batch 1.
+  std::vector<BatchingMode> batchings{BatchingMode::none};
+  bool batching_given = false;
+  std::vector<int> max_tokens_per_steps{256};
+  std::vector<int64_t> kv_pool_tokens{0};
+  std::vector<KvPolicy> kv_policies{KvPolicy::queue};
+  std::vector<double> batch_timeouts_ms{0};
   ClassifierSpec classifier;
 
   // [workload]

@@ -203,7 +203,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
                          : sc.pattern == Pattern::single_stream ? SqlValue(int64_t{1}) : sql_null()},
              {"counters_mode", sc.counters_enabled ? SqlValue(sc.counters_mode) : SqlValue(std::string("off"))},
              {"max_batch", int64_t{v.max_batch}},
-             {"max_wait_ms", v.max_batch > 1 ? SqlValue(sc.classifier.max_wait_ms) : sql_null()}};
+             {"max_wait_ms", v.max_batch > 1 && v.batching == BatchingMode::none ? SqlValue(sc.classifier.max_wait_ms) : sql_null()}};
   family.describe(v, cfg);
   int64_t vid = 0;
   {
@@ -243,7 +243,8 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     ls.prompt = sc.prompt_tokens;
     ls.gen = sc.gen_tokens;
     ls.progress = [&](double e, int64_t d, int64_t x) { prog.bar(e, d, x); };
-    ls.max_batch = v.max_batch;
+    // Static / continuous batching: the SUT forms its batches (max_batch is its limit), not the harness.
+    ls.max_batch = v.batching == BatchingMode::none ? v.max_batch : 1;
     ls.max_wait_ns = static_cast<int64_t>(sc.classifier.max_wait_ms * 1e6);
     ls.traffic = p.traffic.get();
 

@@ -252,6 +252,22 @@ ALTER TABLE variants ADD COLUMN queue_depth_max INTEGER;
 ALTER TABLE variants ADD COLUMN concurrency_reason TEXT;
 ALTER TABLE variants ADD COLUMN arrival_process TEXT;
 )SQL"},
+    {8, "variants: decoder batching (batching none/static/continuous, max_tokens_per_step, kv_pool_tokens, kv_policy, "
+        "batch_timeout_ms) and what the scheduler did (engine_steps, preemptions, batch and KV pool occupancy); "
+        "NULL with batching_reason when unmeasured", R"SQL(
+ALTER TABLE variants ADD COLUMN batching TEXT;
+ALTER TABLE variants ADD COLUMN max_tokens_per_step INTEGER;
+ALTER TABLE variants ADD COLUMN kv_pool_tokens INTEGER;
+ALTER TABLE variants ADD COLUMN kv_policy TEXT;
+ALTER TABLE variants ADD COLUMN batch_timeout_ms REAL;
+ALTER TABLE variants ADD COLUMN engine_steps INTEGER;
+ALTER TABLE variants ADD COLUMN preemptions INTEGER;
+ALTER TABLE variants ADD COLUMN batch_occupancy_mean REAL;
+ALTER TABLE variants ADD COLUMN batch_occupancy_max INTEGER;
+ALTER TABLE variants ADD COLUMN kv_occupancy_mean REAL;
+ALTER TABLE variants ADD COLUMN kv_occupancy_max REAL;
+ALTER TABLE variants ADD COLUMN batching_reason TEXT;
+)SQL"},
 };
 
 }  // namespace
