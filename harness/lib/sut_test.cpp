@@ -212,36 +212,15 @@ std::unique_ptr<SystemUnderTest> make_test_sut(const std::string& spec) {
     throw Error(str("unknown test SUT '", spec,
                     "' (sut:null, sut:sleep?ms=N[&token_ms=..][&stall_at=I&stall_ms=M], sut:batch-sleep?step_ms=N[&max_batch=B])"));
   SleepSutOptions o;
-  std::string rest = spec.substr(prefix.size());
-  if (!rest.empty()) {
-    if (rest[0] != '?') throw Error(str("test SUT '", spec, "': expected '?' after sut:sleep"));
-    rest = rest.substr(1);
-    size_t pos = 0;
-    while (pos <= rest.size()) {
-      size_t amp = rest.find('&', pos);
-      if (amp == std::string::npos) amp = rest.size();
-      const std::string kv = rest.substr(pos, amp - pos);
-      pos = amp + 1;
-      if (kv.empty()) continue;
-      const size_t eq = kv.find('=');
-      if (eq == std::string::npos) throw Error(str("test SUT '", spec, "': '", kv, "' is not key=value"));
-      const std::string k = kv.substr(0, eq);
-      double v = 0;
-      try {
-        size_t used = 0;
-        v = std::stod(kv.substr(eq + 1), &used);
-        if (used != kv.size() - eq - 1) throw std::invalid_argument("");
-      } catch (const std::exception&) {
-        throw Error(str("test SUT '", spec, "': '", kv.substr(eq + 1), "' is not a number"));
-      }
-      if (v < 0) throw Error(str("test SUT '", spec, "': ", k, " must be >= 0"));
-      if (k == "ms") o.ms = v;
-      else if (k == "token_ms") o.token_ms = v;
-      else if (k == "stall_at") o.stall_at = static_cast<int64_t>(v);
-      else if (k == "stall_ms") o.stall_ms = v;
-      else throw Error(str("test SUT '", spec, "': unknown parameter '", k, "' (ms, token_ms, stall_at, stall_ms)"));
-    }
+  const auto p = parse_params(spec, prefix, {"ms", "token_ms", "stall_at", "stall_ms"});
+  if (p.count("ms")) o.ms = p.at("ms");
+  if (p.count("token_ms")) o.token_ms = p.at("token_ms");
+  if (p.count("stall_at")) {
+    const double at = p.at("stall_at");
+    if (at > 1e15) throw Error(str("test SUT '", spec, "': stall_at must be at most 1e15, got ", at));
+    o.stall_at = static_cast<int64_t>(at);
   }
+  if (p.count("stall_ms")) o.stall_ms = p.at("stall_ms");
   return std::make_unique<SleepSut>(o);
 }
 
