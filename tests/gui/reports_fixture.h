@@ -26,13 +26,14 @@
 namespace cibench::test {
 
 // A path for a new database in a per-process folder of the temporary directory
-// (cibench_PREFIX_PID/NAME), with any file left there by an earlier test removed.
+// (cibench_PREFIX_PID/NAME), with anything left there by an earlier test removed: a file, or a
+// folder (a report's output) left by an earlier process that had the same PID.
 inline std::string fresh_db_path(const std::string& prefix, const std::string& name) {
   namespace fs = std::filesystem;
   const auto dir = fs::temp_directory_path() / ("cibench_" + prefix + "_" + std::to_string(getpid()));
   fs::create_directories(dir);
   const auto p = dir / name;
-  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(p.string() + suffix);
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove_all(p.string() + suffix);
   return p.string();
 }
 
