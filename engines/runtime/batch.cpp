@@ -97,8 +97,59 @@ SeqId LlamaBatch::add_sequence() {
 
 void LlamaBatch::free_sequence(SeqId s) {
   Sequence& q = seq(s);
+  // Last block first: with prefix caching, a sequence's later blocks become the least recently
+  // released and are evicted before the prefix other prompts are likelier to share.
+  std::reverse(q.blocks.begin(), q.blocks.end());
   pool_.release(q.blocks.data(), q.blocks.size());
   seqs_.erase(s);
+}
+
+int LlamaBatch::attach_prefix(SeqId s, const int* tokens, int n) {
+  CIBENCH_CHECK(opts_.prefix_cache, "attach_prefix: prefix caching is off (BatchOptions::prefix_cache)");
+  Sequence& q = seq(s);
+  CIBENCH_CHECK(q.pos == 0 && q.blocks.empty(), "attach_prefix: sequence ", s, " is not empty (position ", q.pos,
+                ", ", q.blocks.size(), " blocks)");
+  CIBENCH_CHECK(n >= 0 && (n == 0 || tokens), "attach_prefix: bad token count ", n);
+  const int bt = pool_.block_tokens();
+  const int max_blocks = n > 0 ? std::min(n - 1, max_context_) / bt : 0;
+  int32_t parent = -1;
+  int j = 0;
+  for (; j < max_blocks; ++j) {
+    const int32_t id = pool_.find_cached(parent, tokens + static_cast<size_t>(j) * bt);
+    if (id < 0) break;
+    pool_.acquire(id);
+    q.blocks.push_back(id);
+    parent = id;
+  }
+  q.pos = j * bt;
+  q.published = j;
+  q.tokens.assign(tokens, tokens + q.pos);
+  ++prefix_.lookups;
+  prefix_.hits += j > 0;
+  prefix_.lookup_tokens += n;
+  prefix_.hit_tokens += q.pos;
+  return q.pos;
+}
+
+PrefixCacheStats LlamaBatch::prefix_stats() const {
+  PrefixCacheStats p = prefix_;
+  p.evictions = pool_.evictions();
+  p.cached_blocks = pool_.cached_blocks();
+  return p;
+}
+
+void LlamaBatch::publish_full_blocks(Sequence& q) {
+  const int bt = pool_.block_tokens();
+  while (q.publishing && q.published < q.pos / bt) {
+    const int j = q.published;
+    const int32_t parent = j == 0 ? -1 : q.blocks[static_cast<size_t>(j) - 1];
+    if (!pool_.publish(q.blocks[static_cast<size_t>(j)], parent, q.tokens.data() + static_cast<size_t>(j) * bt)) {
+      q.publishing = false;
+      break;
+    }
+    ++q.published;
+    ++prefix_.published_blocks;
+  }
 }
 
 int LlamaBatch::position(SeqId s) const { return seq(s).pos; }
@@ -180,7 +231,14 @@ void LlamaBatch::step(const BatchItem* items, int n_items) {
     if (it.want_logits) logit_rows_.push_back(static_cast<int>(row_item_.size()) - 1);
   }
   forward(static_cast<int>(rows));
-  for (int i = 0; i < n_items; ++i) step_seqs_[i]->pos += items[i].n_tokens;
+  for (int i = 0; i < n_items; ++i) {
+    Sequence& q = *step_seqs_[i];
+    q.pos += items[i].n_tokens;
+    if (opts_.prefix_cache) {
+      q.tokens.insert(q.tokens.end(), items[i].tokens, items[i].tokens + items[i].n_tokens);
+      publish_full_blocks(q);
+    }
+  }
 }
 
 void LlamaBatch::forward(int n) {

@@ -72,6 +72,22 @@ struct BatchOptions {
   int max_step_tokens = 256;    // rows one step may carry (all items' tokens); sizes the scratch
   int max_step_sequences = 64;  // items one step may carry; sizes the logits
   KvPoolOptions pool;           // token budget, block size, KV precision
+  // Prefix caching: every full block a sequence fills is published in the pool under its tokens
+  // (kv_pool.h), and attach_prefix() lets a new sequence hold the cached blocks its prompt starts
+  // with instead of computing them. Blocks nobody holds stay cached until the pool needs them
+  // (least recently released first).
+  bool prefix_cache = false;
+};
+
+// What the prefix cache did since the LlamaBatch was made.
+struct PrefixCacheStats {
+  int64_t lookups = 0;       // attach_prefix calls
+  int64_t hits = 0;          // of them, attached at least one block
+  int64_t lookup_tokens = 0; // tokens offered to attach_prefix
+  int64_t hit_tokens = 0;    // of them, attached (prefill positions not computed)
+  int64_t published_blocks = 0;
+  int64_t evictions = 0;     // cached blocks handed out again
+  int32_t cached_blocks = 0; // now
 };
 
 // One sequence's share of a step: n_tokens tokens fed at the sequence's current position (1 for
@@ -112,6 +128,13 @@ class LlamaBatch {
   // Takes the blocks n_tokens more tokens of s need now. All or nothing: false (nothing taken)
   // when the pool has too few free blocks.
   bool reserve(SeqId s, int n_tokens);
+  // Prefix caching (BatchOptions::prefix_cache): makes the new, empty sequence s hold the
+  // longest chain of cached blocks that the first n tokens start with, whole blocks only and
+  // never the last token (its logits must be computed), and advances s past them. Returns the
+  // positions attached (a multiple of the block size; 0 on a miss): feed tokens from there on.
+  // Throws Error when prefix caching is off or s is not empty.
+  int attach_prefix(SeqId s, const int* tokens, int n);
+  PrefixCacheStats prefix_stats() const;
 
   // ---- the forward step ----
   // Feeds every item's tokens at its sequence's position in one forward pass and advances each
@@ -137,7 +160,14 @@ class LlamaBatch {
   struct Sequence {
     int pos = 0;
     std::vector<int32_t> blocks;
+    // Prefix caching: the tokens fed so far (pos of them), the leading blocks already published
+    // or attached, and whether publishing goes on (it stops at a block whose content another
+    // block already caches: the blocks after it would name an uncached parent).
+    std::vector<int> tokens;
+    int published = 0;
+    bool publishing = true;
   };
+  void publish_full_blocks(Sequence& q);
   Sequence& seq(SeqId s);
   const Sequence& seq(SeqId s) const;
   void forward(int n_rows);
@@ -150,6 +180,7 @@ class LlamaBatch {
   std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<MatmulRunner> mm_;
   SeqId next_id_ = 0;
+  PrefixCacheStats prefix_;
   std::unordered_map<SeqId, Sequence> seqs_;
   // Per row of the current step: its sequence (index into step_seqs_) and position; per item:
   // the sequence, and the logits slot (-1 = none).

@@ -267,6 +267,94 @@ TEST(LlamaBatch, ContextOverflowIsAnError) {
   EXPECT_EQ(batch.position(a), 24);
 }
 
+TEST(KvPool, PrefixCachePublishesFindsSharesAndEvictsLeastRecentlyReleased) {
+  const LlamaConfig c = small_config();
+  KvPoolOptions o;
+  o.token_budget = 4 * 8;  // 4 blocks of 8
+  o.block_tokens = 8;
+  KvBlockPool pool(c, o);
+  std::vector<int> t1(8), t2(8), t3(8);
+  std::iota(t1.begin(), t1.end(), 10);
+  std::iota(t2.begin(), t2.end(), 20);
+  std::iota(t3.begin(), t3.end(), 30);
+
+  // A sequence of two full blocks publishes them as a chain.
+  std::vector<int32_t> a;
+  ASSERT_TRUE(pool.allocate(2, a));
+  EXPECT_EQ(pool.find_cached(-1, t1.data()), -1);
+  ASSERT_TRUE(pool.publish(a[0], -1, t1.data()));
+  ASSERT_TRUE(pool.publish(a[1], a[0], t2.data()));
+  EXPECT_EQ(pool.cached_blocks(), 2);
+  EXPECT_EQ(pool.find_cached(-1, t1.data()), a[0]);
+  EXPECT_EQ(pool.find_cached(a[0], t2.data()), a[1]);
+  EXPECT_EQ(pool.find_cached(-1, t2.data()), -1) << "same tokens, other parent";
+  EXPECT_EQ(pool.find_cached(a[0], t3.data()), -1);
+  std::vector<int> t1x = t1;
+  t1x[7] = 99;
+  EXPECT_EQ(pool.find_cached(-1, t1x.data()), -1) << "one token differs";
+  // The same content under another block is not published twice; bad publishes are errors.
+  std::vector<int32_t> dup;
+  ASSERT_TRUE(pool.allocate(1, dup));
+  EXPECT_FALSE(pool.publish(dup[0], -1, t1.data()));
+  EXPECT_FALSE(pool.is_cached(dup[0]));
+  EXPECT_THROW(pool.publish(a[0], -1, t3.data()), Error);   // published twice
+  EXPECT_THROW(pool.publish(dup[0], dup[0], t3.data()), Error);  // parent not cached
+  EXPECT_THROW(pool.publish(3, -1, t3.data()), Error);       // not held
+  pool.release(dup.data(), 1);
+
+  // A second holder shares the blocks; released by both, they stay cached and count as free.
+  pool.acquire(a[0]);
+  pool.acquire(a[1]);
+  EXPECT_EQ(pool.holders(a[0]), 2);
+  EXPECT_EQ(pool.used_blocks(), 2);
+  pool.release(a.data(), 2);
+  EXPECT_EQ(pool.used_blocks(), 2);
+  const int32_t back[] = {a[1], a[0]};  // a sequence releases its last block first
+  pool.release(back, 2);
+  EXPECT_EQ(pool.used_blocks(), 0);
+  EXPECT_EQ(pool.free_blocks(), 4);
+  EXPECT_EQ(pool.evictable_blocks(), 2);
+  EXPECT_EQ(pool.find_cached(a[0], t2.data()), a[1]);
+  EXPECT_THROW(pool.release(&a[0], 1), Error) << "released more often than held";
+
+  // Never-used blocks go first; then the least recently released cached block (a[1], released
+  // before a[0]) is evicted, and with it goes its content.
+  std::vector<int32_t> b;
+  ASSERT_TRUE(pool.allocate(2, b));
+  EXPECT_EQ(pool.evictions(), 0);
+  EXPECT_EQ(std::set<int32_t>(b.begin(), b.end()).count(a[0]), 0u);
+  std::vector<int32_t> c1;
+  ASSERT_TRUE(pool.allocate(1, c1));
+  EXPECT_EQ(c1[0], a[1]);
+  EXPECT_EQ(pool.evictions(), 1);
+  EXPECT_EQ(pool.find_cached(a[0], t2.data()), -1);
+  EXPECT_EQ(pool.find_cached(-1, t1.data()), a[0]);
+  // Acquiring an evictable block takes it out of the eviction order.
+  pool.acquire(a[0]);
+  EXPECT_EQ(pool.free_blocks(), 0);
+  std::vector<int32_t> none;
+  EXPECT_FALSE(pool.allocate(1, none));
+
+  // Evicting a parent invalidates its children even when the parent's id is reused for a block
+  // published with other content: the child names the parent's generation.
+  pool.release(&c1[0], 1);
+  ASSERT_TRUE(pool.allocate(1, c1));  // a[1] again (never published now)
+  ASSERT_TRUE(pool.publish(c1[0], a[0], t3.data()));
+  EXPECT_EQ(pool.find_cached(a[0], t3.data()), c1[0]);
+  const int32_t child = c1[0];
+  pool.release(&c1[0], 1);  // child evictable
+  pool.release(&a[0], 1);   // parent evictable, released after the child
+  pool.release(b.data(), 2);
+  // Evict: the child first (released first), then b's, then the parent.
+  std::vector<int32_t> all;
+  ASSERT_TRUE(pool.allocate(4, all));
+  EXPECT_EQ(all[2], child);
+  EXPECT_EQ(all[3], a[0]);
+  EXPECT_EQ(pool.cached_blocks(), 0);
+  ASSERT_TRUE(pool.publish(all[3], -1, t1.data()));  // the parent's id, same content again
+  EXPECT_EQ(pool.find_cached(all[3], t3.data()), -1) << "a stale child was found through a reused parent id";
+}
+
 // ---- LlamaBatch against one LlamaSession per sequence -----------------------------------------
 // A scripted run: sequences with ragged prompts join at different steps, read their prompt in
 // chunks of 8 mixed with the decode rows of the others, decode greedily and leave when done. The
@@ -543,6 +631,202 @@ TEST_P(BatchedDecode, TokensOfSeparateSessionsAndLogitsIdenticalOrWithinRounding
                 got.deferred, got.max_rows);
   }
 }
+
+// ---- Prefix caching ------------------------------------------------------------------------
+// Sequences whose prompts start with the same 40-token "system prompt" (blocks of 16): the ones
+// joining after the first attach its cached whole blocks (32 positions; a prompt of exactly 33
+// attaches 32, of exactly 32 attaches 16: the last token is always computed) and compute only
+// the rest. A long unrelated prompt then needs blocks the cache holds, evicting some, and a later
+// sequence with the shared prefix still gets the right tokens. Every sequence's tokens and logits
+// are compared with a LlamaSession decoding it alone (bit-identical for the int8-activation
+// formats, within the rounding bound above for f32 activations).
+
+struct PrefixPlan {
+  std::vector<int> prompt;
+  int generate, join;
+};
+
+std::vector<PrefixPlan> prefix_plans(int vocab) {
+  std::vector<int> sys = {1};
+  for (int t = 1; t < 40; ++t) sys.push_back((t * 29 + 7) % vocab);
+  auto with = [&](int n_sys, int n_own, int salt) {
+    std::vector<int> p(sys.begin(), sys.begin() + n_sys);
+    for (int t = 0; t < n_own; ++t) p.push_back((t * 41 + 13 * salt + 3) % vocab);
+    return p;
+  };
+  std::vector<int> unrelated = {1};
+  for (int t = 1; t < 100; ++t) unrelated.push_back((t * 17 + 5) % vocab);
+  return {{with(40, 5, 1), 6, 0},   // computes the prefix and publishes it
+          {with(40, 9, 2), 5, 7},   // attaches 32 while the first decodes
+          {with(33, 0, 0), 4, 8},   // attaches 32 (the 33rd token is computed)
+          {with(32, 0, 0), 4, 9},   // attaches 16 (the 32nd token is computed)
+          {unrelated, 10, 20},      // misses, and evicts cached blocks
+          {with(40, 7, 3), 3, 60}};
+}
+
+struct PrefixRun {
+  std::vector<Trace> traces;
+  std::vector<int> attached;
+  PrefixCacheStats stats;
+};
+
+PrefixRun run_prefix_batch(const LlamaModel& model, Isa isa, const std::vector<PrefixPlan>& plans) {
+  const int V = model.config.vocab_size;
+  BatchOptions o;
+  o.isa = static_cast<int>(isa);
+  o.pool.block_tokens = 16;
+  o.pool.token_budget = 10 * 16;
+  o.max_step_tokens = 64;
+  o.prefix_cache = true;
+  LlamaBatch batch(model, o);
+  struct Live {
+    size_t plan;
+    SeqId id;
+    int fed;
+  };
+  PrefixRun r;
+  r.traces.resize(plans.size());
+  r.attached.assign(plans.size(), -1);
+  std::vector<Live> live;
+  size_t next = 0;
+  for (int step = 0; next < plans.size() || !live.empty(); ++step) {
+    if (step > 500) {
+      ADD_FAILURE() << "the scripted run does not finish";
+      break;
+    }
+    while (next < plans.size() && plans[next].join <= step) {
+      const PrefixPlan& p = plans[next];
+      const SeqId id = batch.add_sequence();
+      const int n = static_cast<int>(p.prompt.size());
+      r.attached[next] = batch.attach_prefix(id, p.prompt.data(), n);
+      EXPECT_EQ(batch.position(id), r.attached[next]);
+      EXPECT_TRUE(batch.reserve(id, n + p.generate - 1 - r.attached[next])) << "plan " << next;
+      live.push_back({next, id, r.attached[next]});
+      ++next;
+    }
+    if (live.empty()) continue;
+    std::vector<BatchItem> items;
+    for (Live& l : live) {
+      const PrefixPlan& p = plans[l.plan];
+      const int np = static_cast<int>(p.prompt.size());
+      if (l.fed < np) {
+        const int n = std::min(kChunk, np - l.fed);
+        items.push_back({l.id, p.prompt.data() + l.fed, n, l.fed + n == np});
+        l.fed += n;
+      } else {
+        items.push_back({l.id, &r.traces[l.plan].tokens.back(), 1, true});
+      }
+    }
+    batch.step(items);
+    for (size_t j = 0; j < items.size(); ++j) {
+      const float* l = batch.logits(static_cast<int>(j));
+      if (!l) continue;
+      Trace& t = r.traces[live[j].plan];
+      t.logits.insert(t.logits.end(), l, l + V);
+      t.tokens.push_back(Sampler::argmax(l, V));
+    }
+    for (size_t j = live.size(); j-- > 0;)
+      if (static_cast<int>(r.traces[live[j].plan].tokens.size()) == plans[live[j].plan].generate) {
+        batch.free_sequence(live[j].id);
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(j));
+      }
+  }
+  r.stats = batch.prefix_stats();
+  EXPECT_EQ(batch.pool().used_blocks(), 0);
+  return r;
+}
+
+class PrefixCache : public ::testing::TestWithParam<BatchCase> {};
+
+TEST_P(PrefixCache, SharedPrefixIsComputedOnceAndTokensMatchSeparateSessions) {
+  const BatchCase& c = GetParam();
+  const std::string dir = "models/" + c.model;
+  CIBENCH_REQUIRE_SHARED(dir);
+  CIBENCH_REQUIRE_ISA(c.isa);
+  test::IsaScope at(c.isa);
+  const LlamaSource src = open_llama_source(test::shared_path(dir + "/" + c.model + ".bin"));
+  std::vector<std::pair<std::string, bool>> formats = {{"w8a8", true}, {"int4_g128_a8", true}};
+  if (c.model == "stories260K") formats.push_back({"f32", false});
+  for (const auto& [format, bit_identical] : formats) {
+    SCOPED_TRACE(format);
+    LlamaBuildOptions bo;
+    bo.format = format;
+    const LlamaModel model = build_llama(src, bo);
+    const int V = model.config.vocab_size;
+    const std::vector<PrefixPlan> plans = prefix_plans(V);
+    const PrefixRun got = run_prefix_batch(model, c.isa, plans);
+    EXPECT_EQ(got.attached[0], 0);
+    EXPECT_EQ(got.attached[1], 32);
+    EXPECT_EQ(got.attached[2], 32);
+    EXPECT_EQ(got.attached[3], 16);
+    EXPECT_EQ(got.attached[4], 0);
+    EXPECT_EQ(got.stats.lookups, 6);
+    EXPECT_EQ(got.stats.hits, 3 + (got.attached[5] > 0));
+    EXPECT_EQ(got.stats.hit_tokens, 80 + got.attached[5]);
+    EXPECT_GT(got.stats.evictions, 0) << "the unrelated prompt evicted no cached block";
+    double tol = -1;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      SessionOptions so;
+      so.isa = static_cast<int>(c.isa);
+      LlamaSession s(model, so);
+      Trace ref;
+      const float* l = s.prefill(plans[i].prompt.data(), static_cast<int>(plans[i].prompt.size()));
+      for (int g = 0; g < plans[i].generate; ++g) {
+        ref.logits.insert(ref.logits.end(), l, l + V);
+        ref.tokens.push_back(Sampler::argmax(l, V));
+        if (g + 1 < plans[i].generate) l = s.step(ref.tokens.back());
+      }
+      ASSERT_EQ(got.traces[i].tokens, ref.tokens) << "sequence " << i;
+      ASSERT_EQ(got.traces[i].logits.size(), ref.logits.size());
+      if (bit_identical) {
+        EXPECT_EQ(0, std::memcmp(got.traces[i].logits.data(), ref.logits.data(), ref.logits.size() * sizeof(float)))
+            << "sequence " << i << ": logits not bit-identical";
+      } else {
+        if (tol < 0) {
+          std::vector<int> toks = plans[1].prompt;
+          toks.insert(toks.end(), ref.tokens.begin(), ref.tokens.end() - 1);
+          tol = pair_tolerance(src, toks);
+        }
+        double worst = 0;
+        for (size_t j = 0; j < ref.logits.size(); ++j)
+          worst = std::max(worst, std::fabs(static_cast<double>(got.traces[i].logits[j]) - ref.logits[j]));
+        EXPECT_LE(worst, tol) << "sequence " << i;
+      }
+    }
+  }
+}
+
+TEST(PrefixCache, AttachIsRefusedWhenOffOrOnAStartedSequence) {
+  const LlamaModel model = build_llama(synthetic_llama_source("synthetic:stories260k@3"));
+  BatchOptions o;
+  o.pool.token_budget = 256;
+  std::vector<int> p(20, 5);
+  {
+    LlamaBatch off(model, o);
+    const SeqId s = off.add_sequence();
+    EXPECT_THROW(off.attach_prefix(s, p.data(), 20), Error);
+  }
+  o.prefix_cache = true;
+  LlamaBatch on(model, o);
+  const SeqId a = on.add_sequence();
+  BatchItem it{a, p.data(), 20, true};
+  on.step(&it, 1);
+  EXPECT_THROW(on.attach_prefix(a, p.data(), 20), Error);
+  const SeqId b = on.add_sequence();
+  EXPECT_EQ(on.attach_prefix(b, p.data(), 20), 16);
+  EXPECT_EQ(on.pool().holders(on.blocks(b)[0]), 2);
+  EXPECT_EQ(on.attach_prefix(on.add_sequence(), p.data(), 0), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(ModelsAllIsas, PrefixCache, ::testing::ValuesIn([] {
+                           std::vector<BatchCase> v;
+                           for (const char* m : {"stories260K", "stories5M"})
+                             for (Isa isa : all_isas()) v.push_back({m, isa});
+                           return v;
+                         }()),
+                         [](const ::testing::TestParamInfo<BatchCase>& p) {
+                           return p.param.model + "_" + isa_name(p.param.isa);
+                         });
 
 std::vector<BatchCase> batch_cases() {
   std::vector<BatchCase> v;
