@@ -160,6 +160,32 @@ void print_serving(Store& st, int64_t id) {
   std::cout << "\nbatching (seqs/step: sequences in an engine step; KV pool used: blocks in use / all, after each step)\n";
   b.print(std::cout);
   for (const auto& r : why) std::cout << "  " << r << "\n";
+
+  // Prefix caching (schema 9): shown when a variant had it on, beside the same matrix with it off.
+  bool prefix = false;
+  for (const auto& row : v.rows) prefix |= has(at(row, "prefix_cache")) && *sql_number(at(row, "prefix_cache")) != 0;
+  if (!prefix) return;
+  TextTable pc({"variant", "prefix cache", "admissions hit", "prompt tokens attached", "hit rate", "evicted blocks",
+                "TTFT p50 ms", "TTFT p99 ms"});
+  std::vector<std::string> pwhy;
+  for (const auto& row : v.rows) {
+    if (sql_to_string(at(row, "status")) != "ok" || !has(at(row, "prefix_cache"))) continue;
+    const std::string label = sql_to_string(at(row, "label"));
+    const bool on = *sql_number(at(row, "prefix_cache")) != 0;
+    const SqlValue rate = at(row, "prefix_cache_hit_rate");
+    pc.add({label, on ? "on" : "off",
+            has(at(row, "prefix_cache_hits")) ? num(at(row, "prefix_cache_hits")) + " of " + num(at(row, "prefix_cache_lookups")) : "-",
+            has(at(row, "prefix_cache_hit_tokens"))
+                ? num(at(row, "prefix_cache_hit_tokens")) + " of " + num(at(row, "prefix_cache_prompt_tokens"))
+                : "-",
+            has(rate) ? num(SqlValue(100 * *sql_number(rate)), 1) + " %" : std::string("-"),
+            num(at(row, "prefix_cache_evictions")), num(at(row, "ttft_p50_ms")), num(at(row, "ttft_p99_ms"))});
+    const std::string r = sql_to_string(at(row, "prefix_cache_reason"));
+    if (on && !r.empty()) pwhy.push_back(label + ": " + r);
+  }
+  std::cout << "\nprefix cache (prompt tokens attached from cached KV blocks instead of computed)\n";
+  pc.print(std::cout);
+  for (const auto& r : pwhy) std::cout << "  " << r << "\n";
 }
 
 // The number of variants of the run's matrix, as `cibench run` counts them ("variant 2/7"): from

@@ -66,7 +66,12 @@ class TestFamily : public ModelFamily {
 
 class BertFamily : public ModelFamily {
  public:
-  explicit BertFamily(const Scenario& sc) : sc_(sc), bench_(sc) { refuse_batching_keys(sc); }
+  explicit BertFamily(const Scenario& sc) : sc_(sc), bench_(sc) {
+    refuse_batching_keys(sc);
+    if (sc.shared_prefix_tokens > 0)
+      throw ScenarioError(sc.pos("workload.shared_prefix_tokens").message(
+          "a shared prompt prefix is implemented for decoders (classifier requests are whole sentences)"));
+  }
   Fields model_provenance() const override {
     return model_fields(bench_.source());
   }
@@ -161,6 +166,7 @@ class LlamaFamily : public ModelFamily {
     cfg.emplace_back("kv_pool_tokens", batched ? SqlValue(kv_pool_positions(v)) : sql_null());
     cfg.emplace_back("kv_policy", v.batching == BatchingMode::continuous ? SqlValue(std::string(kv_policy_name(v.kv_policy))) : sql_null());
     cfg.emplace_back("batch_timeout_ms", v.batching == BatchingMode::static_batch ? SqlValue(v.batch_timeout_ms) : sql_null());
+    cfg.emplace_back("prefix_cache", batched ? SqlValue(int64_t{v.prefix_cache}) : sql_null());
   }
   void measured(SystemUnderTest& sut, Fields& f, std::vector<std::string>& lines) override {
     auto* b = dynamic_cast<LlamaBatchSut*>(&sut);
@@ -182,6 +188,21 @@ class LlamaFamily : public ModelFamily {
     lines.push_back(str("batching: ", batching_name(b->options().mode), ", ", s.steps, " steps, sequences per step mean ",
                         s.mean_batch(), " max ", s.max_seqs, ", KV pool occupancy mean ", s.mean_kv_occupancy(), " max ",
                         s.kv_occupancy_max, " of ", s.kv_total_blocks, " blocks, ", s.preemptions, " preemptions"));
+    if (!b->options().prefix_cache) {
+      f.emplace_back("prefix_cache_reason", std::string("prefix caching off"));
+    } else if (s.prefix_lookups == 0) {
+      f.emplace_back("prefix_cache_reason", std::string("no query was admitted"));
+    } else {
+      f.emplace_back("prefix_cache_lookups", s.prefix_lookups);
+      f.emplace_back("prefix_cache_hits", s.prefix_hits);
+      f.emplace_back("prefix_cache_prompt_tokens", s.prefix_lookup_tokens);
+      f.emplace_back("prefix_cache_hit_tokens", s.prefix_hit_tokens);
+      f.emplace_back("prefix_cache_hit_rate", s.prefix_hit_rate());
+      f.emplace_back("prefix_cache_evictions", s.prefix_evictions);
+      lines.push_back(str("prefix cache: ", s.prefix_hits, " of ", s.prefix_lookups, " admissions hit, ", s.prefix_hit_tokens,
+                          " of ", s.prefix_lookup_tokens, " prompt tokens attached instead of computed (",
+                          100.0 * s.prefix_hit_rate(), " %), ", s.prefix_evictions, " cached blocks evicted"));
+    }
   }
   void release_builds_except(const Variant& v) override { models_->keep_only(v.format_name(), v.sparsity, v.recipe); }
   std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) override {
@@ -210,8 +231,8 @@ class LlamaFamily : public ModelFamily {
   }
 
  private:
-  BatchSutOptions batch_options(const Variant& v) const {
-    const SessionOptions so = session_options(v);
+  BatchSutOptions batch_options(const Variant& v, bool check_isa = true) const {
+    const SessionOptions so = session_options(v, check_isa);
     BatchSutOptions b;
     b.mode = v.batching;
     b.max_batch = v.max_batch;
@@ -219,6 +240,7 @@ class LlamaFamily : public ModelFamily {
     b.kv_pool_tokens = v.kv_pool_tokens;
     b.kv_policy = v.kv_policy;
     b.batch_timeout_ms = v.batch_timeout_ms;
+    b.prefix_cache = v.prefix_cache;
     b.threads = so.threads;
     b.pin_threads = so.pin_threads;
     b.isa = so.isa;
@@ -232,12 +254,13 @@ class LlamaFamily : public ModelFamily {
     const int bt = KvPoolOptions{}.block_tokens;
     return static_cast<int64_t>(KvBlockPool::blocks_for(want, bt)) * bt;
   }
-  SessionOptions session_options(const Variant& v) const {
+  // check_isa = false: the options' sizes only (the memory check runs before the ISA is needed).
+  SessionOptions session_options(const Variant& v, bool check_isa = true) const {
     SessionOptions so;
     so.threads = v.threads;
     so.pin_threads = v.pin_threads;
     so.kv_mode = v.kv_mode;
-    if (v.isa) {
+    if (v.isa && check_isa) {
       if (!isa_supported(*v.isa))
         throw Error(str("isa '", isa_name(*v.isa), "' cannot run here: ", isa_unavailable_reason(*v.isa)));
       so.isa = static_cast<int>(*v.isa);
@@ -268,13 +291,7 @@ class LlamaFamily : public ModelFamily {
       try {
         if (v.batching != BatchingMode::none) {
           // One engine: its KV pool, step scratch and logits instead of per-worker sessions.
-          BatchSutOptions bo;
-          bo.mode = v.batching;
-          bo.max_batch = v.max_batch;
-          bo.max_tokens_per_step = v.max_tokens_per_step;
-          bo.kv_pool_tokens = v.kv_pool_tokens;
-          bo.threads = v.threads;
-          bo.kv_mode = v.kv_mode;
+          const BatchSutOptions bo = batch_options(v, /*check_isa=*/false);
           const ExtraMemory engine{reference.bytes + static_cast<double>(LlamaBatch::estimate_bytes(c, llama_batch_options(c, bo))),
                                    reference.bytes > 0 ? "the batch engine (KV pool, scratch) and " + reference.what
                                                        : std::string("the batch engine (KV pool, scratch)")};
@@ -331,13 +348,16 @@ class LlamaFamily : public ModelFamily {
         throw ScenarioError(sc_.pos("model.tokenizer").message(e.what()));
       }
     }
+    PromptSource p;
     if (sc_.workload_source == "eval") {
       if (!tokenizer_)
         throw ScenarioError(sc_.pos("workload.source").message("an eval-set workload needs a tokenizer: set model.tokenizer"));
-      prompts_ = std::make_shared<const PromptSource>(PromptSource::eval_text(sc_.eval_set, *tokenizer_));
+      p = PromptSource::eval_text(sc_.eval_set, *tokenizer_);
     } else {
-      prompts_ = std::make_shared<const PromptSource>(PromptSource::synthetic(vocab, sc_.seed_samples, sc_.synthetic_samples));
+      p = PromptSource::synthetic(vocab, sc_.seed_samples, sc_.synthetic_samples);
     }
+    p.set_shared_prefix(sc_.shared_prefix_tokens, sc_.shared_prefixes);
+    prompts_ = std::make_shared<const PromptSource>(std::move(p));
   }
 
   // Calibration windows for the recipes, checked disjoint from the accuracy eval text.

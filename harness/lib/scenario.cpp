@@ -60,6 +60,7 @@ std::string Variant::label() const {
     if (kv_pool_tokens > 0) s += str(" kv", kv_pool_tokens);
     if (batching == BatchingMode::continuous) s += str(" ", kv_policy_name(kv_policy));
     if (batching == BatchingMode::static_batch && batch_timeout_ms > 0) s += str(" wait", batch_timeout_ms, "ms");
+    if (prefix_cache) s += " prefix-cache";
   }
   return s;
 }
@@ -121,10 +122,11 @@ std::vector<Variant> Scenario::variants() const {
                    for (size_t ti = 0; ti < max_tokens_per_steps.size(); ++ti)
                     for (size_t ki = 0; ki < kv_pool_tokens.size(); ++ki)
                      for (size_t pi = 0; pi < kv_policies.size(); ++pi)
-                      for (size_t wi = 0; wi < batch_timeouts_ms.size(); ++wi) {
+                      for (size_t wi = 0; wi < batch_timeouts_ms.size(); ++wi)
+                       for (size_t ci = 0; ci < prefix_caches.size(); ++ci) {
                 if (!recipe_skip_reason(rc, *f, is_quantized_model_path(model)).empty()) continue;
                 // Keys the variant's batching mode does not read are not crossed with it.
-                if (bm == BatchingMode::none && (ti || ki || pi || wi)) continue;
+                if (bm == BatchingMode::none && (ti || ki || pi || wi || ci)) continue;
                 if (bm == BatchingMode::static_batch && pi) continue;
                 if (bm == BatchingMode::continuous && wi) continue;
                 if (bm == BatchingMode::none && batching_given && mb != max_batches.front()) continue;
@@ -150,6 +152,7 @@ std::vector<Variant> Scenario::variants() const {
                   v.kv_pool_tokens = kv_pool_tokens[ki];
                   v.kv_policy = kv_policies[pi];
                   v.batch_timeout_ms = batch_timeouts_ms[wi];
+                  v.prefix_cache = prefix_caches[ci];
                 }
                 out.push_back(v);
               }
@@ -552,7 +555,8 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   {  // [matrix]
     Reader r(top.sub("matrix"), "matrix", path, &s.key_pos);
     r.known({"format", "recipe", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads", "shapes", "max_batch", "cache", "layout",
-             "batching", "max_tokens_per_step", "kv_pool_tokens", "kv_policy", "batch_timeout_ms"});
+             "batching", "max_tokens_per_step", "kv_pool_tokens", "kv_policy", "batch_timeout_ms",
+             "prefix_cache"});
     auto as_string = [&](const std::string& key) {
       return [&r, key](const toml::node& e) -> std::string {
         if (!e.is_string()) r.fail(e, key, str("expected a string, got ", type_name(e.type())));
@@ -688,13 +692,18 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
           return x;
         }))
       s.batch_timeouts_ms = *v;
+    if (auto v = r.list_opt<bool>("prefix_cache", [&](const toml::node& e) {
+          if (!e.is_boolean()) r.fail(e, "prefix_cache", str("expected true or false, got ", type_name(e.type())));
+          return *e.value<bool>();
+        }))
+      s.prefix_caches = *v;
     {
       bool has_static = false, has_cont = false;
       for (BatchingMode m : s.batchings) {
         has_static |= m == BatchingMode::static_batch;
         has_cont |= m == BatchingMode::continuous;
       }
-      const char* need_any[] = {"max_tokens_per_step", "kv_pool_tokens"};
+      const char* need_any[] = {"max_tokens_per_step", "kv_pool_tokens", "prefix_cache"};
       for (const char* k : need_any)
         if (!has_static && !has_cont && r.node(k))
           r.fail(*r.node(k), k, "only meaningful with matrix.batching \"static\" or \"continuous\"");
@@ -715,7 +724,8 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   }
   {  // [workload]
     Reader r(top.sub("workload"), "workload", path, &s.key_pos);
-    r.known({"source", "eval_set", "samples", "prompt_tokens", "gen_tokens", "sampling", "zipf_s", "replay"});
+    r.known({"source", "eval_set", "samples", "prompt_tokens", "gen_tokens", "sampling", "zipf_s", "replay",
+             "shared_prefix_tokens", "shared_prefixes"});
     s.workload_source = r.str_opt("source").value_or("synthetic");
     if (s.workload_source != "synthetic" && s.workload_source != "eval")
       r.fail(*r.node("source"), "source", str("must be \"synthetic\" or \"eval\", got '", s.workload_source, "'"));
@@ -734,6 +744,13 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     def_gen.value = def_gen.min = def_gen.max = 16;
     s.prompt_tokens = read_length(r, "prompt_tokens", def_prompt);
     s.gen_tokens = read_length(r, "gen_tokens", def_gen);
+    s.shared_prefix_tokens = static_cast<int>(r.int_opt("shared_prefix_tokens", 0, 1000000).value_or(0));
+    if (auto k = r.int_opt("shared_prefixes", 1, 1000000)) {
+      if (s.shared_prefix_tokens == 0)
+        r.fail(*r.node("shared_prefixes"), "shared_prefixes", "only meaningful with shared_prefix_tokens > 0");
+      s.shared_prefixes = static_cast<int>(*k);
+    }
+    s.prompt_tokens.offset = s.shared_prefix_tokens;
     s.sampling = r.str_opt("sampling").value_or("uniform");
     if (s.sampling != "uniform" && s.sampling != "zipf" && s.sampling != "replay")
       r.fail(*r.node("sampling"), "sampling", str("must be \"uniform\", \"zipf\" or \"replay\", got '", s.sampling, "'"));
@@ -930,7 +947,8 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     const double n = static_cast<double>(s.formats.size()) * s.recipes.size() * s.sparsities.size() * layouts *
                      s.kv_modes.size() * s.isas.size() * s.pin_threads.size() * s.shapes.size() *
                      s.max_batches.size() * s.caches.size() * s.batchings.size() * s.max_tokens_per_steps.size() *
-                     s.kv_pool_tokens.size() * s.kv_policies.size() * s.batch_timeouts_ms.size();
+                     s.kv_pool_tokens.size() * s.kv_policies.size() * s.batch_timeouts_ms.size() *
+                     s.prefix_caches.size();
     const double steps = s.pattern == Pattern::stepped ? static_cast<double>(s.rates_qps.size()) : 1.0;
     // The schedule of a step is computed up front: an offered rate that would issue more than
     // kMaxScheduledQueries within max_duration_ms is refused (1e9 qps would allocate terabytes).

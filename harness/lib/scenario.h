@@ -103,6 +103,7 @@ struct Variant {
   int64_t kv_pool_tokens = 0;  // 0 = max_batch x the context
   KvPolicy kv_policy = KvPolicy::queue;  // continuous only
   double batch_timeout_ms = 0;           // static only
+  bool prefix_cache = false;             // static / continuous: KV blocks shared by prompt prefix
   std::string label() const;  // "int4_g32 gptq t2 w1 kv=paged isa=avx2" (defaults omitted)
 };
 
@@ -160,6 +161,7 @@ struct Scenario {
   std::vector<int64_t> kv_pool_tokens{0};
   std::vector<KvPolicy> kv_policies{KvPolicy::queue};
   std::vector<double> batch_timeouts_ms{0};
+  std::vector<bool> prefix_caches{false};
   ClassifierSpec classifier;
 
   // [workload]
@@ -168,6 +170,11 @@ struct Scenario {
   int64_t synthetic_samples = 1024;           // distinct synthetic prompts
   LengthDist prompt_tokens;
   LengthDist gen_tokens;
+  // A shared system prompt: every prompt starts with the same shared_prefix_tokens tokens (one of
+  // shared_prefixes different ones, sample s taking prefix s mod shared_prefixes) followed by the
+  // sample's own prompt_tokens; 0 = none. Decoders only.
+  int shared_prefix_tokens = 0;
+  int shared_prefixes = 1;
   std::string sampling = "uniform";  // uniform | zipf | replay: which sample each query uses
   double zipf_s = 1.0;
   std::string replay;                // sampling = replay: file of sample indices

@@ -33,7 +33,7 @@ double Rng::gamma(double k) {
   }
 }
 
-int64_t LengthDist::draw(uint64_t r1, uint64_t r2) const {
+int64_t LengthDist::draw_length(uint64_t r1, uint64_t r2) const {
   if (dist == "fixed") return value;
   if (dist == "uniform") {
     const uint64_t span = static_cast<uint64_t>(max - min + 1);
@@ -50,6 +50,11 @@ int64_t LengthDist::draw(uint64_t r1, uint64_t r2) const {
 }
 
 std::string LengthDist::describe() const {
+  if (offset > 0) {
+    LengthDist d = *this;
+    d.offset = 0;
+    return str(offset, " shared + ", d.describe());
+  }
   if (dist == "fixed") return str(value);
   if (dist == "uniform") return str("uniform[", min, ",", max, "]");
   return str("lognormal(median ", median, ", sigma ", sigma, ") in [", min, ",", max, "]");

@@ -49,11 +49,16 @@ struct LengthDist {
   int64_t max = 1;
   double median = 0;
   double sigma = 0;
+  // Added to every draw: the tokens of a shared system prompt in front of the drawn length.
+  int64_t offset = 0;
 
-  // Deterministic draw from two independent 64-bit random words.
-  int64_t draw(uint64_t r1, uint64_t r2) const;
-  int64_t upper_bound() const { return dist == "fixed" ? value : max; }
+  // Deterministic draw from two independent 64-bit random words (offset included).
+  int64_t draw(uint64_t r1, uint64_t r2) const { return offset + draw_length(r1, r2); }
+  int64_t upper_bound() const { return offset + (dist == "fixed" ? value : max); }
   std::string describe() const;
+
+ private:
+  int64_t draw_length(uint64_t r1, uint64_t r2) const;
 };
 
 // What query `index` asks for: a sample of the workload and the lengths.

@@ -133,16 +133,38 @@ PromptSource PromptSource::eval_text(const std::string& path, const Tokenizer& t
   return p;
 }
 
+void PromptSource::set_shared_prefix(int tokens, int count) {
+  CIBENCH_CHECK(tokens >= 0, "shared prefix tokens must be >= 0, got ", tokens);
+  CIBENCH_CHECK(count >= 1, "shared prefixes must be >= 1, got ", count);
+  prefix_tokens_ = tokens;
+  prefix_count_ = count;
+}
+
 void PromptSource::fill(int64_t s, int len, std::vector<int>& out) const {
   out.resize(static_cast<size_t>(len));
+  const int np = std::min(len, prefix_tokens_);
+  const uint64_t k = static_cast<uint64_t>(s) % static_cast<uint64_t>(prefix_count_);
   if (docs_.empty()) {
-    for (int j = 0; j < len; ++j)
-      out[static_cast<size_t>(j)] = static_cast<int>(hash3(seed_, static_cast<uint64_t>(s), static_cast<uint64_t>(j)) %
-                                                     static_cast<uint64_t>(vocab_));
+    const uint64_t prefix_seed = seed_ ^ 0x73797374656d2070ull;  // another stream than the samples'
+    for (int j = 0; j < np; ++j)
+      out[static_cast<size_t>(j)] =
+          static_cast<int>(hash3(prefix_seed, k, static_cast<uint64_t>(j)) % static_cast<uint64_t>(vocab_));
+    for (int j = np; j < len; ++j)
+      out[static_cast<size_t>(j)] = static_cast<int>(
+          hash3(seed_, static_cast<uint64_t>(s), static_cast<uint64_t>(j - np)) % static_cast<uint64_t>(vocab_));
     return;
   }
+  if (np > 0) {
+    const auto& p = docs_[static_cast<size_t>(k % static_cast<uint64_t>(n_))];
+    for (int j = 0; j < np; ++j) out[static_cast<size_t>(j)] = p[static_cast<size_t>(j) % p.size()];
+  }
   const auto& d = docs_[static_cast<size_t>(s % n_)];
-  for (int j = 0; j < len; ++j) out[static_cast<size_t>(j)] = d[static_cast<size_t>(j) % d.size()];
+  if (np == 0) {
+    for (int j = 0; j < len; ++j) out[static_cast<size_t>(j)] = d[static_cast<size_t>(j) % d.size()];
+    return;
+  }
+  // After a prefix, the document's text without its BOS (documents have at least 2 tokens).
+  for (int j = np; j < len; ++j) out[static_cast<size_t>(j)] = d[1 + static_cast<size_t>(j - np) % (d.size() - 1)];
 }
 
 LlamaSut::LlamaSut(std::shared_ptr<const LlamaModel> model, const SessionOptions& opts, int workers,

@@ -69,13 +69,20 @@ class PromptSource {
   // Splits the text into documents at lines "<|endoftext|>" (or blank lines when absent).
   static PromptSource eval_text(const std::string& path, const Tokenizer& tok, int64_t max_docs = 4096);
   int64_t size() const { return n_; }
-  // Writes `len` tokens of sample `s` into out (a document shorter than len is repeated).
+  // Writes `len` tokens of sample `s` into out (a document shorter than len is repeated). With
+  // a shared prefix, the first min(len, tokens) are prefix s mod count, then the sample's own.
   void fill(int64_t s, int len, std::vector<int>& out) const;
+  // Every prompt starts with one of `count` shared prefixes of `tokens` tokens (a system prompt):
+  // synthetic, seeded token ids; from an eval set, the opening of document k for prefix k.
+  // Throws Error on tokens < 0 or count < 1.
+  void set_shared_prefix(int tokens, int count);
+  int shared_prefix_tokens() const { return prefix_tokens_; }
 
  private:
   int64_t n_ = 0;
   int vocab_ = 0;
   uint64_t seed_ = 0;
+  int prefix_tokens_ = 0, prefix_count_ = 1;
   std::vector<std::vector<int>> docs_;  // empty for synthetic
 };
 

@@ -54,6 +54,7 @@ BatchOptions llama_batch_options(const LlamaConfig& c, const BatchSutOptions& o)
   b.max_step_tokens = std::max(o.max_tokens_per_step, o.max_batch);
   b.max_step_sequences = o.max_batch;
   b.pool.kv_mode = o.kv_mode;
+  b.prefix_cache = o.prefix_cache;
   b.pool.token_budget = o.kv_pool_tokens > 0 ? o.kv_pool_tokens
                                              : static_cast<int64_t>(o.max_batch) * c.seq_len;
   return b;
@@ -67,7 +68,7 @@ struct LlamaBatchSut::Impl {
     Query q;
     QueryContext* ctx = nullptr;
     std::vector<int> toks;  // prompt, then every token produced but the last
-    int plen = 0, gen = 0, produced = 0, fed = 0, preempted = 0;
+    int plen = 0, gen = 0, produced = 0, fed = 0, preempted = 0, prefix_hit = 0;
     SeqId id = -1;
     bool started = false;
     int positions() const { return plen + gen - 1; }  // KV positions the query uses in all
@@ -90,6 +91,7 @@ struct LlamaBatchSut::Impl {
   std::deque<SeqPtr> waiting;  // arrival order; preempted sequences at the front
   std::vector<SeqPtr> running;  // admission order (youngest last)
   BatchSutStats st;
+  int64_t evictions_at_start = 0;
 
   mutable std::mutex out_mu;
   std::map<int64_t, BatchSutOutput> outs;  // guarded by out_mu
@@ -118,6 +120,22 @@ struct LlamaBatchSut::Impl {
     s.ctx->fail(str("the query needs ", s.positions(), " KV positions (", s.plen, " prompt + ", s.gen,
                     " generated - 1) but kv_pool_tokens holds ", batch.pool().token_capacity()));
     return false;
+  }
+
+  // Prefix caching: attaches the cached blocks s's tokens start with to the new sequence id.
+  int attach(SeqId id, const Seq& s) {
+    return o.prefix_cache ? batch.attach_prefix(id, s.toks.data(), static_cast<int>(s.toks.size())) : 0;
+  }
+  // Counts an admission's lookup (once the query is admitted: a sequence freed again because the
+  // pool could not take it is not counted; warm-up queries, index < 0, are not counted either,
+  // though the blocks they fill are cached like any query's).
+  void count_attach(Seq& s, int hit) {
+    s.prefix_hit = hit;
+    if (!o.prefix_cache || s.q.index < 0) return;
+    ++st.prefix_lookups;
+    st.prefix_hits += hit > 0;
+    st.prefix_lookup_tokens += static_cast<int64_t>(s.toks.size());
+    st.prefix_hit_tokens += hit;
   }
 
   void admit(SeqPtr s) {
@@ -184,20 +202,24 @@ struct LlamaBatchSut::Impl {
         waiting.pop_front();
         continue;
       }
-      const int n = std::min(static_cast<int>(s.toks.size()), budget);
       const SeqId id = batch.add_sequence();
+      const int hit = attach(id, s);
+      const int total = static_cast<int>(s.toks.size());
+      const int n = std::min(total - hit, budget);
       if (o.kv_policy == KvPolicy::queue) {
-        if (!batch.reserve(id, s.positions())) {
+        if (!batch.reserve(id, s.positions() - hit)) {
           batch.free_sequence(id);
           break;
         }
-      } else if (blocks_needed_now() + blocks_for(n) > batch.pool().free_blocks()) {
+      } else if (blocks_needed_now() + batch.blocks_needed(id, n) > batch.pool().free_blocks()) {
         batch.free_sequence(id);
         break;
       }
+      count_attach(s, hit);
       s.id = id;
+      s.fed = hit;
       budget -= n;
-      items.push_back({id, s.toks.data(), n, n == static_cast<int>(s.toks.size())});
+      items.push_back({id, s.toks.data() + hit, n, hit + n == total});
       item_seq.push_back(&s);
       admit(std::move(waiting.front()));
       waiting.pop_front();
@@ -233,6 +255,7 @@ struct LlamaBatchSut::Impl {
         }
         out.tokens.push_back(tok);
         out.preempted = s.preempted;
+        out.prefix_hit = s.prefix_hit;
       }
       if (s.produced < s.gen) s.toks.push_back(tok);
     }
@@ -313,11 +336,14 @@ struct LlamaBatchSut::Impl {
         continue;
       }
       const SeqId id = batch.add_sequence();
-      if (!batch.reserve(id, s.positions())) {
+      const int hit = attach(id, s);
+      if (!batch.reserve(id, s.positions() - hit)) {
         batch.free_sequence(id);
         break;
       }
+      count_attach(s, hit);
       s.id = id;
+      s.fed = hit;
       admit(std::move(waiting.front()));
       waiting.pop_front();
     }
@@ -349,7 +375,7 @@ SutInfo LlamaBatchSut::info() const {
                       batching_name(o_.mode), " batching (max_batch ", o_.max_batch, ", ", o_.max_tokens_per_step,
                       " tokens per step, KV pool ", kv_pool_tokens(), " positions",
                       o_.mode == BatchingMode::continuous ? str(", ", kv_policy_name(o_.kv_policy)) : std::string(),
-                      ")");
+                      o_.prefix_cache ? ", prefix cache" : "", ")");
   i.isa_used = isa_name(impl_->batch.isa());
   i.weight_bytes = static_cast<int64_t>(impl_->model->weight_bytes());
   i.kv_cache_bytes = static_cast<int64_t>(impl_->batch.pool().bytes());
@@ -363,6 +389,7 @@ void LlamaBatchSut::start(const HarnessClock& clock) {
   impl_->stopping = false;
   impl_->st = BatchSutStats{};
   impl_->st.kv_total_blocks = impl_->batch.pool().total_blocks();
+  impl_->evictions_at_start = impl_->batch.prefix_stats().evictions;
   impl_->engine = std::thread([this] { impl_->run(); });
 }
 
@@ -390,7 +417,11 @@ void LlamaBatchSut::stop() {
   impl_->waiting.clear();
 }
 
-BatchSutStats LlamaBatchSut::stats() const { return impl_->st; }
+BatchSutStats LlamaBatchSut::stats() const {
+  BatchSutStats s = impl_->st;
+  if (o_.prefix_cache) s.prefix_evictions = impl_->batch.prefix_stats().evictions - impl_->evictions_at_start;
+  return s;
+}
 
 std::map<int64_t, BatchSutOutput> LlamaBatchSut::outputs() const {
   std::lock_guard<std::mutex> lk(impl_->out_mu);

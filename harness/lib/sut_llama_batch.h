@@ -16,6 +16,9 @@
 //   static: waits until max_batch queries have arrived or batch_timeout_ms has passed since the
 //     first one, then runs that batch to completion (prefill chunked as above), nobody joining.
 //     Each query reserves every position it will use before the batch starts.
+// With prefix_cache, every admission first attaches the cached blocks the query's tokens start
+// with (a shared system prompt computed once; a preempted query's own blocks when it returns)
+// and feeds only the rest; the blocks it fills are published for later queries.
 //
 // Queries are prompts of PromptSource samples cut as LlamaSut does (prompt + generation fit the
 // context) and decoding is greedy (Sampler::argmax), so each query's tokens are those a
@@ -54,6 +57,9 @@ struct BatchSutOptions {
   bool pin_threads = false;
   int isa = -1;
   KvMode kv_mode = KvMode::preallocated;
+  // Prefix caching: a query joining the batch holds the cached KV blocks its prompt starts with
+  // (batch.h attach_prefix) and reads only the rest of its prompt.
+  bool prefix_cache = false;
   bool record_outputs = false;     // keep every query's tokens (tests)
 };
 
@@ -69,6 +75,16 @@ struct BatchSutStats {
   double kv_occupancy_sum = 0;  // sum over steps of used / total blocks after the step's allocation
   double kv_occupancy_max = 0;
   int32_t kv_total_blocks = 0;
+  // Prefix caching (all zero when off), over the measured queries (warm-ups, index < 0, are
+  // served and fill the cache but are not counted): admissions that looked up the cache (a preempted query
+  // looks up again when readmitted), those that attached a block, the prompt tokens they carried
+  // (prompt plus tokens produced before a preemption) and the tokens attached instead of
+  // computed; cached blocks handed out again (evictions).
+  int64_t prefix_lookups = 0, prefix_hits = 0, prefix_lookup_tokens = 0, prefix_hit_tokens = 0;
+  int64_t prefix_evictions = 0;
+  double prefix_hit_rate() const {
+    return prefix_lookup_tokens ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_lookup_tokens) : 0;
+  }
   double mean_batch() const { return steps ? static_cast<double>(seq_steps) / static_cast<double>(steps) : 0; }
   double mean_kv_occupancy() const { return steps ? kv_occupancy_sum / static_cast<double>(steps) : 0; }
 };
@@ -79,6 +95,7 @@ struct BatchSutOutput {
   std::vector<int> prompt;
   std::vector<int> tokens;
   int preempted = 0;  // times this query was preempted
+  int prefix_hit = 0; // prompt positions attached from the prefix cache at its (last) admission
 };
 
 class LlamaBatchSut : public AsyncSystemUnderTest {

@@ -268,6 +268,18 @@ ALTER TABLE variants ADD COLUMN kv_occupancy_mean REAL;
 ALTER TABLE variants ADD COLUMN kv_occupancy_max REAL;
 ALTER TABLE variants ADD COLUMN batching_reason TEXT;
 )SQL"},
+    {9, "variants: prefix caching (prefix_cache on/off; admissions that looked up and hit the cache, prompt tokens "
+        "offered and attached instead of computed, the token hit rate, cached blocks evicted); NULL with "
+        "prefix_cache_reason when unmeasured", R"SQL(
+ALTER TABLE variants ADD COLUMN prefix_cache INTEGER;
+ALTER TABLE variants ADD COLUMN prefix_cache_lookups INTEGER;
+ALTER TABLE variants ADD COLUMN prefix_cache_hits INTEGER;
+ALTER TABLE variants ADD COLUMN prefix_cache_prompt_tokens INTEGER;
+ALTER TABLE variants ADD COLUMN prefix_cache_hit_tokens INTEGER;
+ALTER TABLE variants ADD COLUMN prefix_cache_hit_rate REAL;
+ALTER TABLE variants ADD COLUMN prefix_cache_evictions INTEGER;
+ALTER TABLE variants ADD COLUMN prefix_cache_reason TEXT;
+)SQL"},
 };
 
 }  // namespace

@@ -288,6 +288,125 @@ TEST(BatchingSut, PreemptFreesTheYoungestAndRecomputesItToTheSameTokens) {
   }
 }
 
+// Prefix caching, without timing: every prompt starts with the same 40-token system prompt
+// (PromptSource::set_shared_prefix) and each query is issued from its predecessor's first-token
+// callback, when the predecessor's whole prompt is in the cache. The first computes the prefix;
+// each later one attaches its two whole blocks (32 positions: blocks of 16) and reads only the
+// rest. Exact counts, and every query's tokens those of a session alone, with the cache on and off.
+TEST(BatchingSut, PrefixCacheAttachesTheSharedSystemPromptOnceComputed) {
+  CIBENCH_REQUIRE_SHARED("models/stories260K");
+  const auto model = stories260k_w8a8();
+  PromptSource src = PromptSource::synthetic(model->config.vocab_size, 9, 16);
+  src.set_shared_prefix(40, 1);
+  auto prompts = std::make_shared<const PromptSource>(src);
+  for (BatchingMode mode : {BatchingMode::continuous, BatchingMode::static_batch})
+    for (bool cache : {true, false}) {
+      SCOPED_TRACE(str(batching_name(mode), cache ? " cache on" : " cache off"));
+      BatchSutOptions o;
+      o.mode = mode;
+      o.max_batch = 4;
+      o.max_tokens_per_step = 24;
+      o.prefix_cache = cache;
+      o.record_outputs = true;
+      LlamaBatchSut sut(model, o, prompts);
+      TestClock clock;
+      EventLog log;
+      constexpr int kQueries = 5;
+      std::vector<std::unique_ptr<LoggingCtx>> ctxs;
+      std::vector<Query> qs;
+      int64_t prompt_tokens = 0;
+      for (int i = 0; i < kQueries; ++i) {
+        ctxs.push_back(std::make_unique<LoggingCtx>(log, i, clock));
+        qs.push_back(query(i, 40 + 3 * i + 2, 6));
+        prompt_tokens += qs.back().prompt_tokens;
+      }
+      for (int i = 0; i + 1 < kQueries; ++i)
+        ctxs[i]->on_first_token = [&, i] { sut.issue_async(qs[i + 1], *ctxs[i + 1]); };
+      sut.issue_async(qs[0], *ctxs[0]);
+      sut.start(clock);
+      log.wait_done(kQueries);
+      sut.stop();
+      const auto outs = sut.outputs();
+      ASSERT_EQ(outs.size(), static_cast<size_t>(kQueries));
+      for (const auto& [index, out] : outs) {
+        ASSERT_EQ(out.prompt.size(), static_cast<size_t>(qs[index].prompt_tokens));
+        EXPECT_TRUE(std::equal(out.prompt.begin(), out.prompt.begin() + 40, outs.at(0).prompt.begin()))
+            << "query " << index << " does not start with the shared prefix";
+        EXPECT_EQ(out.tokens, session_tokens(*model, out.prompt, 6)) << "query " << index;
+        EXPECT_EQ(out.prefix_hit, cache && index > 0 ? 32 : 0) << "query " << index;
+      }
+      const BatchSutStats st = sut.stats();
+      if (cache) {
+        EXPECT_EQ(st.prefix_lookups, kQueries);
+        EXPECT_EQ(st.prefix_hits, kQueries - 1);
+        EXPECT_EQ(st.prefix_lookup_tokens, prompt_tokens);
+        EXPECT_EQ(st.prefix_hit_tokens, 32 * (kQueries - 1));
+        EXPECT_DOUBLE_EQ(st.prefix_hit_rate(), 32.0 * (kQueries - 1) / static_cast<double>(prompt_tokens));
+        EXPECT_EQ(st.prefix_evictions, 0);
+      } else {
+        EXPECT_EQ(st.prefix_lookups, 0);
+        EXPECT_EQ(st.prefix_hit_tokens, 0);
+      }
+    }
+}
+
+// With preemption, a readmitted query looks the cache up again (for the blocks it filled before
+// it was preempted, unless the pool evicted them meanwhile: here the survivors' growth takes
+// them); tokens are unchanged.
+TEST(BatchingSut, PrefixCacheWithPreemptionKeepsTheTokensOfASessionAlone) {
+  CIBENCH_REQUIRE_SHARED("models/stories260K");
+  const auto model = stories260k_w8a8();
+  auto prompts = std::make_shared<const PromptSource>(PromptSource::synthetic(model->config.vocab_size, 5, 8));
+  BatchSutOptions o;
+  o.mode = BatchingMode::continuous;
+  o.max_batch = 4;
+  o.max_tokens_per_step = 64;
+  o.kv_pool_tokens = 128;
+  o.kv_policy = KvPolicy::preempt;
+  o.prefix_cache = true;
+  o.record_outputs = true;
+  LlamaBatchSut sut(model, o, prompts);
+  TestClock clock;
+  EventLog log;
+  std::vector<std::unique_ptr<LoggingCtx>> ctxs;
+  for (int i = 0; i < 4; ++i) {
+    ctxs.push_back(std::make_unique<LoggingCtx>(log, i, clock));
+    sut.issue_async(query(i, 16, 40), *ctxs.back());
+  }
+  sut.start(clock);
+  log.wait_done(4);
+  sut.stop();
+  const auto outs = sut.outputs();
+  ASSERT_EQ(outs.size(), 4u);
+  for (const auto& [index, out] : outs) EXPECT_EQ(out.tokens, session_tokens(*model, out.prompt, 40)) << "query " << index;
+  const BatchSutStats st = sut.stats();
+  EXPECT_GT(st.preemptions, 0);
+  EXPECT_EQ(st.prefix_lookups, 4 + st.preemptions);
+  EXPECT_EQ(st.prefix_hit_tokens % 16, 0);
+  // The running sequences grow into the blocks the preempted ones released: cached blocks are
+  // evicted (least recently released first) rather than a running sequence refused.
+  EXPECT_GT(st.prefix_evictions, 0);
+}
+
+TEST(PromptSourcePrefix, EveryPromptStartsWithItsSharedPrefix) {
+  PromptSource p = PromptSource::synthetic(1000, 11, 64);
+  std::vector<int> a0, plain;
+  p.fill(4, 30, plain);
+  p.set_shared_prefix(20, 2);
+  std::vector<int> a, b, c, short_one;
+  p.fill(4, 30, a);   // prefix 0
+  p.fill(6, 30, b);   // prefix 0
+  p.fill(5, 30, c);   // prefix 1
+  p.fill(6, 12, short_one);
+  EXPECT_TRUE(std::equal(a.begin(), a.begin() + 20, b.begin()));
+  EXPECT_FALSE(std::equal(a.begin(), a.begin() + 20, c.begin()));
+  EXPECT_TRUE(std::equal(short_one.begin(), short_one.end(), a.begin())) << "a prompt shorter than the prefix is its opening";
+  EXPECT_FALSE(std::equal(a.begin() + 20, a.end(), b.begin() + 20)) << "the samples' own tokens are theirs";
+  EXPECT_TRUE(std::equal(a.begin() + 20, a.end(), plain.begin())) << "after the prefix, the sample's own opening";
+  EXPECT_THROW(p.set_shared_prefix(-1, 1), Error);
+  EXPECT_THROW(p.set_shared_prefix(8, 0), Error);
+}
+
 // A query the pool cannot hold alone fails with the sizes named; the SUT goes on serving.
 TEST(BatchingSut, AQueryLargerThanThePoolFailsNamingTheSizes) {
   CIBENCH_REQUIRE_SHARED("models/stories260K");
@@ -371,6 +490,23 @@ TEST(BatchingScenario, KeysCrossOnlyWhereTheModeReadsThem) {
   EXPECT_EQ(v[12].kv_pool_tokens, 512);
 }
 
+TEST(BatchingScenario, PrefixCacheIsCrossedWithTheBatchingModesOnlyAndThePrefixAddsToThePrompt) {
+  const Scenario s = parse_scenario_text(
+      with("batch_timeout_ms = [5]", "batch_timeout_ms = [5]\nprefix_cache = [false, true]"), "b.toml");
+  const auto v = s.variants();
+  ASSERT_EQ(v.size(), 1u + 8u + 16u);  // none once; static and continuous doubled
+  EXPECT_FALSE(v[0].prefix_cache);
+  EXPECT_FALSE(v[1].prefix_cache);
+  EXPECT_TRUE(v[2].prefix_cache);
+  EXPECT_EQ(v[2].label(), "w8a8 t1 w1 b4 static tok64 wait5ms prefix-cache");
+  Scenario p = parse_scenario_text(with("[load]", "[workload]\nshared_prefix_tokens = 100\nshared_prefixes = 3\n\n[load]"), "b.toml");
+  EXPECT_EQ(p.shared_prefix_tokens, 100);
+  EXPECT_EQ(p.shared_prefixes, 3);
+  EXPECT_EQ(p.prompt_tokens.offset, 100);
+  EXPECT_EQ(p.prompt_tokens.upper_bound(), 100 + p.prompt_tokens.max);
+  for (uint64_t r = 0; r < 50; ++r) EXPECT_GE(p.prompt_tokens.draw(r * 7919, r * 104729), 100 + p.prompt_tokens.min);
+}
+
 TEST(BatchingScenario, BadKeysAreRefusedNamingTheKey) {
   EXPECT_EQ(error_of(with(R"(batching = ["none", "static", "continuous"])", R"(batching = ["none", "dynamic"])")),
             "b.toml:10:21: key 'matrix.batching': unknown batching 'dynamic' (none: one sequence per worker; static: "
@@ -409,6 +545,24 @@ TEST(BatchingScenario, BadKeysAreRefusedNamingTheKey) {
     EXPECT_NE(e.find("key 'matrix.kv_pool_tokens': variant w8a8 t1 w1 b4 static tok64 kv16777216"), std::string::npos) << e;
     EXPECT_NE(e.find("the batch engine (KV pool, scratch)"), std::string::npos) << e;
   }
+  // Prefix caching: a static / continuous key; the shared prefix is the workload's.
+  EXPECT_NE(error_of(with("batch_timeout_ms = [5]", "batch_timeout_ms = [5]\nprefix_cache = [1]"))
+                .find("key 'matrix.prefix_cache': expected true or false, got integer"),
+            std::string::npos);
+  EXPECT_NE(error_of(with(R"(batching = ["none", "static", "continuous"]
+max_batch = [4, 8]
+max_tokens_per_step = [64]
+kv_pool_tokens = [0, 512]
+kv_policy = ["queue", "preempt"]
+batch_timeout_ms = [5])",
+                          "batching = [\"none\"]\nprefix_cache = [true]"))
+                .find("key 'matrix.prefix_cache': only meaningful with matrix.batching \"static\" or \"continuous\""),
+            std::string::npos);
+  EXPECT_NE(error_of(with("[load]", "[workload]\nshared_prefixes = 2\n\n[load]"))
+                .find("key 'workload.shared_prefixes': only meaningful with shared_prefix_tokens > 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(with("[load]", "[workload]\nshared_prefix_tokens = -3\n\n[load]")).find("key 'workload.shared_prefix_tokens'"),
+            std::string::npos);
   // Batching is a decoder's: a test SUT refuses it, naming the key.
   EXPECT_NE(error_of(with("synthetic:stories260k", "sut:null")).find("key 'matrix.batching': batching \"static\" is "
                                                                      "implemented for Llama-family decoders"),
