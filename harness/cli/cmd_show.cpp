@@ -139,7 +139,8 @@ void print_serving(Store& st, int64_t id) {
   for (const auto& row : v.rows) batching |= has(at(row, "batching"));
   if (!batching) return;
   TextTable b({"variant", "batching", "max_batch", "tokens/step", "KV pool tokens", "KV policy", "timeout ms", "steps",
-               "seqs/step mean/max", "KV pool used mean/max", "preemptions"});
+               "seqs/step mean/max", "KV pool used mean/max", "preemptions", "forward ms/step",
+               "scheduling"});
   std::vector<std::string> why;
   for (const auto& row : v.rows) {
     if (sql_to_string(at(row, "status")) != "ok") continue;
@@ -153,11 +154,13 @@ void print_serving(Store& st, int64_t id) {
            has(at(row, "kv_policy")) ? sql_to_string(at(row, "kv_policy")) : std::string("-"),
            num(at(row, "batch_timeout_ms")), num(at(row, "engine_steps")),
            num(at(row, "batch_occupancy_mean")) + " / " + num(at(row, "batch_occupancy_max")),
-           pct("kv_occupancy_mean") + " / " + pct("kv_occupancy_max"), num(at(row, "preemptions"))});
+           pct("kv_occupancy_mean") + " / " + pct("kv_occupancy_max"), num(at(row, "preemptions")),
+           num(at(row, "forward_ms_mean")), has(at(row, "scheduler_overhead")) ? pct("scheduler_overhead") : "-"});
     const std::string r = sql_to_string(at(row, "batching_reason"));
     if (!r.empty()) why.push_back(label + ": " + r);
   }
-  std::cout << "\nbatching (seqs/step: sequences in an engine step; KV pool used: blocks in use / all, after each step)\n";
+  std::cout << "\nbatching (seqs/step: sequences in an engine step; KV pool used: blocks in use / all, after each step;\n"
+               "scheduling: the engine thread's time outside forward passes, per forward time)\n";
   b.print(std::cout);
   for (const auto& r : why) std::cout << "  " << r << "\n";
 

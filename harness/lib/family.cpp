@@ -184,10 +184,14 @@ class LlamaFamily : public ModelFamily {
       f.emplace_back("batch_occupancy_max", int64_t{s.max_seqs});
       f.emplace_back("kv_occupancy_mean", s.mean_kv_occupancy());
       f.emplace_back("kv_occupancy_max", s.kv_occupancy_max);
+      f.emplace_back("forward_ms_mean", static_cast<double>(s.forward_ns) / 1e6 / static_cast<double>(s.steps));
+      f.emplace_back("scheduler_overhead", s.scheduler_overhead());
     }
     lines.push_back(str("batching: ", batching_name(b->options().mode), ", ", s.steps, " steps, sequences per step mean ",
                         s.mean_batch(), " max ", s.max_seqs, ", KV pool occupancy mean ", s.mean_kv_occupancy(), " max ",
-                        s.kv_occupancy_max, " of ", s.kv_total_blocks, " blocks, ", s.preemptions, " preemptions"));
+                        s.kv_occupancy_max, " of ", s.kv_total_blocks, " blocks, ", s.preemptions, " preemptions, forward ",
+                        s.steps ? static_cast<double>(s.forward_ns) / 1e6 / static_cast<double>(s.steps) : 0.0,
+                        " ms per step, scheduling ", 100.0 * s.scheduler_overhead(), " % of it"));
     if (!b->options().prefix_cache) {
       f.emplace_back("prefix_cache_reason", std::string("prefix caching off"));
     } else if (s.prefix_lookups == 0) {

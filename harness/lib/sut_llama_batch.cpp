@@ -92,6 +92,7 @@ struct LlamaBatchSut::Impl {
   std::vector<SeqPtr> running;  // admission order (youngest last)
   BatchSutStats st;
   int64_t evictions_at_start = 0;
+  int64_t work_start = 0;  // when the engine thread's current scheduling work began
 
   mutable std::mutex out_mu;
   std::map<int64_t, BatchSutOutput> outs;  // guarded by out_mu
@@ -229,7 +230,9 @@ struct LlamaBatchSut::Impl {
 
   // Runs the planned step and hands out its tokens; finished sequences leave at once.
   void run_step() {
+    const int64_t t0 = clock->now_ns();
     batch.step(items);
+    const int64_t t1 = clock->now_ns();
     ++st.steps;
     st.seq_steps += static_cast<int64_t>(items.size());
     st.max_seqs = std::max(st.max_seqs, static_cast<int>(items.size()));
@@ -271,6 +274,12 @@ struct LlamaBatchSut::Impl {
         ++k;
       }
     }
+    // The scheduler's share: planning before the forward pass, handing out tokens and retiring
+    // sequences after it (the harness's token callbacks included).
+    const int64_t t2 = clock->now_ns();
+    st.forward_ns += t1 - t0;
+    st.scheduler_ns += (t0 - work_start) + (t2 - t1);
+    work_start = t2;
   }
 
   // A step failed: every running query fails with the reason, its blocks returned.
@@ -285,11 +294,14 @@ struct LlamaBatchSut::Impl {
   void run() {
     std::vector<int> scratch;
     for (;;) {
+      const int64_t top = clock->now_ns();
+      const bool idle = running.empty() && waiting.empty();
       {
         std::unique_lock<std::mutex> lk(mu);
-        if (running.empty() && waiting.empty()) cv.wait(lk, [&] { return stopping || !pending.empty(); });
+        if (idle) cv.wait(lk, [&] { return stopping || !pending.empty(); });
         if (!take_pending(lk)) return;
       }
+      work_start = idle ? clock->now_ns() : top;  // waiting for work is not the scheduler's time
       for (auto& s : waiting)
         if (s->toks.empty()) prepare(*s);
       try {
@@ -298,6 +310,7 @@ struct LlamaBatchSut::Impl {
           run_step();
         } else {
           if (!form_static_batch()) return;
+          work_start = clock->now_ns();  // waiting for a batch to fill is not either
           while (!running.empty()) {
             {
               std::lock_guard<std::mutex> lk(mu);

@@ -24,7 +24,8 @@
 // context) and decoding is greedy (Sampler::argmax), so each query's tokens are those a
 // LlamaSession produces for the same prompt (bit-identical logits for the int8-activation
 // formats; see batch.h for the others). A query that cannot fit in the pool alone fails with the
-// sizes named. The SUT never reads a clock, except to wait for a static batch to fill.
+// sizes named. The SUT reads the harness's clock only to wait for a static batch to fill and to
+// split its engine thread's time between forward passes and scheduling (BatchSutStats).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -84,6 +85,13 @@ struct BatchSutStats {
   int64_t prefix_evictions = 0;
   double prefix_hit_rate() const {
     return prefix_lookup_tokens ? static_cast<double>(prefix_hit_tokens) / static_cast<double>(prefix_lookup_tokens) : 0;
+  }
+  // The engine thread's busy time: in LlamaBatch::step (forward passes) and around it (planning
+  // the step, admissions and preemptions, handing out tokens through the harness's callbacks,
+  // retiring sequences); waiting for work or for a static batch to fill is neither.
+  int64_t forward_ns = 0, scheduler_ns = 0;
+  double scheduler_overhead() const {
+    return forward_ns ? static_cast<double>(scheduler_ns) / static_cast<double>(forward_ns) : 0;
   }
   double mean_batch() const { return steps ? static_cast<double>(seq_steps) / static_cast<double>(steps) : 0; }
   double mean_kv_occupancy() const { return steps ? kv_occupancy_sum / static_cast<double>(steps) : 0; }

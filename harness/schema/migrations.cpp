@@ -270,7 +270,8 @@ ALTER TABLE variants ADD COLUMN batching_reason TEXT;
 )SQL"},
     {9, "variants: prefix caching (prefix_cache on/off; admissions that looked up and hit the cache, prompt tokens "
         "offered and attached instead of computed, the token hit rate, cached blocks evicted); NULL with "
-        "prefix_cache_reason when unmeasured", R"SQL(
+        "prefix_cache_reason when unmeasured; the batching engine's mean forward step (forward_ms_mean) and its "
+        "scheduling time per forward time (scheduler_overhead)", R"SQL(
 ALTER TABLE variants ADD COLUMN prefix_cache INTEGER;
 ALTER TABLE variants ADD COLUMN prefix_cache_lookups INTEGER;
 ALTER TABLE variants ADD COLUMN prefix_cache_hits INTEGER;
@@ -279,6 +280,8 @@ ALTER TABLE variants ADD COLUMN prefix_cache_hit_tokens INTEGER;
 ALTER TABLE variants ADD COLUMN prefix_cache_hit_rate REAL;
 ALTER TABLE variants ADD COLUMN prefix_cache_evictions INTEGER;
 ALTER TABLE variants ADD COLUMN prefix_cache_reason TEXT;
+ALTER TABLE variants ADD COLUMN forward_ms_mean REAL;
+ALTER TABLE variants ADD COLUMN scheduler_overhead REAL;
 )SQL"},
 };
 

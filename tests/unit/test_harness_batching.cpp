@@ -121,6 +121,9 @@ TEST_P(BatchingSutAllIsas, EveryRequestGetsTheGreedyTokensOfASessionAlone) {
     }
     const BatchSutStats st = sut.stats();
     EXPECT_GT(st.steps, 0);
+    EXPECT_GT(st.forward_ns, 0);
+    EXPECT_GT(st.scheduler_ns, 0);  // every step is planned and its tokens handed out
+    EXPECT_GT(st.scheduler_overhead(), 0.0);
     EXPECT_LE(st.max_seqs, o.max_batch);
     EXPECT_LE(st.kv_occupancy_max, 1.0);
     if (c.policy == KvPolicy::queue || c.mode == BatchingMode::static_batch) {
