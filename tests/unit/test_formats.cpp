@@ -248,7 +248,7 @@ void check_twins(const FormatRow& f, Isa isa, int64_t rows, int64_t k, std::mt19
   Packed p = pack_rows(f, w, rows, k);
   const FormatKernels& fast = f.kernels_at(isa);
   const FormatKernels& ref = f.kernels[0];
-  for (int64_t m : {1, 2, 5, 7, 17}) {  // tiles of 4 and every remainder
+  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {  // tiles of 4 and 8 tokens and every remainder
     auto x = gauss(m * k, rng);
     Acts a = make_acts(f, x, m, k);
     // matvec on the first activation row, over a sub-range of rows too
