@@ -383,6 +383,7 @@ QStringList MainWindow::exportAllCharts(const QString& dir) {
   QStringList out;
   QDir().mkpath(dir);
   for (int i = 0; i < tabs_->count(); ++i) {
+    if (!tabs_->isTabVisible(i)) continue;  // the serving view of runs without serving data
     auto* v = static_cast<View*>(tabs_->widget(i));
     const auto views = v->chartViews();
     for (int k = 0; k < views.size(); ++k)
