@@ -1480,9 +1480,9 @@ void ServingView::refresh(const Selection& s) {
             if (const auto y = st.v.get(m + "_" + p + "_ms")) y1 = std::max(y1, *y);
         }
     if (!(x1 > 0) || !(y1 > 0)) {
-      o->setTitle(o->title() + ": batch occupancy not measured (see the notes)");
+      o->setTitle(QString("%1 against batch occupancy: not measured (see the notes)").arg(title));
     } else {
-      auto* ax = value_axis("batch occupancy (mean sequences per step)", 0, x1 * 1.08);
+      auto* ax = value_axis("sequences per step (mean)", 0, x1 * 1.08);
       auto* ay = value_axis(title + " (ms)", 0, y1 * 1.08);
       o->addAxis(ax, Qt::AlignBottom);
       o->addAxis(ay, Qt::AlignLeft);
@@ -1526,7 +1526,11 @@ void ServingView::refresh(const Selection& s) {
     for (const auto& st : ss.steps)
       if (&st != ss.timeline_step())
         step_->addItem(QString("%1 @%2 qps").arg(q(ss.name), num(st.offered_qps)), QVariant::fromValue<qint64>(st.v.variant_id));
-  const int at = step_->findData(QVariant::fromValue<qint64>(keep));
+  // A variant clicked elsewhere (or --variant) that is a step here, else the step shown before.
+  int at = -1;
+  for (int64_t v : s.variants)
+    if (at < 0) at = step_->findData(QVariant::fromValue<qint64>(v));
+  if (at < 0) at = step_->findData(QVariant::fromValue<qint64>(keep));
   step_->setCurrentIndex(at >= 0 ? at : 0);
   rebuildTimeline();
 }
@@ -1601,7 +1605,7 @@ void ServingView::rebuildTimeline() {
   c->addSeries(bars);
   auto* ay = new QBarCategoryAxis();
   ay->append(cats);
-  ay->setTitleText("requests");
+  ay->setTitleVisible(false);  // the chart's title says what the rows are
   ay->setLabelsVisible(false);  // rows too thin for their numbers: hover a bar for its request
   auto* ax = value_axis("time since the start of the step (ms)", 0, x1 * 1.02);
   c->addAxis(ax, Qt::AlignBottom);
