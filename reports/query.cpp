@@ -1382,6 +1382,30 @@ Serving Db::serving(const std::vector<int64_t>& run_ids) {
     }
   }
   if (sv.series.empty()) return sv;
+  // Series of one run with the same name differ in a batching setting short_name leaves out: the
+  // settings that differ among them are added to their names ("tok32", "kv1024", "preempt", "wait50ms").
+  auto setting = [](const Variant& v, const std::string& col) {
+    if (const auto x = v.get(col)) return fmt_num(*x);
+    return v.text_of(col);
+  };
+  std::vector<std::string> extra(sv.series.size());
+  for (size_t i = 0; i < sv.series.size(); ++i) {
+    const ServingSeries& ss = sv.series[i];
+    std::vector<const ServingSeries*> twins;
+    for (const auto& o : sv.series)
+      if (&o != &ss && o.run_id == ss.run_id && o.name == ss.name) twins.push_back(&o);
+    if (twins.empty()) continue;
+    const Variant& v = ss.steps.front().v;
+    for (const auto& [col, prefix, unit] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"max_tokens_per_step", "tok", ""}, {"kv_pool_tokens", "kv", ""}, {"kv_policy", "", ""},
+             {"batch_timeout_ms", "wait", "ms"}}) {
+      const std::string mine = setting(v, col);
+      const bool differs = std::any_of(twins.begin(), twins.end(),
+                                       [&](const ServingSeries* o) { return setting(o->steps.front().v, col) != mine; });
+      if (differs && !mine.empty()) extra[i] += " " + prefix + mine + unit;
+    }
+  }
+  for (size_t i = 0; i < sv.series.size(); ++i) sv.series[i].name += extra[i];
   // The settings every series shares are said once (Serving::common); the names keep what tells
   // the series apart ("batching=none", "b8 batching=continuous").
   auto words = [](const std::string& name) {

@@ -724,7 +724,7 @@ std::vector<svg::Chart> serving_charts(const ReportData& d) {
     c.x_title = "offered rate (requests/s)";
     c.y_title = "goodput (requests/s)";
     auto [knees, held] = knee_series();
-    double lo = INFINITY, hi = 0;
+    double hi = 0;
     size_t i = 0;
     for (const auto& ss : sv.series) {
       if (i >= kMaxCurves) break;
@@ -736,7 +736,7 @@ std::vector<svg::Chart> serving_charts(const ReportData& d) {
       pts.kind = svg::Series::Kind::scatter;
       pts.in_legend = false;
       for (const auto& st : ss.steps) {
-        lo = std::min(lo, st.offered_qps), hi = std::max(hi, st.offered_qps);
+        hi = std::max(hi, st.offered_qps);
         if (!st.goodput_qps) continue;
         s.pts.push_back({st.offered_qps, *st.goodput_qps});
         pts.pts.push_back({st.offered_qps, *st.goodput_qps});
@@ -752,15 +752,19 @@ std::vector<svg::Chart> serving_charts(const ReportData& d) {
       ideal.kind = svg::Series::Kind::line;
       ideal.color = "#999999";
       ideal.dashed = true;
-      ideal.pts = {{lo, lo}, {hi, hi}};
+      ideal.pts = {{0, 0}, {hi, hi}};
       c.series.insert(c.series.begin(), ideal);
     }
     for (auto* k : {&knees, &held})
       if (!k->pts.empty()) c.series.push_back(*k);
     out.push_back(c);
   }
-  // Time per token against the mean batch occupancy.
-  {
+  // Time per token against the mean batch occupancy (no chart when no step measured it: the notes
+  // say why).
+  bool occupancy = false;
+  for (const auto& ss : sv.series)
+    for (const auto& st : ss.steps) occupancy = occupancy || st.v.get("batch_occupancy_mean");
+  if (occupancy) {
     const std::string m = sv.occupancy_metric, title = m == "tpot" ? "TPOT" : "ITL";
     svg::Chart c;
     c.title = title + " p50 and p99 against mean batch occupancy";

@@ -65,7 +65,8 @@ std::string slo_verdict(const Variant& v, const std::vector<Slo>& slos);
 
 // The serving section: its charts (HTML): one throughput-latency chart per metric of
 // Serving::metrics with the SLO lines and each series' knee, goodput against the offered rate, TPOT
-// (or ITL) against the mean batch occupancy, and one request timeline per series; and its notes
+// (or ITL) against the mean batch occupancy (when some step measured it), and one request timeline
+// per series; and its notes
 // (both documents): each series' knee, and every value not measured with the reason. Empty without
 // serving data.
 std::vector<svg::Chart> serving_charts(const ReportData& d);

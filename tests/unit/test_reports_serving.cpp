@@ -314,6 +314,58 @@ TEST(ReportsServing, XIsTheOfferedRateWhenAchievedIsNotMeasured) {
             notes.end());
 }
 
+TEST(ReportsServing, SeriesDifferingInABatchingSettingAreToldApart) {
+  const std::string path = test::fresh_db_path("reports_serving", "twins.sqlite");
+  const test::ServingFixture s = test::make_serving_fixture(path);
+  {
+    // Static becomes a second continuous variant with 32 tokens per step, the other has 64.
+    Store st(path);
+    for (const auto& v : Db(path).variants({s.run})) {
+      if (v.variant_index == 1)
+        st.update("variants", "variant_id", v.variant_id,
+                  {{"batching", std::string("continuous")}, {"max_tokens_per_step", int64_t{32}}, {"kv_policy", std::string("queue")}});
+      if (v.variant_index == 2)
+        st.update("variants", "variant_id", v.variant_id,
+                  {{"max_tokens_per_step", int64_t{64}}, {"kv_policy", std::string("queue")}});
+    }
+  }
+  Db db(path);
+  const Serving sv = db.serving({s.run});
+  ASSERT_EQ(sv.series.size(), 3u);
+  EXPECT_EQ(sv.series[0].name, "batching=none");
+  EXPECT_EQ(sv.series[1].name, "b8 batching=continuous tok32");
+  EXPECT_EQ(sv.series[2].name, "b8 batching=continuous tok64");
+  EXPECT_EQ(sv.common, "w8a8 t1 w1");
+}
+
+TEST(ReportsServing, NoOccupancyChartWhenNoStepMeasuredIt) {
+  const std::string path = test::fresh_db_path("reports_serving", "no_occupancy.sqlite");
+  const test::ServingFixture s = test::make_serving_fixture(path);
+  {
+    Store st(path);
+    for (const auto& v : Db(path).variants({s.run}))
+      st.update("variants", "variant_id", v.variant_id,
+                {{"batch_occupancy_mean", sql_null()}, {"batching_reason", std::string("the engine ran no step")}});
+  }
+  Db db(path);
+  const ReportData d = collect_report(db, {s.run});
+  const auto charts = serving_charts(d);
+  EXPECT_EQ(charts.size(), 6u);
+  EXPECT_FALSE(chart_titled(charts, "TPOT p50 and p99 against mean batch occupancy"));
+  const auto notes = serving_notes(d);
+  EXPECT_NE(std::find(notes.begin(), notes.end(), "b8 batching=static: batch occupancy: the engine ran no step (every step)."),
+            notes.end());
+  // Goodput against the offered rate starts at 0 with its ceiling.
+  const svg::Chart* good = chart_titled(charts, "Goodput");
+  ASSERT_TRUE(good);
+  const svg::Series* ideal = series_named(*good, "goodput = offered");
+  ASSERT_TRUE(ideal);
+  ASSERT_EQ(ideal->pts.size(), 2u);
+  EXPECT_EQ(ideal->pts[0].x, 0);
+  EXPECT_EQ(ideal->pts[1].x, 8);
+  EXPECT_EQ(ideal->pts[1].y, 8);
+}
+
 TEST(ReportsServing, SvgHorizontalBars) {
   svg::Chart c;
   c.title = "bars";
