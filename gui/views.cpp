@@ -1335,11 +1335,15 @@ void serving_knees(QChart* c, QAbstractAxis* ax, QAbstractAxis* ay, const std::v
 void hover_tips(QObject* owner, QXYSeries* s, std::vector<QString> tips, QWidget* w) {
   QObject::connect(s, &QXYSeries::hovered, owner, [s, tips = std::move(tips), w](const QPointF& pt, bool on) {
     if (!on) return QToolTip::hideText();
+    // The nearest point on screen (the axes' units differ: requests/s and ms).
+    QChart* c = s->chart();
+    if (!c) return;
+    const QPointF at = c->mapToPosition(pt, s);
     int best = -1;
     double bd = INFINITY;
     for (int k = 0; k < s->count(); ++k) {
-      const double d = std::hypot(s->at(k).x() - pt.x(), s->at(k).y() - pt.y());
-      if (d < bd) bd = d, best = k;
+      const QPointF d = c->mapToPosition(s->at(k), s) - at;
+      if (const double dd = std::hypot(d.x(), d.y()); dd < bd) bd = dd, best = k;
     }
     if (best >= 0 && best < static_cast<int>(tips.size())) QToolTip::showText(QCursor::pos(), tips[static_cast<size_t>(best)], w);
   });
