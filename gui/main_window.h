@@ -1,6 +1,7 @@
 #pragma once
 // cibench-gui's window: the database, the runs list with filters and the provenance of the
-// selected run on the left; the views (trade-off, latency, scaling, counters, compare) as tabs.
+// selected run on the left; the views (trade-off, latency, scaling, counters, compare, and serving when a selected run
+// has serving data) as tabs.
 // A database that cannot be read gives a message in the window, never a crash. The views
 // refresh when the database changes (a run in progress appears live).
 #include <QMainWindow>
@@ -55,6 +56,7 @@ class MainWindow : public QMainWindow {
   ScalingView* scalingView() const { return scaling_; }
   CountersView* countersView() const { return counters_; }
   CompareView* compareView() const { return compare_; }
+  ServingView* servingView() const { return serving_; }
   QTabWidget* tabs() const { return tabs_; }
   QLabel* runCountLabel() const { return run_count_; }  // in the status bar
   const Selection& selection() const { return sel_; }
@@ -88,6 +90,7 @@ class MainWindow : public QMainWindow {
   ScalingView* scaling_;
   CountersView* counters_;
   CompareView* compare_;
+  ServingView* serving_;
   QFileSystemWatcher* watcher_;
   QTimer* poll_;
 };

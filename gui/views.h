@@ -17,6 +17,7 @@ class QDoubleSpinBox;
 class QLabel;
 class QListWidget;
 class QScrollArea;
+class QSpinBox;
 class QTableWidget;
 class QChart;
 class QScatterSeries;
@@ -207,6 +208,45 @@ class CountersView : public View {
   VariantNumbers numbers_;
   std::set<int64_t> selected_;
   bool many_runs_ = false;
+};
+
+// Decoders serving open-loop traffic (reports::Db::serving): the run's latency SLO metrics (TTFT
+// p99 and TPOT p99 by default) against achieved throughput with the SLO lines and each series'
+// knee, goodput against the offered rate, TPOT (or ITL) against the mean batch occupancy, and the
+// requests of one step as a timeline (queued, to the first token, decode), the step chosen in a
+// selector (each series' knee step, else its highest, first). Empty for runs without serving rows.
+class ServingView : public View {
+  Q_OBJECT
+ public:
+  explicit ServingView(QWidget* parent = nullptr);
+  void refresh(const Selection& s) override;
+  QList<QChartView*> chartViews() const override { return {latency_[0], latency_[1], goodput_, occupancy_, timeline_}; }
+  QString name() const override { return "serving"; }
+
+  // For tests.
+  const reports::Serving& data() const { return data_; }
+  const reports::Timeline& timeline() const { return tl_; }
+  QChart* latencyChart(int i) const;  // the throughput-latency chart of data().metrics[i] (i < 2)
+  QChart* goodputChart() const;
+  QChart* occupancyChart() const;
+  QChart* timelineChart() const;
+  QComboBox* stepBox() const { return step_; }  // "NAME @X qps", data: the variant id
+  QLabel* notesLabel() const { return notes_; }
+  bool hasData() const { return !data_.empty(); }
+  // Shows this variant row's requests in the timeline (as choosing it in the step box).
+  void showTimeline(int64_t variant_id);
+
+ private:
+  void rebuildTimeline();
+  Selection sel_;
+  reports::Serving data_;
+  reports::Timeline tl_;
+  ChartView* latency_[2];
+  ChartView *goodput_, *occupancy_, *timeline_;
+  QComboBox* step_;
+  QSpinBox* shown_;
+  QLabel* notes_;
+  QString notes_base_;  // the series' notes (the timeline's follow)
 };
 
 class CompareView : public View {

@@ -565,6 +565,265 @@ std::vector<svg::Chart> scaling_charts(const ReportData& d) {
   return out;
 }
 
+// ---- serving ------------------------------------------------------------------------------------
+
+std::string ms_cell(const std::optional<double>& v) { return v ? fmt_num(*v, 4) : "n/a"; }
+
+// The knee of a series as a marker: filled when reached, hollow when every rate tried met the SLOs.
+void add_knee(const ServingSeries& ss, const std::optional<double>& x, const std::optional<double>& y, svg::Series& knees,
+              svg::Series& held) {
+  const Knee kn = ss.knee();
+  if (!x || !y || !kn.qps) return;
+  svg::Series& k = kn.reached ? knees : held;
+  k.pts.push_back({*x, *y});
+  k.tips.push_back(ss.name + ": " + ss.curve.knee_text());
+  k.labels.push_back(kn.reached ? "knee " + fmt_num(*kn.qps, 3) + " qps" : ">= " + fmt_num(*kn.qps, 3) + " qps");
+}
+
+std::pair<svg::Series, svg::Series> knee_series() {
+  svg::Series knees, held;
+  knees.name = "knee";
+  held.name = "no knee: all rates met SLOs";
+  knees.color = "#2ca02c", held.color = "#ffffff";
+  knees.marker = held.marker = "diamond";
+  return {knees, held};
+}
+
+std::string step_tip(const ServingSeries& ss, const ServingStep& st) {
+  return str(ss.name, " @", fmt_num(st.offered_qps, 3), " qps offered, ", fmt_opt(st.achieved_qps), " req/s achieved\n",
+             st.verdict.summary());
+}
+
+// The segments of a timeline as bar series: queued, to the first token, decode (or, without a
+// first token, service).
+std::vector<svg::Series> timeline_bars(const Timeline& tl) {
+  svg::Series q, f, dec, sv;
+  q.name = "queued", f.name = "to first token", dec.name = "decode";
+  sv.name = "service";
+  q.color = "#bbbbbb", f.color = "#ff7f0e", dec.color = "#1f77b4", sv.color = "#9467bd";
+  for (auto* s : {&q, &f, &dec, &sv}) s->kind = svg::Series::Kind::hbar;
+  for (size_t i = 0; i < tl.requests.size(); ++i) {
+    const TimelineRequest& r = tl.requests[i];
+    const double row = static_cast<double>(i + 1);
+    const std::string tip = str("request ", r.query_index + 1, r.ok ? "" : " (failed)", ": arrival ", fmt_num(r.scheduled_ms),
+                                " ms, queued ", fmt_opt(r.queue_ms), " ms, TTFT ", fmt_opt(r.ttft_ms), " ms, latency ",
+                                fmt_opt(r.latency_ms), " ms",
+                                r.output_tokens ? str(", ", *r.output_tokens, " output tokens") : std::string());
+    auto put = [&](svg::Series& s, const std::optional<std::pair<double, double>>& seg) {
+      if (!seg) return;
+      s.pts.push_back({seg->first, row});
+      s.ends.push_back(seg->second);
+      s.tips.push_back(tip);
+    };
+    put(q, r.queued());
+    put(f, r.to_first_token());
+    put(dec, r.decode());
+    put(sv, r.service());
+  }
+  std::vector<svg::Series> out;
+  for (auto* s : {&q, &f, &dec, &sv})
+    if (!s->pts.empty()) out.push_back(*s);
+  return out;
+}
+
+Table serving_table(const ReportData& d) {
+  const Serving& sv = d.serving;
+  Table tb;
+  if (sv.empty()) return tb;
+  tb.head = {"series", "offered req/s", "achieved req/s"};
+  for (const auto& m : sv.metrics) tb.head.push_back(m.title + " ms");
+  for (const char* h : {"ITL p99 ms", "goodput req/s", "SLO attainment", "batch occupancy mean / max",
+                        "KV occupancy mean / max", "preemptions", "SLOs"})
+    tb.head.push_back(h);
+  for (const auto& ss : sv.series) {
+    const ServingStep* knee = ss.knee_step();
+    for (const auto& st : ss.steps) {
+      std::vector<std::string> row{ss.name + (&st == knee ? (ss.knee().reached ? " (knee)" : " (every rate met)") : ""),
+                                   fmt_num(st.offered_qps, 4), ms_cell(st.achieved_qps)};
+      for (const auto& m : sv.metrics) row.push_back(ms_cell(st.v.get(m.column)));
+      row.push_back(ms_cell(st.v.get("itl_p99_ms")));
+      row.push_back(ms_cell(st.goodput_qps));
+      row.push_back(st.slo_attainment ? fmt_num(100 * *st.slo_attainment, 4) + " %" : "n/a");
+      const auto bm = st.v.get("batch_occupancy_mean"), bx = st.v.get("batch_occupancy_max");
+      row.push_back(bm || bx ? fmt_opt(bm, 3) + " / " + fmt_opt(bx, 3) : "n/a");
+      const auto km = st.v.get("kv_occupancy_mean"), kx = st.v.get("kv_occupancy_max");
+      row.push_back(km || kx ? fmt_opt(km, 3) + " / " + fmt_opt(kx, 3) : "n/a");
+      row.push_back(fmt_opt(st.v.get("preemptions"), 6));
+      row.push_back(st.verdict.summary());
+      tb.rows.push_back(row);
+      tb.row_class.push_back(&st == knee ? "frontier" : st.verdict.met && !*st.verdict.met ? "below" : "");
+    }
+  }
+  return tb;
+}
+
+Table timeline_table(const Timeline& tl) {
+  Table tb;
+  tb.head = {"#", "request", "arrival ms", "queued ms", "TTFT ms", "decode ms", "latency ms", "output tokens"};
+  for (size_t i = 0; i < tl.requests.size(); ++i) {
+    const TimelineRequest& r = tl.requests[i];
+    const auto dec = r.decode();
+    tb.rows.push_back({std::to_string(i + 1), std::to_string(r.query_index + 1) + (r.ok ? "" : " (failed)"),
+                       fmt_num(r.scheduled_ms, 6), ms_cell(r.queue_ms), ms_cell(r.ttft_ms),
+                       dec ? fmt_num(dec->second - dec->first, 4) : "n/a", ms_cell(r.latency_ms),
+                       r.output_tokens ? std::to_string(*r.output_tokens) : "n/a"});
+  }
+  return tb;
+}
+
+const char* kServingNote =
+    "One series per variant across its offered rates (a decoder under open-loop arrivals). Knee = the highest "
+    "offered rate at which this step and every lower one met every SLO, as in the verdicts. n/a = not measured "
+    "(the reasons follow the table).";
+
+}  // namespace
+
+std::vector<svg::Chart> serving_charts(const ReportData& d) {
+  std::vector<svg::Chart> out;
+  const Serving& sv = d.serving;
+  if (sv.empty()) return out;
+  const bool many = sv.series.size() > kMaxCurves;
+  // Throughput against latency, one chart per metric.
+  for (const ServingMetric& m : sv.metrics) {
+    svg::Chart c;
+    c.title = m.title + " against " + (sv.x_achieved ? "achieved throughput" : "offered rate");
+    if (many) c.title += str(" (the first ", kMaxCurves, " of ", sv.series.size(), " series)");
+    c.x_title = sv.x_title();
+    c.y_title = m.title + " (ms)";
+    auto [knees, held] = knee_series();
+    size_t i = 0;
+    for (const auto& ss : sv.series) {
+      if (i >= kMaxCurves) break;
+      svg::Series s;
+      s.name = ss.name;
+      s.kind = svg::Series::Kind::line;
+      s.color = palette(i++);
+      svg::Series pts = s;
+      pts.kind = svg::Series::Kind::scatter;
+      pts.in_legend = false;
+      for (const auto& st : ss.steps) {
+        const auto x = st.x(sv.x_achieved), y = st.v.get(m.column);
+        if (!x || !y) continue;
+        s.pts.push_back({*x, *y});
+        pts.pts.push_back({*x, *y});
+        pts.tips.push_back(step_tip(ss, st) + "\n" + m.title + " " + fmt_num(*y) + " ms");
+      }
+      if (const ServingStep* k = ss.knee_step()) add_knee(ss, k->x(sv.x_achieved), k->v.get(m.column), knees, held);
+      c.series.push_back(s);
+      c.series.push_back(pts);
+    }
+    for (auto* k : {&knees, &held})
+      if (!k->pts.empty()) c.series.push_back(*k);
+    if (m.slo) c.hlines.push_back({m.slo->limit_ms, "SLO " + m.slo->key + " " + fmt_num(m.slo->limit_ms) + " ms", "#d62728"});
+    out.push_back(c);
+  }
+  // Goodput against the offered rate, the offered rate itself as the ceiling.
+  {
+    svg::Chart c;
+    c.title = "Goodput (requests meeting every SLO) against offered rate";
+    c.x_title = "offered rate (requests/s)";
+    c.y_title = "goodput (requests/s)";
+    auto [knees, held] = knee_series();
+    double hi = 0;
+    size_t i = 0;
+    for (const auto& ss : sv.series) {
+      if (i >= kMaxCurves) break;
+      svg::Series s;
+      s.name = ss.name;
+      s.kind = svg::Series::Kind::line;
+      s.color = palette(i++);
+      svg::Series pts = s;
+      pts.kind = svg::Series::Kind::scatter;
+      pts.in_legend = false;
+      for (const auto& st : ss.steps) {
+        hi = std::max(hi, st.offered_qps);
+        if (!st.goodput_qps) continue;
+        s.pts.push_back({st.offered_qps, *st.goodput_qps});
+        pts.pts.push_back({st.offered_qps, *st.goodput_qps});
+        pts.tips.push_back(step_tip(ss, st) + "\ngoodput " + fmt_num(*st.goodput_qps) + " req/s");
+      }
+      if (const ServingStep* k = ss.knee_step()) add_knee(ss, k->offered_qps, k->goodput_qps, knees, held);
+      c.series.push_back(s);
+      c.series.push_back(pts);
+    }
+    if (hi > 0) {
+      svg::Series ideal;
+      ideal.name = "goodput = offered";
+      ideal.kind = svg::Series::Kind::line;
+      ideal.color = "#999999";
+      ideal.dashed = true;
+      ideal.pts = {{0, 0}, {hi, hi}};
+      c.series.insert(c.series.begin(), ideal);
+    }
+    for (auto* k : {&knees, &held})
+      if (!k->pts.empty()) c.series.push_back(*k);
+    out.push_back(c);
+  }
+  // Time per token against the mean batch occupancy (no chart when no step measured it: the notes
+  // say why).
+  bool occupancy = false;
+  for (const auto& ss : sv.series)
+    for (const auto& st : ss.steps) occupancy = occupancy || st.v.get("batch_occupancy_mean");
+  if (occupancy) {
+    const std::string m = sv.occupancy_metric, title = m == "tpot" ? "TPOT" : "ITL";
+    svg::Chart c;
+    c.title = title + " p50 and p99 against mean batch occupancy";
+    c.x_title = "batch occupancy (mean sequences per engine step)";
+    c.y_title = title + " (ms)";
+    size_t i = 0;
+    for (const auto& ss : sv.series) {
+      if (i >= kMaxCurves) break;
+      const std::string color = palette(i++);
+      for (const char* p : {"p99", "p50"}) {
+        svg::Series s;
+        s.name = ss.name + " " + p;
+        s.kind = svg::Series::Kind::line;
+        s.color = color;
+        s.dashed = std::string(p) == "p50";
+        svg::Series pts = s;
+        pts.kind = svg::Series::Kind::scatter;
+        pts.in_legend = false;
+        for (const auto& st : ss.steps) {
+          const auto x = st.v.get("batch_occupancy_mean"), y = st.v.get(str(m, "_", p, "_ms"));
+          if (!x || !y) continue;
+          s.pts.push_back({*x, *y});
+          pts.pts.push_back({*x, *y});
+          pts.tips.push_back(step_tip(ss, st) + str("\n", title, " ", p, " ", fmt_num(*y), " ms at ", fmt_num(*x, 3),
+                                                    " sequences per step"));
+          pts.labels.push_back(std::string(p) == "p99" ? fmt_num(st.offered_qps, 3) + " qps" : "");
+        }
+        if (!s.pts.empty()) {
+          c.series.push_back(s);
+          c.series.push_back(pts);
+        }
+      }
+    }
+    out.push_back(c);
+  }
+  // One timeline per series.
+  for (const Timeline& tl : d.timelines) {
+    svg::Chart c;
+    c.title = "Requests of " + tl.name + " (" + tl.why + ")";
+    c.y_title = "request: " + tl.coverage();
+    c.x_title = "time since the start of the step (ms)";
+    c.integer_y = true;
+    c.invert_y = true;
+    c.height = std::max(260, 60 + 12 * static_cast<int>(tl.requests.size()) + 52);
+    c.series = timeline_bars(tl);
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<std::string> serving_notes(const ReportData& d) {
+  std::vector<std::string> out = d.serving.notes();
+  for (const Timeline& tl : d.timelines)
+    for (const auto& n : tl.notes()) out.push_back(n);
+  return out;
+}
+
+namespace {
+
 const char* kCss = R"CSS(
 body { font-family: sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; border-bottom: 1px solid #ccc; }
@@ -623,6 +882,15 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
           if (auto a = db.slo_attainment(v, d.slos[i])) d.slo_attainment[v.variant_id] = *a;
         }
   }
+  d.serving = db.serving(runs);
+  for (const ServingSeries& ss : d.serving.series)
+    if (const ServingStep* st = ss.timeline_step()) {
+      Timeline tl = db.timeline(st->v);
+      tl.name = str(ss.name, " @", fmt_num(st->offered_qps, 3), " qps");
+      tl.why = ss.knee_step() ? (ss.knee().reached ? "knee step" : "highest step: every rate tried met the SLOs")
+                              : "highest step: no knee";
+      d.timelines.push_back(std::move(tl));
+    }
   d.scaling = db.scaling(runs);
   d.counters = db.counters(runs);
   if (runs.size() == 2) d.comparison = db.compare(runs[0], runs[1], opt.compare_resamples);
@@ -888,6 +1156,14 @@ std::string render_html(const ReportData& d) {
 
   os << "<h2>Latency</h2>\n" << svg::render(cdf_chart(d)) << "\n";
   for (const auto& c : load_charts(d)) os << svg::render(c) << "\n";
+  if (!d.serving.empty()) {
+    os << "<h2>Serving</h2>\n<p class=\"note\">" << kServingNote << "</p>\n";
+    for (const auto& c : serving_charts(d)) os << svg::render(c) << "\n";
+    os << html_table(serving_table(d), "serving") << html_list(serving_notes(d), "note");
+    for (const Timeline& tl : d.timelines)
+      os << "<details><summary>Requests of " << xml_escape(tl.name) << " (" << xml_escape(tl.why) << "): "
+         << xml_escape(tl.coverage()) << "</summary>\n" << html_table(timeline_table(tl), "timeline") << "</details>\n";
+  }
   const auto sc = scaling_charts(d);
   if (!sc.empty()) {
     os << "<h2>Scaling</h2>\n";
@@ -943,6 +1219,13 @@ std::string render_markdown(const ReportData& d) {
   os << "\n## Pareto frontier\n\n";
   os << (t.frontier.empty() ? "No variant meets the floor with both values measured.\n" : md_table(frontier_table(d)));
   os << "\n## Variants ranked\n\n" << md_table(ranked_table(d));
+  if (!d.serving.empty()) {
+    os << "\n## Serving\n\n" << kServingNote << "\n\n" << md_table(serving_table(d)) << "\n";
+    for (const auto& l : serving_notes(d)) os << "- " << md(l) << "\n";
+    for (const Timeline& tl : d.timelines)
+      os << "\n### Requests of " << md(tl.name) << " (" << md(tl.why) << "): " << md(tl.coverage()) << "\n\n"
+         << md_table(timeline_table(tl));
+  }
   if (const Table ct = cache_table(d); !ct.rows.empty())
     os << "\n## Result cache\n\n" << kCacheNote << "\n\n" << md_table(ct);
   if (d.comparison) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "reports/query.h"
+#include "reports/svg.h"
 
 namespace cibench::reports {
 
@@ -34,6 +35,9 @@ struct ReportData {
   std::vector<Variant> variants;       // every variant row of the runs, every step
   std::map<int64_t, double> goodput;   // variant_id -> requests/s meeting every SLO (Db::goodput)
   std::map<int64_t, double> slo_attainment;  // variant_id -> share of requests meeting every SLO
+  // Decoders serving open-loop traffic (Db::serving): empty for runs without serving rows.
+  Serving serving;
+  std::vector<Timeline> timelines;  // one per serving series: its knee step, else its highest
 };
 
 // One line of the ranked table.
@@ -58,6 +62,15 @@ std::vector<RankedVariant> rank_variants(const ReportData& d);
 // "met" / "missed: ..." / "no SLO" / "not measured: KEYS" for a variant against its run's SLOs
 // (the harness's judgement, harness/schema/slo.h, on the stored columns).
 std::string slo_verdict(const Variant& v, const std::vector<Slo>& slos);
+
+// The serving section: its charts (HTML): one throughput-latency chart per metric of
+// Serving::metrics with the SLO lines and each series' knee, goodput against the offered rate, TPOT
+// (or ITL) against the mean batch occupancy (when some step measured it), and one request timeline
+// per series; and its notes
+// (both documents): each series' knee, and every value not measured with the reason. Empty without
+// serving data.
+std::vector<svg::Chart> serving_charts(const ReportData& d);
+std::vector<std::string> serving_notes(const ReportData& d);
 
 std::string render_html(const ReportData& d);
 std::string render_markdown(const ReportData& d);

@@ -180,10 +180,12 @@ std::string render(const Chart& c) {
   // Data range.
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
   for (const auto& s : c.series)
-    for (const auto& p : s.pts) {
+    for (size_t i = 0; i < s.pts.size(); ++i) {
+      const auto& p = s.pts[i];
       if (c.log_x && p.x <= 0) continue;
       x0 = std::min(x0, p.x), x1 = std::max(x1, p.x);
       y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
+      if (s.kind == Series::Kind::hbar && i < s.ends.size()) x0 = std::min(x0, s.ends[i]), x1 = std::max(x1, s.ends[i]);
     }
   for (const auto& h : c.hlines) y0 = std::min(y0, h.value), y1 = std::max(y1, h.value);
   for (const auto& v : c.vlines)
@@ -207,16 +209,22 @@ std::string render(const Chart& c) {
     // Values that are all >= 0 (latencies, rates, counts) never get an axis below 0.
     x0 = x0 >= 0 ? std::max(0.0, x0 - dx) : x0 - dx, x1 += dx;
   }
-  const double dy = y1 > y0 ? (y1 - y0) * 0.08 : std::max(std::fabs(y0) * 0.05, 0.01);
-  y0 = y0 >= 0 ? std::max(0.0, y0 - dy) : y0 - dy, y1 += dy;
+  bool bars = false;
+  for (const auto& s : c.series) bars = bars || (s.kind == Series::Kind::hbar && !s.pts.empty());
+  if (bars) {
+    y0 -= 0.6, y1 += 0.6;  // half a row and a little around the first and last bar
+  } else {
+    const double dy = y1 > y0 ? (y1 - y0) * 0.08 : std::max(std::fabs(y0) * 0.05, 0.01);
+    y0 = y0 >= 0 ? std::max(0.0, y0 - dy) : y0 - dy, y1 += dy;
+  }
   auto X = [&](double x) {
     return c.log_x ? L + (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)) * pw
                    : L + (x - x0) / (x1 - x0) * pw;
   };
-  auto Y = [&](double y) { return T + ph - (y - y0) / (y1 - y0) * ph; };
+  auto Y = [&](double y) { return c.invert_y ? T + (y - y0) / (y1 - y0) * ph : T + ph - (y - y0) / (y1 - y0) * ph; };
   // Frame, grid and ticks.
   os << "<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n";
-  const auto xt = ticks(x0, x1, c.log_x, c.integer_x), yt = ticks(y0, y1, false);
+  const auto xt = ticks(x0, x1, c.log_x, c.integer_x), yt = ticks(y0, y1, false, c.integer_y);
   for (double x : xt) os << "<line x1=\"" << num(X(x)) << "\" y1=\"" << T << "\" x2=\"" << num(X(x)) << "\" y2=\"" << T + ph << "\"/>";
   for (double y : yt) os << "<line x1=\"" << L << "\" y1=\"" << num(Y(y)) << "\" x2=\"" << L + pw << "\" y2=\"" << num(Y(y)) << "\"/>";
   os << "\n</g>\n<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << pw << "\" height=\"" << ph
@@ -243,10 +251,24 @@ std::string render(const Chart& c) {
        << "<text x=\"" << num(X(v.value) + 4) << "\" y=\"" << T + 12 << "\" fill=\"" << v.color << "\">"
        << xml_escape(v.label) << "</text></g>\n";
   }
-  // Series: lines first, then markers on top.
+  // Series: bars, then lines, then markers on top.
   os << "<g>\n";
+  const double row_px = ph / (y1 - y0);
+  const double bar_h = std::clamp(row_px * 0.7, 1.0, 16.0);
   for (const auto& s : c.series) {
-    if (s.kind == Series::Kind::scatter || s.pts.empty()) continue;
+    if (s.kind != Series::Kind::hbar || s.pts.empty()) continue;
+    os << "<g class=\"series bars\" data-name=\"" << xml_escape(s.name) << "\" fill=\"" << s.color << "\">";
+    for (size_t i = 0; i < s.pts.size() && i < s.ends.size(); ++i) {
+      const double a = X(std::min(s.pts[i].x, s.ends[i])), b = X(std::max(s.pts[i].x, s.ends[i]));
+      os << "<rect class=\"bar\" x=\"" << num(a) << "\" y=\"" << num(Y(s.pts[i].y) - bar_h / 2) << "\" width=\""
+         << num(std::max(b - a, 0.5)) << "\" height=\"" << num(bar_h) << "\">";
+      if (i < s.tips.size() && !s.tips[i].empty()) os << "<title>" << xml_escape(s.tips[i]) << "</title>";
+      os << "</rect>";
+    }
+    os << "</g>\n";
+  }
+  for (const auto& s : c.series) {
+    if (s.kind == Series::Kind::scatter || s.kind == Series::Kind::hbar || s.pts.empty()) continue;
     os << "<polyline class=\"series\" data-name=\"" << xml_escape(s.name) << "\" fill=\"none\" stroke=\"" << s.color
        << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << " points=\"";
     bool first = true;
@@ -291,6 +313,8 @@ std::string render(const Chart& c) {
     }
     ++shown;
     if (s.kind == Series::Kind::scatter) os << marker_svg(s.marker, lx + 8, ly + 4, 4.5, s.color, "");
+    else if (s.kind == Series::Kind::hbar)
+      os << "<rect x=\"" << lx << "\" y=\"" << ly << "\" width=\"16\" height=\"8\" fill=\"" << s.color << "\"/>";
     else
       os << "<line x1=\"" << lx << "\" y1=\"" << ly + 4 << "\" x2=\"" << lx + 16 << "\" y2=\"" << ly + 4
          << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"5,3\"" : "") << "/>";

@@ -23,7 +23,8 @@ std::string xml_escape(const std::string& s);
 namespace svg {
 
 struct Series {
-  enum class Kind { scatter, line, step };
+  // hbar: one horizontal bar per point, from pts[i].x to ends[i] at row pts[i].y (a timeline).
+  enum class Kind { scatter, line, step, hbar };
   std::string name;
   Kind kind = Kind::scatter;
   std::string color = "#1f77b4";
@@ -33,6 +34,7 @@ struct Series {
   std::vector<Point> pts;
   std::vector<std::string> tips;    // per point, shown as <title> (hover in a browser)
   std::vector<std::string> labels;  // per point, drawn next to it ("" = none)
+  std::vector<double> ends;         // hbar: per point, where its bar ends on x
 };
 
 struct RefLine {
@@ -46,6 +48,8 @@ struct Chart {
   std::string x_title, y_title;
   bool log_x = false;
   bool integer_x = false;  // x is a count (threads): ticks on whole numbers only
+  bool integer_y = false;  // y is a count or a row number
+  bool invert_y = false;   // y grows downwards (row 1 at the top of a timeline)
   int width = 760;
   int height = 420;
   std::vector<Series> series;

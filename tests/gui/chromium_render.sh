@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `cibench report` output rendered by a headless browser: the HTML parses into a DOM with the SVG
-# charts and the frontier, and paints to a non-blank PNG. scripts/test.sh installs chromium
+# charts and the frontier, and paints to a non-blank PNG; a serving run's report has its serving
+# charts and timelines. scripts/test.sh installs chromium
 # (install-deps.sh --test); a build run without it reports this test as skipped (exit 77), except
 # under CI, where a missing browser is a failure.
 # usage: chromium_render.sh CIBENCH FIXTURE_TOOL
@@ -32,4 +33,21 @@ echo "PNG: $size bytes"
 # A blank 1280x2000 page compresses to a few kilobytes; charts and tables make it far larger.
 [ "$size" -gt 40000 ] || { echo "the screenshot looks blank"; exit 1; }
 if [ -n "${CIBENCH_KEEP_RENDER:-}" ]; then cp "$tmp/shot.png" "$CIBENCH_KEEP_RENDER"; fi
+# The serving run's report: its section parses with the throughput-latency, goodput, occupancy and
+# timeline charts, the SLO lines, the knees and one bar per stored request segment.
+wrote=$("$fixture" "$tmp/serving.sqlite" --serving)
+run=$(sed -n 's/^wrote run \([0-9][0-9]*\) (serving)$/\1/p' <<<"$wrote")
+[ -n "$run" ] || { echo "no serving run in the fixture tool's output: $wrote"; exit 1; }
+"$cibench" report "$run" --db "$tmp/serving.sqlite" --out "$tmp/serving" >/dev/null
+timeout 120 "$chrome" "${flags[@]}" --dump-dom "file://$tmp/serving/report.html" >"$tmp/serving-dom.html" 2>>"$tmp/chrome.log"
+section=$(sed -n '/<h2>Serving<\/h2>/,/<h2>Counters<\/h2>/p' "$tmp/serving-dom.html")
+svgs=$(grep -o '<svg' <<<"$section" | wc -l)
+bars=$(grep -o '<rect class="bar"' <<<"$section" | wc -l)
+echo "serving: $svgs svg elements, $bars timeline bars"
+[ "$svgs" -eq 7 ] || { echo "expected 7 serving charts, got $svgs"; exit 1; }
+# Three timelines of 12 requests: 3 x 12 first-token and decode bars, 3 x 11 queued (one unmeasured).
+[ "$bars" -eq $((3 * (12 + 12 + 11))) ] || { echo "expected $((3 * 35)) timeline bars, got $bars"; exit 1; }
+for text in "SLO ttft_p99_ms 500 ms" "SLO tpot_p99_ms 50 ms" "knee 4 qps" "b8 batching=continuous"; do
+  grep -qF "$text" <<<"$section" || { echo "'$text' missing from the serving section"; exit 1; }
+done
 echo "ok"

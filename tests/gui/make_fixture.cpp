@@ -1,14 +1,17 @@
-// cibench-gui-fixture PATH: writes the test fixture database (known values, real schema) to PATH,
-// for trying cibench-gui and `cibench report` without running a scenario.
+// cibench-gui-fixture PATH [--serving]: writes the test fixture database (known values, real schema)
+// to PATH, for trying cibench-gui and `cibench report` without running a scenario; --serving adds
+// the serving run (run 5: three ways to batch a decoder at stepped rates, tests/gui/reports_fixture.h).
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <string>
 
 #include "tests/gui/reports_fixture.h"
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: cibench-gui-fixture PATH\n");
+  const bool serving = argc == 3 && std::string(argv[2]) == "--serving";
+  if (argc != 2 && !serving) {
+    std::fprintf(stderr, "usage: cibench-gui-fixture PATH [--serving]\n");
     return 2;
   }
   try {
@@ -20,6 +23,8 @@ int main(int argc, char** argv) {
     std::printf("wrote %s: runs %lld (formats, hostA), %lld (formats, hostB), %lld (threads), %lld (stepped)\n",
                 argv[1], static_cast<long long>(ids.run_formats), static_cast<long long>(ids.run_formats_b),
                 static_cast<long long>(ids.run_threads), static_cast<long long>(ids.run_stepped));
+    if (serving)
+      std::printf("wrote run %lld (serving)\n", static_cast<long long>(cibench::test::make_serving_fixture(argv[1]).run));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cibench-gui-fixture: %s\n", e.what());
     return 1;

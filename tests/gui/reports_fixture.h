@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -219,6 +220,131 @@ inline ReportsFixture make_reports_fixture(const std::string& path) {
       s.update("variants", "variant_id", v, {{"knee_qps", 4.0}});
     }
   }
+  return fx;
+}
+
+// ---- a serving run (make_serving_fixture) ---------------------------------------------------
+//
+// Run "fixture-serving": a decoder (w8a8 t1 w1) under stepped Poisson load at 1, 2, 4, 8 requests/s
+// with SLOs ttft_p99_ms = 500 and tpot_p99_ms = 50, three ways to batch (the series):
+//   batching none:       TTFT p99 100, 200, 600 ms at 1, 2, 4 qps (4 breaks it: knee 2 qps, the run
+//                        stopped there); no batch occupancy (NULL with batching_reason)
+//   batching static:     TTFT p99 150, 180, 300, 450 ms: every rate met (no knee, >= 8 qps)
+//   batching continuous: TTFT p99 120, 140, 200, 700 ms, TPOT p99 10, 15, 25, 40 ms: knee 4 qps;
+//                        batch occupancy mean 1.2, 2, 3.5, 6; the goodput of its 8 qps step is NULL
+//                        with goodput_reason
+// Achieved = 0.95 x offered. Goodput (where stored) = achieved x attainment, attainment 1 at the
+// steps meeting the SLOs and 0.5 at the others. Requests are stored for each series' timeline
+// step (none @2, static @8, continuous @4): serving_request() gives their times.
+struct ServingFixture {
+  int64_t run = 0;
+  int64_t none_knee = 0, static_top = 0, cont_knee = 0;  // variant ids of the timeline steps
+  int64_t cont_top = 0;                                  // continuous @8 qps (goodput NULL)
+};
+
+struct ServingRequestTimes {
+  double scheduled, queue, ttft, latency;
+  int64_t output_tokens;
+};
+// Request i (0-based) of a timeline step: arrivals 100 ms apart from 50 ms, queue 4 i ms, TTFT
+// queue + 30 ms, latency TTFT + 10 (i + 1) ms; request 2 has no queue wait stored (NULL).
+inline ServingRequestTimes serving_request(int i) {
+  const double queue = 4.0 * i, ttft = queue + 30;
+  return {50.0 + 100.0 * i, queue, ttft, ttft + 10.0 * (i + 1), int64_t{i + 2}};
+}
+constexpr int kServingRequests = 12;
+
+inline int64_t serving_variant(Store& s, int64_t run, int index, int step, const std::string& batching, double offered,
+                               double ttft_p99, double tpot_p99, std::optional<double> occupancy, bool goodput_stored) {
+  const bool met = ttft_p99 <= 500 && tpot_p99 <= 50;
+  const double achieved = 0.95 * offered, attainment = met ? 1.0 : 0.5;
+  Fields v{{"run_id", run},
+           {"variant_index", int64_t{index}},
+           {"step_index", int64_t{step}},
+           {"label", std::string("w8a8 t1 w1 ") + batching},
+           {"status", std::string("ok")},
+           {"format", std::string("w8a8")},
+           {"sparsity", 0.0},
+           {"threads", int64_t{1}},
+           {"workers", int64_t{1}},
+           {"kv_mode", std::string("preallocated")},
+           {"isa_requested", std::string("auto")},
+           {"isa_used", std::string("avx2")},
+           {"pattern", std::string("stepped")},
+           {"offered_qps", offered},
+           {"queries", int64_t{kServingRequests}},
+           {"failed_queries", int64_t{0}},
+           {"duration_s", kServingRequests / achieved},
+           {"achieved_qps", achieved},
+           {"latency_p50_ms", ttft_p99 + 100},
+           {"latency_p99_ms", ttft_p99 + 300},
+           {"ttft_p50_ms", ttft_p99 / 2},
+           {"ttft_p99_ms", ttft_p99},
+           {"tpot_p50_ms", tpot_p99 / 2},
+           {"tpot_p99_ms", tpot_p99},
+           {"itl_count", int64_t{100}},
+           {"itl_p50_ms", tpot_p99 / 2},
+           {"itl_p99_ms", tpot_p99 * 1.5},
+           {"slo_attainment", attainment},
+           {"slo_met", int64_t{met ? 1 : 0}},
+           {"valid", int64_t{1}},
+           {"batching", batching}};
+  if (goodput_stored) v.push_back({"goodput_qps", achieved * attainment});
+  else v.push_back({"goodput_reason", std::string("not every request was kept (12 > run.exact_sample_cap)")});
+  if (batching == "none") {
+    v.push_back({"batching_reason", std::string("batching none: one sequence per worker, no scheduler steps")});
+  } else {
+    v.insert(v.end(), {{"max_batch", int64_t{8}},
+                       {"engine_steps", int64_t{400}},
+                       {"preemptions", int64_t{0}},
+                       {"batch_occupancy_mean", *occupancy},
+                       {"batch_occupancy_max", int64_t{8}},
+                       {"kv_occupancy_mean", *occupancy / 16},
+                       {"kv_occupancy_max", *occupancy / 8}});
+  }
+  return s.insert("variants", v);
+}
+
+inline void serving_requests(Store& s, int64_t variant) {
+  std::vector<std::vector<SqlValue>> rows;
+  for (int i = 0; i < kServingRequests; ++i) {
+    const ServingRequestTimes t = serving_request(i);
+    rows.push_back({variant, int64_t{i}, int64_t{i}, int64_t{0}, int64_t{i % 5}, int64_t{16}, t.output_tokens, int64_t{1},
+                    t.scheduled, i == 2 ? sql_null() : SqlValue(t.queue), t.latency - t.queue, t.latency, t.ttft,
+                    (t.latency - t.ttft) / static_cast<double>(t.output_tokens - 1)});
+  }
+  Store::Transaction tr(s);
+  s.insert_many("requests",
+                {"variant_id", "seq", "query_index", "worker", "sample_index", "prompt_tokens", "output_tokens", "ok",
+                 "scheduled_ms", "queue_ms", "service_ms", "latency_ms", "ttft_ms", "tpot_ms"},
+                rows);
+  tr.commit();
+}
+
+// Adds the serving run to the database at `path` (created when absent).
+inline ServingFixture make_serving_fixture(const std::string& path) {
+  ServingFixture fx;
+  Store s(path);
+  fx.run = s.insert("runs", fixture_run("fixture-serving",
+                                        "[load]\npattern = \"stepped\"\n\n[slo]\nttft_p99_ms = 500\ntpot_p99_ms = 50\n",
+                                        "hostA", "2024-06-04T09:00:00Z", "stepped"));
+  const double rates[] = {1, 2, 4, 8};
+  const double none_ttft[] = {100, 200, 600}, static_ttft[] = {150, 180, 300, 450}, cont_ttft[] = {120, 140, 200, 700};
+  const double cont_tpot[] = {10, 15, 25, 40}, static_occ[] = {1, 1.5, 2.5, 4}, cont_occ[] = {1.2, 2, 3.5, 6};
+  for (int st = 0; st < 3; ++st) {
+    const int64_t id = serving_variant(s, fx.run, 0, st, "none", rates[st], none_ttft[st], 8, std::nullopt, true);
+    if (st == 1) fx.none_knee = id;
+  }
+  for (int st = 0; st < 4; ++st) {
+    const int64_t id = serving_variant(s, fx.run, 1, st, "static", rates[st], static_ttft[st], 12, static_occ[st], true);
+    if (st == 3) fx.static_top = id;
+  }
+  for (int st = 0; st < 4; ++st) {
+    const int64_t id = serving_variant(s, fx.run, 2, st, "continuous", rates[st], cont_ttft[st], cont_tpot[st], cont_occ[st], st != 3);
+    if (st == 2) fx.cont_knee = id;
+    if (st == 3) fx.cont_top = id;
+  }
+  for (int64_t id : {fx.none_knee, fx.static_top, fx.cont_knee}) serving_requests(s, id);
   return fx;
 }
 

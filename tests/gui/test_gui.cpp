@@ -17,6 +17,7 @@
 #include <QFile>
 #include <QGraphicsScene>
 #include <QGraphicsTextItem>
+#include <QHorizontalStackedBarSeries>
 #include <QImage>
 #include <QLabel>
 #include <QLegend>
@@ -26,6 +27,7 @@
 #include <QListWidget>
 #include <QLogValueAxis>
 #include <QScatterSeries>
+#include <QSpinBox>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTest>
@@ -880,6 +882,149 @@ TEST(Gui, CompareViewNeverPicksAnotherScenarioSilently) {
   EXPECT_TRUE(cv->infoLabel()->text().startsWith("<b style=\"color:#a00\">WARNING: different scenarios"))
       << cv->infoLabel()->text().toStdString();
   EXPECT_TRUE(cv->infoLabel()->text().contains("Failed: B: int4_sym_g32")) << cv->infoLabel()->text().toStdString();
+}
+
+// The reports fixture with the serving run (tests/gui/reports_fixture.h make_serving_fixture).
+struct ServingFx {
+  std::string path;
+  test::ReportsFixture ids;
+  test::ServingFixture serving;
+};
+const ServingFx& serving_fx() {
+  static ServingFx f = [] {
+    ServingFx x;
+    x.path = temp_path("serving.sqlite");
+    x.ids = test::make_reports_fixture(x.path);
+    x.serving = test::make_serving_fixture(x.path);
+    return x;
+  }();
+  return f;
+}
+
+std::vector<QPointF> points_of(QAbstractSeries* s) {
+  auto* xy = qobject_cast<QXYSeries*>(s);
+  if (!xy) return {};
+  const QList<QPointF> p = xy->points();
+  return {p.begin(), p.end()};
+}
+
+TEST(Gui, ServingViewDrawsTheSeriesKneesSloLinesAndTimeline) {
+  MainWindow w;
+  w.resize(1500, 1000);
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(serving_fx().path)));
+  w.selectRuns({serving_fx().serving.run});
+  ASSERT_TRUE(w.showView("serving"));
+  settle(w);
+  ServingView* sv = w.servingView();
+  const int tab = w.tabs()->indexOf(sv);
+  EXPECT_TRUE(w.tabs()->isTabVisible(tab));
+  EXPECT_EQ(w.tabs()->currentIndex(), tab);
+  ASSERT_TRUE(sv->hasData());
+  ASSERT_EQ(sv->data().series.size(), 3u);
+  // TTFT p99 against achieved throughput: one line per series at its steps, the SLO at 500 ms, the
+  // knees of none (2 qps) and continuous (4 qps), static's hollow marker (every rate met).
+  QChart* ttft = sv->latencyChart(0);
+  EXPECT_EQ(ttft->title(), "TTFT p99 against achieved throughput");
+  const auto cont = points_of(series_named(ttft, "b8 batching=continuous"));
+  ASSERT_EQ(cont.size(), 4u);
+  const double cont_ttft[] = {120, 140, 200, 700}, rates[] = {1, 2, 4, 8};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_DOUBLE_EQ(cont[i].x(), 0.95 * rates[i]);
+    EXPECT_DOUBLE_EQ(cont[i].y(), cont_ttft[i]);
+  }
+  EXPECT_EQ(points_of(series_named(ttft, "batching=none")).size(), 3u);
+  const auto slo = points_of(series_named(ttft, "SLO 500 ms"));
+  ASSERT_EQ(slo.size(), 2u);
+  EXPECT_EQ(slo[0].y(), 500);
+  EXPECT_EQ(slo[1].y(), 500);
+  const auto knees = points_of(series_named(ttft, "knee"));
+  ASSERT_EQ(knees.size(), 2u);
+  EXPECT_DOUBLE_EQ(knees[0].x(), 1.9);
+  EXPECT_DOUBLE_EQ(knees[0].y(), 200);
+  EXPECT_DOUBLE_EQ(knees[1].x(), 3.8);
+  const auto held = points_of(series_named(ttft, "no knee: all rates met SLOs"));
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_DOUBLE_EQ(held[0].x(), 7.6);
+  EXPECT_DOUBLE_EQ(held[0].y(), 450);
+  QChart* tpot = sv->latencyChart(1);
+  EXPECT_EQ(tpot->title(), "TPOT p99 against achieved throughput");
+  EXPECT_EQ(points_of(series_named(tpot, "SLO 50 ms")).front().y(), 50);
+  // Goodput: continuous's 8 qps step is not measured, not drawn.
+  const auto good = points_of(series_named(sv->goodputChart(), "b8 batching=continuous"));
+  ASSERT_EQ(good.size(), 3u);
+  EXPECT_DOUBLE_EQ(good[2].y(), 3.8);
+  // Occupancy: no line for none (NULL with its reason, in the notes).
+  EXPECT_FALSE(series_named(sv->occupancyChart(), "batching=none p99"));
+  const auto occ = points_of(series_named(sv->occupancyChart(), "b8 batching=continuous p99"));
+  ASSERT_EQ(occ.size(), 4u);
+  EXPECT_DOUBLE_EQ(occ[3].x(), 6);
+  EXPECT_DOUBLE_EQ(occ[3].y(), 40);
+  EXPECT_TRUE(sv->notesLabel()->text().contains("batching none: one sequence per worker"));
+  EXPECT_TRUE(sv->notesLabel()->text().contains("not every request was kept"));
+  // The step selector starts with each series' timeline step; the first is none's knee.
+  ASSERT_EQ(sv->stepBox()->count(), 11);  // 3 + 4 + 4 steps
+  EXPECT_EQ(sv->stepBox()->currentData().toLongLong(), serving_fx().serving.none_knee);
+  EXPECT_EQ(sv->stepBox()->itemData(2).toLongLong(), serving_fx().serving.cont_knee);
+  // Choose continuous's knee: one stacked bar per request, the segments as stored.
+  sv->stepBox()->setCurrentIndex(2);
+  settle(w);
+  EXPECT_EQ(sv->timeline().requests.size(), static_cast<size_t>(test::kServingRequests));
+  EXPECT_TRUE(sv->timelineChart()->title().startsWith("Requests of b8 batching=continuous @4 qps (knee step): all 12 requests"));
+  QHorizontalStackedBarSeries* bars = nullptr;
+  for (auto* s : sv->timelineChart()->series())
+    if (auto* b = qobject_cast<QHorizontalStackedBarSeries*>(s)) bars = b;
+  ASSERT_TRUE(bars);
+  const auto sets = bars->barSets();
+  ASSERT_EQ(sets.size(), 4);  // arrival (invisible), queued, to first token, decode
+  EXPECT_EQ(sets[1]->label(), "queued");
+  const int n = test::kServingRequests;
+  for (int i = 0; i < n; ++i) {
+    const auto t = test::serving_request(i);
+    const int k = n - 1 - i;  // the last arrival first (drawn at the bottom)
+    EXPECT_DOUBLE_EQ(sets[0]->at(k), t.scheduled) << i;
+    EXPECT_DOUBLE_EQ(sets[1]->at(k), i == 2 ? 0.0 : t.queue) << i;
+    EXPECT_DOUBLE_EQ(sets[2]->at(k), i == 2 ? t.ttft : t.ttft - t.queue) << i;
+    EXPECT_DOUBLE_EQ(sets[3]->at(k), t.latency - t.ttft) << i;
+    // The stack ends where the request ended.
+    EXPECT_DOUBLE_EQ(sets[0]->at(k) + sets[1]->at(k) + sets[2]->at(k) + sets[3]->at(k), t.scheduled + t.latency) << i;
+  }
+  EXPECT_TRUE(sv->notesLabel()->text().contains("the queue wait of 1 was not measured"));
+  // Fewer requests on demand.
+  sv->findChild<QSpinBox*>()->setValue(5);
+  settle(w);
+  EXPECT_EQ(sv->timeline().requests.size(), 5u);
+  // Drawn: the window grabs to a non-empty image with the charts' colours in it.
+  const QImage img = w.grab().toImage();
+  ASSERT_FALSE(img.isNull());
+  EXPECT_GE(img.width(), 1000);
+  std::set<QRgb> colours;
+  for (int y = 0; y < img.height(); y += 3)
+    for (int x = 0; x < img.width(); x += 3) colours.insert(img.pixel(x, y));
+  EXPECT_GT(colours.size(), 50u);
+  // Exported with the other views.
+  const QStringList files = w.exportAllCharts(QString::fromStdString(temp_path("serving_export")));
+  EXPECT_TRUE(files.contains(QString::fromStdString(temp_path("serving_export")) + "/serving-5.png"));
+}
+
+TEST(Gui, ServingTabOnlyForRunsWithServingData) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(serving_fx().path)));
+  const int tab = w.tabs()->indexOf(w.servingView());
+  w.selectRuns({serving_fx().ids.run_formats});
+  settle(w);
+  EXPECT_FALSE(w.tabs()->isTabVisible(tab));
+  EXPECT_FALSE(w.servingView()->hasData());
+  w.selectRuns({serving_fx().ids.run_stepped, serving_fx().serving.run});
+  settle(w);
+  EXPECT_TRUE(w.tabs()->isTabVisible(tab));
+  ASSERT_EQ(w.servingView()->data().series.size(), 3u);
+  EXPECT_EQ(w.servingView()->data().series[0].name, "run " + std::to_string(serving_fx().serving.run) + ": batching=none");
+  // Asked for by name without serving data, it says so.
+  w.selectRuns({serving_fx().ids.run_threads});
+  ASSERT_TRUE(w.showView("serving"));
+  settle(w);
+  EXPECT_TRUE(w.servingView()->latencyChart(0)->title().contains("no serving data"));
+  EXPECT_TRUE(w.servingView()->timelineChart()->series().isEmpty());
 }
 
 TEST(Gui, ExportChartsAsPngAndSvg) {

@@ -3,7 +3,8 @@
 # (written by the harness's Store), the window found by its title (which names the file and its
 # run count) with xdotool, and clicked with the mouse: ten clicks on the trade-off chart's points,
 # at the positions the window prints (--print-points), each of which must select that point's
-# variant, then two clicks elsewhere; the window must still be alive afterwards. scripts/install-deps.sh --test
+# variant, then two clicks elsewhere; the window must still be alive afterwards. Then the serving view
+# of the fixture's serving run is grabbed with --screenshot. scripts/install-deps.sh --test
 # installs xdotool; without Xvfb or xdotool the test is reported as skipped (exit 77), except
 # under CI, where that is a failure.
 # usage: xvfb_window.sh CIBENCH_GUI FIXTURE_TOOL
@@ -71,4 +72,20 @@ if [ "$title" != "$want" ]; then
   echo "expected the title '$want', got '$title'" >&2
   exit 1
 fi
+# The serving view of the fixture's serving run, grabbed by --screenshot as the documentation's is.
+wrote=$("$fixture" "$tmp/serving.sqlite" --serving)
+serving_run=$(sed -n 's/^wrote run \([0-9][0-9]*\) (serving)$/\1/p' <<<"$wrote")
+[ -n "$serving_run" ] || { echo "no serving run in the fixture tool's output: $wrote" >&2; exit 1; }
+env -u QT_QPA_PLATFORM xvfb-run -a -s "-screen 0 1600x1000x24" "$gui" "$tmp/serving.sqlite" --runs "$serving_run" \
+  --view serving --size 1400x900 --screenshot "$tmp/serving.png" 2>"$tmp/serving.err" || {
+  echo "cibench-gui --view serving --screenshot failed:" >&2
+  cat "$tmp/serving.err" >&2
+  exit 1
+}
+size=$(stat -c %s "$tmp/serving.png")
+dims=$(od -An -tu1 -j16 -N8 "$tmp/serving.png" | awk '{print $3 * 256 + $4 "x" $7 * 256 + $8}')
+echo "serving view screenshot: $dims, $size bytes"
+[ "$dims" = "1400x900" ] || { echo "expected a 1400x900 screenshot" >&2; exit 1; }
+# A blank window of that size compresses to a few kilobytes; four charts and a timeline do not.
+[ "$size" -gt 60000 ] || { echo "the serving view screenshot looks blank" >&2; exit 1; }
 echo "ok: cibench-gui opened $runs run(s) in a real X window; ten clicks on points selected them, and it survived"
