@@ -91,7 +91,7 @@ QValueAxis* value_axis(const QString& title, double lo, double hi) {
   auto* a = new QValueAxis();
   a->setTitleText(title);
   a->setRange(lo, hi);
-  a->setLabelFormat("%.4g");
+  a->setLabelFormat("%.6g");  // 10000 as 10000, not 1e+04
   a->applyNiceNumbers();
   return a;
 }

@@ -165,6 +165,7 @@ std::string Variant::short_name(bool with_rate) const {
   if (auto c = get("cache_enabled"); c && *c > 0) s += " cache";
   // Decoder batching (schema 8): static and continuous batching of the same engine told apart.
   if (const std::string b = text_of("batching"); !b.empty() && b != "none") s += " batching=" + b;
+  if (auto p = get("prefix_cache"); p && *p > 0) s += " prefix-cache";  // schema 9
   if (with_rate && (step_index > 0 || text_of("pattern") == "stepped")) {
     auto q = get("offered_qps");
     s += q ? " @" + fmt_num(*q, 3) + "qps" : " step" + std::to_string(step_index);
@@ -1405,6 +1406,15 @@ Serving Db::serving(const std::vector<int64_t>& run_ids) {
       if (differs && !mine.empty()) extra[i] += " " + prefix + mine + unit;
     }
   }
+  // Prefix cache off beside on (schema 9): short_name marks only "prefix-cache"; the other is
+  // named too, rather than by the settings it shares with it.
+  const auto prefix_of = [](const ServingSeries& ss) { return ss.steps.front().v.get("prefix_cache"); };
+  const bool any_prefix = std::any_of(sv.series.begin(), sv.series.end(), [&](const ServingSeries& ss) {
+    const auto p = prefix_of(ss);
+    return p && *p > 0;
+  });
+  for (size_t i = 0; i < sv.series.size(); ++i)
+    if (const auto p = prefix_of(sv.series[i]); any_prefix && p && *p == 0) extra[i] += " no-prefix-cache";
   for (size_t i = 0; i < sv.series.size(); ++i) sv.series[i].name += extra[i];
   // The settings every series shares are said once (Serving::common); the names keep what tells
   // the series apart ("batching=none", "b8 batching=continuous").

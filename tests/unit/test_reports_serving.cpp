@@ -338,6 +338,27 @@ TEST(ReportsServing, SeriesDifferingInABatchingSettingAreToldApart) {
   EXPECT_EQ(sv.common, "w8a8 t1 w1");
 }
 
+// Prefix cache off and on (schema 9) of the same continuous engine: the names say which.
+TEST(ReportsServing, PrefixCacheOffAndOnAreToldApart) {
+  const std::string path = test::fresh_db_path("reports_serving", "prefix.sqlite");
+  const test::ServingFixture s = test::make_serving_fixture(path);
+  {
+    Store st(path);
+    for (const auto& v : Db(path).variants({s.run})) {
+      if (v.variant_index == 1)
+        st.update("variants", "variant_id", v.variant_id,
+                  {{"batching", std::string("continuous")}, {"kv_policy", std::string("queue")}, {"prefix_cache", int64_t{0}}});
+      if (v.variant_index == 2)
+        st.update("variants", "variant_id", v.variant_id, {{"kv_policy", std::string("queue")}, {"prefix_cache", int64_t{1}}});
+    }
+  }
+  Db db(path);
+  const Serving sv = db.serving({s.run});
+  ASSERT_EQ(sv.series.size(), 3u);
+  EXPECT_EQ(sv.series[1].name, "b8 batching=continuous no-prefix-cache");
+  EXPECT_EQ(sv.series[2].name, "b8 batching=continuous prefix-cache");
+}
+
 TEST(ReportsServing, NoOccupancyChartWhenNoStepMeasuredIt) {
   const std::string path = test::fresh_db_path("reports_serving", "no_occupancy.sqlite");
   const test::ServingFixture s = test::make_serving_fixture(path);
