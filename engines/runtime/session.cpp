@@ -161,6 +161,30 @@ const float* LlamaSession::recompute(const int* tokens, int n) {
   return logits_.as<float>();
 }
 
+const float* LlamaSession::verify(const int* tokens, int n) {
+  CIBENCH_CHECK(n >= 1, "verify needs at least one token");
+  CIBENCH_CHECK(opts_.kv_mode != KvMode::none, "verify needs a KV cache (KV mode '",
+                kv_mode_name(opts_.kv_mode), "' keeps none)");
+  CIBENCH_CHECK(pos_ + n <= max_context_, "context overflow: position ", pos_, " + ", n,
+                " tokens exceeds the context of ", max_context_);
+  const size_t vocab = static_cast<size_t>(model_.config.vocab_size);
+  if (verify_logits_.size() < static_cast<size_t>(n) * vocab) verify_logits_.resize(static_cast<size_t>(n) * vocab);
+  for (int done = 0; done < n;) {
+    const int chunk = std::min(n - done, opts_.max_batch);
+    forward_chunk(tokens + done, chunk, pos_, false, verify_logits_.data() + done * vocab);
+    pos_ += chunk;
+    done += chunk;
+  }
+  return verify_logits_.data();
+}
+
+void LlamaSession::rewind(int pos) {
+  CIBENCH_CHECK(pos >= 0 && pos <= pos_, "cannot rewind to position ", pos,
+                ": the context holds positions [0, ", pos_, ")");
+  pos_ = pos;
+  if (opts_.kv_mode == KvMode::none) history_.resize(static_cast<size_t>(pos));
+}
+
 void LlamaSession::forward_all(const int* tokens, int n, float* logits) {
   const int vocab = model_.config.vocab_size;
   for (int i = 0; i < n; ++i) {
@@ -169,7 +193,7 @@ void LlamaSession::forward_all(const int* tokens, int n, float* logits) {
   }
 }
 
-void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_logits) {
+void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_logits, float* all_logits) {
   const LlamaConfig& c = model_.config;
   const KernelTable& K = kernels_for(isa_);
   const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
@@ -272,6 +296,14 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     for (int i = 0; i < n; ++i) K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
   }
 
+  if (all_logits) {
+    // Every row through the head: the same per-row RMSNorm as below, then one matmul.
+    for (int i = 0; i < n; ++i)
+      K.rmsnorm(x + static_cast<size_t>(i) * dim, model_.final_norm.data(), xb + static_cast<size_t>(i) * dim,
+                dim, c.norm_eps);
+    if (opts_.observer) opts_.observer->observe("output", xb, n, dim);
+    mm_->matmul(model_.output, xb, dim, n, all_logits, c.vocab_size);
+  }
   if (!want_logits) return;
   const float* last = x + static_cast<size_t>(n - 1) * dim;
   K.rmsnorm(last, model_.final_norm.data(), xb, dim, c.norm_eps);

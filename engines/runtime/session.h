@@ -57,6 +57,15 @@ class LlamaSession {
   // Teacher forcing: feeds tokens one position at a time from the current position and writes
   // the logits after each into `logits` (n * vocab_size floats).
   void forward_all(const int* tokens, int n, float* logits);
+  // Feeds tokens at the current position in one chunked forward (as prefill) and returns the
+  // logits after each of them: n x vocab_size floats, valid until the next verify(). Speculative
+  // decoding checks k drafted tokens with one verify() of k + 1 positions. Needs a KV cache
+  // (throws for KvMode::none). The logits equal step-by-step ones bit for bit for formats with
+  // int8 activations and to rounding for f32 activations (the rows go through matmul, not matvec).
+  const float* verify(const int* tokens, int n);
+  // Drops the positions >= pos from the context (their cached keys and values are overwritten by
+  // later tokens). Throws Error if pos < 0 or pos > position().
+  void rewind(int pos);
 
   int position() const { return pos_; }
   int context_limit() const { return max_context_; }
@@ -71,7 +80,9 @@ class LlamaSession {
   void kv_cache_row(bool value, int layer, int pos, void* out) const;
 
  private:
-  void forward_chunk(const int* tokens, int n, int pos0, bool want_logits);
+  // want_logits: the logits after the last token into logits_; all_logits (if not null): the
+  // logits after every token, n x vocab_size.
+  void forward_chunk(const int* tokens, int n, int pos0, bool want_logits, float* all_logits = nullptr);
   const float* recompute(const int* tokens, int n);
 
   const LlamaModel& model_;
@@ -83,6 +94,7 @@ class LlamaSession {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<MatmulRunner> mm_;
   std::vector<int> history_;  // tokens fed so far (used by KvMode::none)
+  std::vector<float> verify_logits_;  // verify()'s rows, sized on first use
   // KV cache: (n_layers, n_kv_heads, max_context, head_dim) for keys and values, floats or IEEE
   // halves (each head's positions contiguous for attention).
   AlignedBuffer key_cache_, value_cache_;
