@@ -17,6 +17,7 @@
 #include "engines/models/llama.h"
 #include "engines/runtime/batch.h"
 #include "engines/runtime/session.h"
+#include "engines/runtime/speculative.h"
 #include "harness/cli/bandwidth.h"
 #include "harness/cli/command.h"
 #include "harness/cli/engine_options.h"
@@ -41,6 +42,11 @@ struct BenchArgs {
   bool no_roofline = false;
   double probe_mib = 512;
   std::vector<int> batch;  // --batch: batched decode at these batch sizes instead
+  // --speculative: speculative greedy decoding with these drafters (self:FORMAT, draft:MODEL,
+  // lookup[:MIN-MAX]) at these draft lengths, against plain greedy decoding of the same target.
+  std::vector<std::string> speculative;
+  std::vector<int> draft_tokens = {4};
+  int repeat_prompt = 0;  // > 0: the prompt is a random run of this many tokens repeated
 };
 
 struct Stats {
@@ -61,11 +67,14 @@ Stats stats(std::vector<double> v) {
 }
 
 int run_batch_bench(const BenchArgs& a);
+int run_spec_bench(const BenchArgs& a);
 
 int run_bench(BenchArgs a) {
   using clock = std::chrono::steady_clock;
   if (a.models.empty()) a.models = {"synthetic:tinystories-110m"};
+  CIBENCH_CHECK(a.batch.empty() || a.speculative.empty(), "--batch and --speculative are separate benchmarks");
   if (!a.batch.empty()) return run_batch_bench(a);
+  if (!a.speculative.empty()) return run_spec_bench(a);
   CIBENCH_CHECK(a.reps >= 1, "--reps must be >= 1");
   CIBENCH_CHECK(a.prompt_tokens >= 1 && a.decode_tokens >= 1, "--prompt and --decode must be >= 1");
   a.engine.build_options();  // applies --isa
@@ -375,6 +384,196 @@ int run_batch_bench(const BenchArgs& a) {
   return 0;
 }
 
+// --speculative: greedy generation of `decode` tokens after a `prompt`-token prompt, plain
+// (LlamaSession prefill, then one step per token) and speculative (SpeculativeDecoder: the drafter
+// proposes k tokens, the target verifies them in one forward over k + 1 positions), on the same
+// target build, alternating plain and speculative repetitions. Timed: the whole generate call,
+// prompt read included on both sides (the draft model's too: part of what speculation costs).
+// Greedy speculation must give the plain tokens exactly; a difference is an error.
+struct DrafterSpec {
+  std::string kind;  // self | draft | lookup
+  std::string arg;   // format, model spec, or "MIN-MAX"
+  std::string text;
+};
+
+DrafterSpec parse_drafter(const std::string& s) {
+  DrafterSpec d;
+  d.text = s;
+  const size_t c = s.find(':');
+  d.kind = s.substr(0, c);
+  d.arg = c == std::string::npos ? "" : s.substr(c + 1);
+  if (d.kind == "self") {
+    if (d.arg.empty()) d.arg = "int4_g32";
+    return d;
+  }
+  if (d.kind == "draft" && !d.arg.empty()) return d;
+  if (d.kind == "lookup") {
+    if (d.arg.empty()) d.arg = "1-3";
+    return d;
+  }
+  throw Error(str("--speculative '", s, "': expected self[:FORMAT] (the target's weights in FORMAT, default int4_g32), "
+                  "draft:MODEL (a model with the target's vocabulary) or lookup[:MIN-MAX] (n-gram prompt lookup, "
+                  "default 1-3)"));
+}
+
+int run_spec_bench(const BenchArgs& a) {
+  using clock = std::chrono::steady_clock;
+  CIBENCH_CHECK(a.reps >= 1, "--reps must be >= 1");
+  CIBENCH_CHECK(a.prompt_tokens >= 1 && a.decode_tokens >= 1, "--prompt and --decode must be >= 1");
+  CIBENCH_CHECK(a.db.empty(), "--db does not store speculative rows (run --speculative without --db)");
+  for (int k : a.draft_tokens) CIBENCH_CHECK(k >= 1 && k <= 64, "--draft-tokens must be in [1, 64], got ", k);
+  CIBENCH_CHECK(a.repeat_prompt >= 0, "--repeat-prompt must be >= 0");
+  std::vector<DrafterSpec> drafters;
+  for (const auto& s : a.speculative) drafters.push_back(parse_drafter(s));
+  a.engine.build_options();  // applies --isa
+  const Isa isa = active_isa();
+  if (std::string(build_info().build_type) != "Release")
+    std::fprintf(stderr, "cibench: WARNING: %s build; figures are not representative\n",
+                 build_info().build_type.c_str());
+  const KvMode kv = parse_kv_mode(a.engine.kv_mode);
+  CIBENCH_CHECK(kv != KvMode::none, "--speculative needs a KV cache (--kv ", kv_mode_name(KvMode::preallocated),
+                " or ", kv_mode_name(KvMode::preallocated_f16), ")");
+
+  nlohmann::json rows = nlohmann::json::array();
+  bool header = false;
+  for (const std::string& spec : a.models) {
+    LlamaSource src = open_llama_source(spec);
+    const int context = a.prompt_tokens + a.decode_tokens + 64;
+    CIBENCH_CHECK(context <= src.config.seq_len, "--prompt + --decode (+64 for drafts) = ", context,
+                  " exceeds ", spec, "'s context of ", src.config.seq_len);
+    const int V = src.config.vocab_size;
+    std::mt19937 rng(static_cast<uint32_t>(a.seed));
+    std::uniform_int_distribution<int> tokd(3, V - 1);
+    std::vector<int> prompt(a.prompt_tokens);
+    const int period = a.repeat_prompt > 0 ? a.repeat_prompt : a.prompt_tokens;
+    for (int i = 0; i < a.prompt_tokens; ++i) prompt[i] = i < period ? tokd(rng) : prompt[i - period];
+    for (const std::string& fmt : a.formats) {
+      EngineOptions eo = a.engine;
+      eo.format = fmt;
+      const LlamaBuildOptions build = eo.build_options();
+      require_memory(str("cibench bench --speculative on ", spec, " in ", fmt),
+                     2.0 * static_cast<double>(estimate_llama_build_bytes(src.config, build)),
+                     "the target build and at most as much again for a draft", "try a smaller format");
+      const LlamaModel target = build_llama(src, build);
+      for (int threads : a.threads) {
+        SessionOptions so;
+        so.threads = threads;
+        so.pin_threads = a.engine.pin;
+        so.kv_mode = kv;
+        so.max_context = context;
+        LlamaSession plain(target, so);
+        // Plain greedy generation: the reference tokens and time.
+        auto run_plain = [&](std::vector<int>& out) {
+          plain.reset();
+          out.clear();
+          const float* l = plain.prefill(prompt.data(), static_cast<int>(prompt.size()));
+          for (int d = 0; d < a.decode_tokens; ++d) {
+            out.push_back(static_cast<int>(std::max_element(l, l + V) - l));
+            if (d + 1 < a.decode_tokens) l = plain.step(out.back());
+          }
+        };
+        std::vector<int> ref;
+        run_plain(ref);  // warm-up
+        for (const DrafterSpec& ds : drafters) {
+          std::unique_ptr<Drafter> drafter;
+          std::shared_ptr<const LlamaModel> draft_model;
+          if (ds.kind == "self") {
+            drafter = make_self_drafter(src, target, so, ds.arg);
+          } else if (ds.kind == "draft") {
+            LlamaSource dsrc = open_llama_source(ds.arg);
+            LlamaBuildOptions db = build;
+            draft_model = std::make_shared<const LlamaModel>(build_llama(dsrc, db));
+            drafter = std::make_unique<DraftModelDrafter>(draft_model, target, so);
+          } else {
+            int lo = 1, hi = 3;
+            CIBENCH_CHECK(std::sscanf(ds.arg.c_str(), "%d-%d", &lo, &hi) == 2 && lo >= 1 && hi >= lo && hi <= 16,
+                          "--speculative ", ds.text, ": lookup takes MIN-MAX n-gram sizes, 1 <= MIN <= MAX <= 16");
+            drafter = std::make_unique<PromptLookupDrafter>(lo, hi);
+          }
+          for (int k : a.draft_tokens) {
+            SpeculativeOptions spo;
+            spo.draft_tokens = k;
+            LlamaSession tsess(target, so);
+            SpeculativeDecoder dec(tsess, *drafter, spo);
+            std::vector<double> plain_tps, spec_tps;
+            std::vector<int> got;
+            for (int r = -1; r < a.reps; ++r) {  // alternating; r = -1 warms both up
+              auto t0 = clock::now();
+              run_plain(got);
+              const double ps = std::chrono::duration<double>(clock::now() - t0).count();
+              t0 = clock::now();
+              const std::vector<int> sp = dec.generate(prompt, a.decode_tokens);
+              const double ss = std::chrono::duration<double>(clock::now() - t0).count();
+              if (sp != ref)
+                throw Error(str("speculative greedy tokens differ from plain greedy tokens (", drafter->name(), ", k = ", k,
+                                ", ", spec, " ", fmt, "): a defect"));
+              if (r < 0) continue;
+              plain_tps.push_back(a.decode_tokens / ps);
+              spec_tps.push_back(a.decode_tokens / ss);
+            }
+            const SpeculativeStats& st = dec.stats();
+            const Stats pt = stats(plain_tps), stt = stats(spec_tps);
+            const double acc = st.acceptance_rate(), mal = st.mean_accepted_length();
+            nlohmann::json row;
+            row["model"] = target.origin;
+            row["format"] = target.build.describe();
+            row["isa"] = isa_name(isa);
+            row["threads"] = threads;
+            row["drafter"] = drafter->name();
+            row["draft_tokens"] = k;
+            row["prompt_tokens"] = a.prompt_tokens;
+            row["repeat_prompt"] = a.repeat_prompt;
+            row["generated_tokens"] = a.decode_tokens;
+            row["reps"] = a.reps;
+            row["plain_tokens_per_s_median"] = pt.median;
+            row["speculative_tokens_per_s_median"] = stt.median;
+            row["speculative_tokens_per_s_stddev"] = stt.stddev;
+            row["speedup"] = stt.median / pt.median;
+            row["acceptance_rate"] = std::isnan(acc) ? nlohmann::json() : nlohmann::json(acc);
+            row["mean_accepted_length"] = std::isnan(mal) ? nlohmann::json() : nlohmann::json(mal);
+            row["target_forwards"] = st.target_forwards;
+            row["draft_forwards"] = st.draft_forwards;
+            row["accepted_by_position"] = st.accepted_at;
+            row["drafted_by_position"] = st.drafted_at;
+            rows.push_back(row);
+            if (a.output == "md") {
+              if (!header) {
+                std::printf("| model | target | isa | threads | drafter | k | plain tok/s | speculative tok/s | speed-up | acceptance | mean accepted length | target forwards |\n");
+                std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                header = true;
+              }
+              std::printf("| %s | %s | %s | %d | %s | %d | %.2f | %.2f ± %.2f | %.2fx | %s | %s | %lld |\n",
+                          target.origin.c_str(), target.build.describe().c_str(), isa_name(isa), threads,
+                          drafter->name().c_str(), k, pt.median, stt.median, stt.stddev, stt.median / pt.median,
+                          std::isnan(acc) ? "n/a (nothing drafted)" : str(std::lround(1000 * acc) / 1000.0).c_str(),
+                          std::isnan(mal) ? "n/a" : str(std::lround(100 * mal) / 100.0).c_str(),
+                          static_cast<long long>(st.target_forwards));
+              std::fflush(stdout);
+            }
+          }
+        }
+      }
+    }
+  }
+  if (a.output == "json") {
+    nlohmann::json out;
+    out["cibench_commit"] = build_info().commit;
+    out["build_type"] = build_info().build_type;
+    out["cpu"] = cpu_features().model_name;
+    out["results"] = rows;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::printf("\ncibench %s (%s), CPU: %s, ISA %s; greedy generation of %d tokens after a %d-token prompt%s, "
+                "plain and speculative alternating, median of %d after 1 warm-up; both timed over the whole "
+                "generation (prompt read included); speculative tokens checked equal to plain\n",
+                build_info().commit.c_str(), build_info().build_type.c_str(), cpu_features().model_name.c_str(),
+                isa_name(isa), a.decode_tokens, a.prompt_tokens,
+                a.repeat_prompt > 0 ? str(" (a random run of ", a.repeat_prompt, " tokens repeated)").c_str() : "",
+                a.reps);
+  }
+  return 0;
+}
+
 const RegisterCommand reg{
     {"bench", "prefill and decode tokens/s across models x formats x threads, vs the roofline",
      [](CLI::App& sub) -> std::function<int()> {
@@ -398,6 +597,17 @@ const RegisterCommand reg{
                       "batched decode instead: aggregate decode tokens/s of B sequences stepping "
                       "together, for each B in the list (e.g. 1,2,4,8), with the speed-up over B = 1")
            ->delimiter(',');
+       sub.add_option("--speculative", a->speculative,
+                      "speculative greedy decoding instead, against plain greedy decoding of the same target: "
+                      "drafters self[:FORMAT] (default int4_g32), draft:MODEL, lookup[:MIN-MAX]")
+           ->delimiter(',');
+       sub.add_option("--draft-tokens", a->draft_tokens, "--speculative: tokens drafted per verification (list)")
+           ->delimiter(',')
+           ->capture_default_str();
+       sub.add_option("--repeat-prompt", a->repeat_prompt,
+                      "--speculative: the prompt is a random run of this many tokens repeated (a repetitive text "
+                      "for prompt lookup); 0 = all random")
+           ->capture_default_str();
        sub.add_option("--probe-mib", a->probe_mib,
                       "buffer streamed by the bandwidth probe before every repetition (MiB; far "
                       "larger than the last-level cache)")
