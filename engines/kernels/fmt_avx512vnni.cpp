@@ -1,6 +1,6 @@
 // AVX-512 VNNI + AVX-512 BF16 kernels. This file alone is compiled with the AVX-512 flags plus
-// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul) and the int4_g128_a8 matmul have kernels
-// of their own here (vpdpbusd); every other row falls back to its AVX-512 kernels.
+// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul) and the int4_gG_a8 matmuls (G = 32, 64,
+// 128) have kernels of their own here (vpdpbusd); every other row falls back to its AVX-512 kernels.
 // Dispatched only when cpuid reports the features; the twin tests (tests/unit/test_formats.cpp)
 // check every kernel here bit for bit against the generic ones on a host that has them (they ran
 // on an AMD Zen 5 class VM with AVX-512 VNNI) and skip the level elsewhere.
@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "engines/kernels/fmt_common.h"
 
@@ -275,13 +276,153 @@ void int4g128a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const
   }
 }
 
+// ---- int4_g32_a8 / int4_g64_a8 matmul for a few tokens (batched decode) and prefill -----------
+// A group of 32 or 64 is one or two sub-blocks of 16 nibble bytes, too short for a 64-byte load,
+// so a vector holds one sub-block of 4 adjacent weight rows, one per 128-bit lane (4 x 16-byte
+// loads), and meets each token's 32 activations of that sub-block, 16 for the low nibbles and 16
+// for the high ones broadcast to every lane: two vpdpbusd of the unsigned codes q (0..15) by the
+// int8 activations per (token, sub-block). The 4 tokens' vectors then reduce in lane (two
+// unpack-and-add steps) to one vector of exact sum(q a) whose lane 4 L + i is (row L, token i);
+// -8 times the block sum comes off (sum((q - 8) a) = sum(q a) - 8 sum(a), exact) and each lane
+// does acc = fma(d_w * d_a, float(sum), acc) in group order: the generic twin's expression, so
+// bit-identical. The activation scales and block sums are laid out per group as 4-token vectors
+// once per call. Fewer than 4 tokens leave lanes unused; fewer than 4 rows repeat the last one
+// and do not store it. On a TinyLlama-sized 5632 x 2048 matrix (one thread of a Zen 5 class core, min
+// of 30 runs, load average about 1.4) G = 32 took 0.36 / 0.46 / 0.90 / 1.88 ms for 2 / 4 / 8 / 16
+// tokens against 0.62 / 1.34 / 2.63 / 6.9 ms through the AVX2 kernels (G = 64: 0.26 / 0.36 / 0.70 /
+// 1.45 against 0.45 / 0.94 / 1.80 / 4.5 ms); one token stays at about 0.3 ms either way.
+template <int G>
+struct Int4a8ActBlock {  // per group, the 4 tokens' d_a and 8 * block sum (0 for missing tokens)
+  const float* da;
+  const int32_t* cs;
+};
+
+template <int G, int MR, bool Prefetch>
+inline void int4a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x,
+                              size_t xrb, Int4a8ActBlock<G> ab, int64_t k, float* y, int64_t ldy) {
+  static_assert(G == 32 || G == 64, "one or two sub-blocks per group");
+  static_assert(MR >= 1 && MR <= 4, "one lane per (row, token) of 4 x 4");
+  constexpr int64_t gb = 2 + G / 2;
+  const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i lane_row = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t g = 0; g < nb; ++g) {
+    if constexpr (Prefetch) prefetch_span(next + 4 * g * gb, 4 * gb);
+    __m512i v[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) v[i] = _mm512_setzero_si512();
+    const uint8_t* a = x + hdr + g * G;
+    auto sub = [&](int64_t e) {  // the sub-block of elements [e, e + 32) of group g
+      const int64_t o = g * gb + 2 + e / 2;
+      __m512i b = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[0] + o)));
+      b = _mm512_inserti32x4(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[1] + o)), 1);
+      b = _mm512_inserti32x4(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[2] + o)), 2);
+      b = _mm512_inserti32x4(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[3] + o)), 3);
+      const __m512i lo = _mm512_and_si512(b, low4), hi = _mm512_and_si512(_mm512_srli_epi16(b, 4), low4);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const uint8_t* ai = a + i * xrb + e;
+        const __m512i alo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ai)));
+        const __m512i ahi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ai + 16)));
+        v[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(v[i], lo, alo), hi, ahi);
+      }
+    };
+    sub(0);
+    if constexpr (G == 64) {
+      if (k - g * G > 32) sub(32);
+    }
+    // per lane L: [v0 v1 v2 v3] totals over the lane's 4 int32
+    const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[0], v[1]), _mm512_unpackhi_epi32(v[0], v[1]));
+    const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2], v[3]), _mm512_unpackhi_epi32(v[2], v[3]));
+    const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    const __m512i sum =
+        _mm512_sub_epi32(u, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.cs + 4 * g))));
+    const int64_t h = g * gb;
+    const __m512 dw = _mm512_permutexvar_ps(
+        lane_row, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi16(
+                      static_cast<short>(load_u16(rows[0] + h)), static_cast<short>(load_u16(rows[1] + h)),
+                      static_cast<short>(load_u16(rows[2] + h)), static_cast<short>(load_u16(rows[3] + h)), 0, 0, 0, 0))));
+    const __m512 da = _mm512_broadcast_f32x4(_mm_loadu_ps(ab.da + 4 * g));
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sum), acc);
+  }
+  alignas(64) float out[16];
+  _mm512_store_ps(out, acc);
+  for (int t = 0; t < nrv; ++t)
+    for (int i = 0; i < MR; ++i) y[i * ldy + t] = out[4 * t + i];
+}
+
+// Tokens in blocks of 16 (their activation rows stay in L1/L2 while the weight rows pass), rows
+// 4 at a time, each group of 4 rows against the block's tokens 4 at a time: the first tile reads
+// the rows from memory and prefetches 8 rows ahead, the others find them in L1. One token alone
+// takes the AVX2 kernels (their 8-row matvec packs two rows per vector with no lanes unused).
+template <int G>
+void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+                        int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m == 1) {
+    static const decltype(FormatKernels::matmul) one = kernels_avx2(Spec{Kind::int4_a8, G, false}).matmul;
+    one(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  constexpr int64_t kTok = 16;
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  const int64_t nb = actb_blocks(k, G);
+  std::vector<float> da(static_cast<size_t>(kTok * nb));
+  std::vector<int32_t> cs(static_cast<size_t>(kTok * nb));
+  for (int64_t i0 = 0; i0 < m; i0 += kTok) {
+    const int64_t mc = m - i0 < kTok ? m - i0 : kTok;
+    const uint8_t* xc = xa + i0 * x_row_bytes;
+    float* yc = y + i0 * ldy;
+    const int64_t nq = (mc + 3) / 4;
+    for (int64_t q = 0; q < nq; ++q)
+      for (int64_t g = 0; g < nb; ++g)
+        for (int64_t s = 0; s < 4; ++s) {
+          const int64_t i = 4 * q + s;
+          const size_t at = static_cast<size_t>((q * nb + g) * 4 + s);
+          da[at] = i < mc ? load_f32(xc + i * x_row_bytes + 4 * g) : 0.f;
+          cs[at] = i < mc ? 8 * static_cast<int32_t>(load_u32(xc + i * x_row_bytes + 4 * nb + 4 * g)) : 0;
+        }
+    for (int64_t r = row_begin; r < row_end; r += 4) {
+      const int nrv = row_end - r < 4 ? static_cast<int>(row_end - r) : 4;
+      const uint8_t* rows[4];
+      for (int t = 0; t < 4; ++t) rows[t] = w + (r + (t < nrv ? t : nrv - 1)) * row_bytes;
+      const uint8_t* next = rows[0] + 8 * row_bytes;
+      for (int64_t q = 0; q < nq; ++q) {
+        const Int4a8ActBlock<G> ab{da.data() + q * nb * 4, cs.data() + q * nb * 4};
+        const uint8_t* xq = xc + 4 * q * x_row_bytes;
+        float* yq = yc + 4 * q * ldy + r;
+        const bool pf = q == 0 && nrv == 4;
+        switch (mc - 4 * q < 4 ? mc - 4 * q : 4) {
+          case 4:
+            pf ? int4a8s_vnni_tile<G, 4, true>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy)
+               : int4a8s_vnni_tile<G, 4, false>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy);
+            break;
+          case 3:
+            pf ? int4a8s_vnni_tile<G, 3, true>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy)
+               : int4a8s_vnni_tile<G, 3, false>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy);
+            break;
+          case 2:
+            pf ? int4a8s_vnni_tile<G, 2, true>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy)
+               : int4a8s_vnni_tile<G, 2, false>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy);
+            break;
+          default:
+            pf ? int4a8s_vnni_tile<G, 1, true>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy)
+               : int4a8s_vnni_tile<G, 1, false>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy);
+            break;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 FormatKernels kernels_avx512vnni(const Spec& s) {
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni};
-  if (s.kind == Kind::int4_a8 && s.group == 128) {
-    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmul above
-    f.matmul = int4g128a8_matmul_vnni;
+  if (s.kind == Kind::int4_a8) {
+    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmuls above
+    f.matmul = s.group == 128 ? int4g128a8_matmul_vnni
+                              : (s.group == 64 ? int4a8_matmul_vnni<64> : int4a8_matmul_vnni<32>);
     return f;
   }
   return {};
