@@ -53,6 +53,22 @@ struct Stats {
   double median = 0, mean = 0, stddev = 0;
 };
 
+void warn_if_not_release() {
+  if (std::string(build_info().build_type) != "Release")
+    std::fprintf(stderr, "cibench: WARNING: %s build; figures are not representative\n",
+                 build_info().build_type.c_str());
+}
+
+// The head of every --output json: which cibench, which build, which CPU.
+nlohmann::json json_provenance() {
+  nlohmann::json out;
+  out["cibench_commit"] = build_info().commit;
+  out["build_type"] = build_info().build_type;
+  out["cpu"] = cpu_features().model_name;
+  out["cpu_flags"] = cpu_features().flags_string();
+  return out;
+}
+
 Stats stats(std::vector<double> v) {
   Stats s;
   if (v.empty()) return s;
@@ -79,9 +95,7 @@ int run_bench(BenchArgs a) {
   CIBENCH_CHECK(a.prompt_tokens >= 1 && a.decode_tokens >= 1, "--prompt and --decode must be >= 1");
   a.engine.build_options();  // applies --isa
   const Isa isa = active_isa();
-  if (std::string(build_info().build_type) != "Release")
-    std::fprintf(stderr, "cibench: WARNING: %s build; figures are not representative\n",
-                 build_info().build_type.c_str());
+  warn_if_not_release();
 
   // The roofline is re-measured right before every repetition, with the same thread count, so a
   // row's bandwidth and its decode rate see the same state of a shared machine; a row's fraction
@@ -214,11 +228,7 @@ int run_bench(BenchArgs a) {
     if (stored) std::fprintf(stderr, "cibench: %s\n", stored->finish().c_str());
   }
   if (a.output == "json") {
-    nlohmann::json out;
-    out["cibench_commit"] = build_info().commit;
-    out["build_type"] = build_info().build_type;
-    out["cpu"] = cpu_features().model_name;
-    out["cpu_flags"] = cpu_features().flags_string();
+    nlohmann::json out = json_provenance();
     if (probe)
       out["roofline_probe"] = {{"kernel", "f32 matrix-vector, 4 rows per step"},
                                {"buffer_mib", probe->buffer_mib()},
@@ -256,9 +266,7 @@ int run_batch_bench(const BenchArgs& a) {
   CIBENCH_CHECK(a.db.empty(), "--db does not store batched decode rows (run --batch without --db)");
   a.engine.build_options();  // applies --isa
   const Isa isa = active_isa();
-  if (std::string(build_info().build_type) != "Release")
-    std::fprintf(stderr, "cibench: WARNING: %s build; figures are not representative\n",
-                 build_info().build_type.c_str());
+  warn_if_not_release();
   const KvMode kv = parse_kv_mode(a.engine.kv_mode);
   const int max_b = *std::max_element(a.batch.begin(), a.batch.end());
   auto batch_options = [&](int threads, int b) {
@@ -367,11 +375,7 @@ int run_batch_bench(const BenchArgs& a) {
     }
   }
   if (a.output == "json") {
-    nlohmann::json out;
-    out["cibench_commit"] = build_info().commit;
-    out["build_type"] = build_info().build_type;
-    out["cpu"] = cpu_features().model_name;
-    out["cpu_flags"] = cpu_features().flags_string();
+    nlohmann::json out = json_provenance();
     out["results"] = rows;
     std::cout << out.dump(2) << "\n";
   } else {
@@ -427,9 +431,7 @@ int run_spec_bench(const BenchArgs& a) {
   for (const auto& s : a.speculative) drafters.push_back(parse_drafter(s));
   a.engine.build_options();  // applies --isa
   const Isa isa = active_isa();
-  if (std::string(build_info().build_type) != "Release")
-    std::fprintf(stderr, "cibench: WARNING: %s build; figures are not representative\n",
-                 build_info().build_type.c_str());
+  warn_if_not_release();
   const KvMode kv = parse_kv_mode(a.engine.kv_mode);
   CIBENCH_CHECK(kv != KvMode::none, "--speculative needs a KV cache (--kv ", kv_mode_name(KvMode::preallocated),
                 " or ", kv_mode_name(KvMode::preallocated_f16), ")");
@@ -556,10 +558,7 @@ int run_spec_bench(const BenchArgs& a) {
     }
   }
   if (a.output == "json") {
-    nlohmann::json out;
-    out["cibench_commit"] = build_info().commit;
-    out["build_type"] = build_info().build_type;
-    out["cpu"] = cpu_features().model_name;
+    nlohmann::json out = json_provenance();
     out["results"] = rows;
     std::cout << out.dump(2) << "\n";
   } else {

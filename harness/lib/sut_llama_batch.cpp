@@ -127,10 +127,12 @@ struct LlamaBatchSut::Impl {
   int attach(SeqId id, const Seq& s) {
     return o.prefix_cache ? batch.attach_prefix(id, s.toks.data(), static_cast<int>(s.toks.size())) : 0;
   }
-  // Counts an admission's lookup (once the query is admitted: a sequence freed again because the
-  // pool could not take it is not counted; warm-up queries, index < 0, are not counted either,
-  // though the blocks they fill are cached like any query's).
-  void count_attach(Seq& s, int hit) {
+  // An admitted query takes sequence id, whose first `hit` positions came from the prefix cache,
+  // and its lookup is counted (a sequence freed again because the pool could not take it is not;
+  // nor are warm-up queries, index < 0, though the blocks they fill are cached like any query's).
+  void bind(Seq& s, SeqId id, int hit) {
+    s.id = id;
+    s.fed = hit;
     s.prefix_hit = hit;
     if (!o.prefix_cache || s.q.index < 0) return;
     ++st.prefix_lookups;
@@ -216,9 +218,7 @@ struct LlamaBatchSut::Impl {
         batch.free_sequence(id);
         break;
       }
-      count_attach(s, hit);
-      s.id = id;
-      s.fed = hit;
+      bind(s, id, hit);
       budget -= n;
       items.push_back({id, s.toks.data() + hit, n, hit + n == total});
       item_seq.push_back(&s);
@@ -354,9 +354,7 @@ struct LlamaBatchSut::Impl {
         batch.free_sequence(id);
         break;
       }
-      count_attach(s, hit);
-      s.id = id;
-      s.fed = hit;
+      bind(s, id, hit);
       admit(std::move(waiting.front()));
       waiting.pop_front();
     }

@@ -25,6 +25,7 @@
 #include "engines/runtime/batch.h"
 #include "engines/runtime/sampler.h"
 #include "engines/runtime/session.h"
+#include "pair_tolerance.h"
 #include "test_support.h"
 
 namespace cibench {
@@ -510,24 +511,6 @@ BatchRun run_batch(const LlamaModel& model, KvMode kv, Isa isa, int threads) {
   return r;
 }
 
-// The FP32 reference's largest error against the exact (binary64) reference over a sequence's
-// tokens, and the largest |exact logit| (test_llama.cpp's tolerance_vs_exact).
-double pair_tolerance(const LlamaSource& src, const std::vector<int>& toks) {
-  LlamaReference r32(src);
-  LlamaReference64 r64(src);
-  double err = 0, mx = 0;
-  for (size_t p = 0; p < toks.size(); ++p) {
-    const auto& a = r32.forward(toks[p], static_cast<int>(p));
-    const auto& b = r64.forward(toks[p], static_cast<int>(p));
-    for (size_t i = 0; i < a.size(); ++i) {
-      err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
-      mx = std::max(mx, std::fabs(b[i]));
-    }
-  }
-  const double to_exact = 4.0 * err + 4.0 * test::kF32U * mx;
-  return 2.0 * to_exact;
-}
-
 // How far the half-precision cache moves the logits of these sequences from the f32 cache: the
 // largest difference between sessions with each cache, teacher-forced on every sequence's prompt
 // and generated tokens.
@@ -600,7 +583,7 @@ TEST_P(BatchedDecode, TokensOfSeparateSessionsAndLogitsIdenticalOrWithinRounding
     if (!v.bit_identical && tol < 0) {
       std::vector<int> toks = prompt_of(2, kPlans[2].prompt, V);
       toks.insert(toks.end(), ref[2].tokens.begin(), ref[2].tokens.end() - 1);
-      tol = pair_tolerance(src, toks);
+      tol = test::pair_tolerance(src, toks);
       std::printf("[ %s %s ] f32-activation formats: logits tolerance %.3g\n", c.model.c_str(),
                   isa_name(c.isa), tol);
     }
@@ -785,7 +768,7 @@ TEST_P(PrefixCache, SharedPrefixIsComputedOnceAndTokensMatchSeparateSessions) {
         if (tol < 0) {
           std::vector<int> toks = plans[1].prompt;
           toks.insert(toks.end(), ref.tokens.begin(), ref.tokens.end() - 1);
-          tol = pair_tolerance(src, toks);
+          tol = test::pair_tolerance(src, toks);
         }
         double worst = 0;
         for (size_t j = 0; j < ref.logits.size(); ++j)

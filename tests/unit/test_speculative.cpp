@@ -17,6 +17,7 @@
 #include "engines/runtime/sampler.h"
 #include "engines/runtime/session.h"
 #include "engines/runtime/speculative.h"
+#include "pair_tolerance.h"
 #include "test_support.h"
 
 using namespace cibench;
@@ -43,24 +44,6 @@ std::vector<int> some_tokens(int n, int vocab, int salt) {
   std::vector<int> t = {1};  // BOS
   for (int i = 1; i < n; ++i) t.push_back((i * 37 + 11 + 53 * salt) % vocab);
   return t;
-}
-
-// Two binary32 evaluations of the network on these tokens, with their sums in different orders,
-// differ by at most twice the FP32 reference's bound against the exact (binary64) reference
-// (test_batch.cpp's pair_tolerance, test_llama.cpp's tolerance_vs_exact).
-double pair_tolerance(const LlamaSource& src, const std::vector<int>& toks) {
-  LlamaReference r32(src);
-  LlamaReference64 r64(src);
-  double err = 0, mx = 0;
-  for (size_t p = 0; p < toks.size(); ++p) {
-    const auto& a = r32.forward(toks[p], static_cast<int>(p));
-    const auto& b = r64.forward(toks[p], static_cast<int>(p));
-    for (size_t i = 0; i < a.size(); ++i) {
-      err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
-      mx = std::max(mx, std::fabs(b[i]));
-    }
-  }
-  return 2.0 * (4.0 * err + 4.0 * test::kF32U * mx);
 }
 
 // ---- Rewind ----------------------------------------------------------------------------------
@@ -153,7 +136,7 @@ TEST_P(Verify, LogitsOfOneForwardEqualStepsOrWithinRounding) {
       if (bit_identical) {
         EXPECT_EQ(0, std::memcmp(got, want, static_cast<size_t>(n) * V * sizeof(float))) << "worst " << worst;
       } else {
-        if (tol < 0) tol = pair_tolerance(src, toks);
+        if (tol < 0) tol = test::pair_tolerance(src, toks);
         EXPECT_LE(worst, tol);
       }
       std::printf("[ %s %s %s batch %d ] verify vs steps: max |logit difference| %.3g (tolerance %s)\n",
@@ -258,7 +241,7 @@ TEST_P(GreedySpeculative, EveryDrafterGivesThePlainGreedyTokens) {
     if (!bit_identical && tol < 0) {
       std::vector<int> all = prompt;
       all.insert(all.end(), want.tokens.begin(), want.tokens.end());
-      tol = pair_tolerance(src5, all);
+      tol = test::pair_tolerance(src5, all);
     }
     DraftModelDrafter by_small(small, target, at_isa(isa));
     std::unique_ptr<DraftModelDrafter> self = make_self_drafter(src5, target, at_isa(isa), "int4_g32");
