@@ -283,8 +283,31 @@ ALTER TABLE variants ADD COLUMN prefix_cache_reason TEXT;
 ALTER TABLE variants ADD COLUMN forward_ms_mean REAL;
 ALTER TABLE variants ADD COLUMN scheduler_overhead REAL;
 )SQL"},
+    {10, "variants: speculative decoding (the drafter, draft tokens per verification) and what it did over the timed "
+         "run (tokens drafted and accepted, acceptance rate, mean accepted length, acceptance by draft position, "
+         "target and draft forward passes, draft and verify time shares); its decode speed-up against the variant "
+         "of the same build without speculation in the same run (mean and p95 TPOT ratios); NULL with a reason when "
+         "unmeasured", R"SQL(
+ALTER TABLE variants ADD COLUMN speculative TEXT;
+ALTER TABLE variants ADD COLUMN draft_tokens INTEGER;
+ALTER TABLE variants ADD COLUMN spec_drafted INTEGER;
+ALTER TABLE variants ADD COLUMN spec_accepted INTEGER;
+ALTER TABLE variants ADD COLUMN spec_draft_steps INTEGER;
+ALTER TABLE variants ADD COLUMN spec_verify_steps INTEGER;
+ALTER TABLE variants ADD COLUMN spec_acceptance REAL;
+ALTER TABLE variants ADD COLUMN spec_mean_accepted_length REAL;
+ALTER TABLE variants ADD COLUMN spec_acceptance_by_position TEXT;
+ALTER TABLE variants ADD COLUMN spec_target_forwards INTEGER;
+ALTER TABLE variants ADD COLUMN spec_draft_forwards INTEGER;
+ALTER TABLE variants ADD COLUMN spec_draft_share REAL;
+ALTER TABLE variants ADD COLUMN spec_verify_share REAL;
+ALTER TABLE variants ADD COLUMN spec_reason TEXT;
+ALTER TABLE variants ADD COLUMN spec_baseline_variant_id INTEGER;
+ALTER TABLE variants ADD COLUMN spec_speedup REAL;
+ALTER TABLE variants ADD COLUMN spec_speedup_p95 REAL;
+ALTER TABLE variants ADD COLUMN spec_speedup_reason TEXT;
+)SQL"},
 };
-
 }  // namespace
 
 const std::vector<Migration>& migrations() {
