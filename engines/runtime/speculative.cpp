@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "engines/core/error.h"
+#include "engines/core/format.h"
 #include "engines/runtime/sampler.h"
 
 namespace cibench {
@@ -158,6 +160,60 @@ void PromptLookupDrafter::propose(const std::vector<int>& context, int k, float,
   }
 }
 
+// ---- Drafter specs ---------------------------------------------------------------------------
+
+std::string DrafterSpec::text() const {
+  switch (kind) {
+    case Kind::off: return "off";
+    case Kind::self: return "self:" + format;
+    case Kind::draft: return "draft:" + model;
+    case Kind::lookup: return str("lookup:", min_ngram, "-", max_ngram);
+  }
+  return "off";
+}
+
+DrafterSpec parse_drafter_spec(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return Error(str("drafter '", text, "': ", why,
+                     " (expected off, self[:FORMAT] (the target's weights in FORMAT, default int4_g32), draft:MODEL "
+                     "(a model with the target's vocabulary) or lookup[:MIN-MAX] (n-gram prompt lookup, default 1-3))"));
+  };
+  DrafterSpec d;
+  const size_t c = text.find(':');
+  const std::string kind = text.substr(0, c);
+  const std::string arg = c == std::string::npos ? "" : text.substr(c + 1);
+  const bool has_arg = c != std::string::npos;
+  if (kind == "off" && !has_arg) return d;
+  if (kind == "self") {
+    d.kind = DrafterSpec::Kind::self;
+    d.format = has_arg ? arg : "int4_g32";
+    try {
+      format_by_name(d.format);
+    } catch (const Error& e) {
+      throw bad(e.what());
+    }
+    return d;
+  }
+  if (kind == "draft") {
+    if (arg.empty()) throw bad("draft needs a model: draft:PATH or draft:synthetic:NAME");
+    d.kind = DrafterSpec::Kind::draft;
+    d.model = arg;
+    return d;
+  }
+  if (kind == "lookup") {
+    d.kind = DrafterSpec::Kind::lookup;
+    if (!has_arg) return d;
+    int lo = 0, hi = 0, used = 0;
+    if (std::sscanf(arg.c_str(), "%d-%d%n", &lo, &hi, &used) != 2 || used != static_cast<int>(arg.size()) || lo < 1 ||
+        hi < lo || hi > 16)
+      throw bad("lookup takes MIN-MAX n-gram sizes, 1 <= MIN <= MAX <= 16");
+    d.min_ngram = lo;
+    d.max_ngram = hi;
+    return d;
+  }
+  throw bad("unknown drafter");
+}
+
 // ---- Verification ----------------------------------------------------------------------------
 
 int verify_sampled(const float* p, const float* q, const int* drafts, int k, int vocab, SpecRng& rng,
@@ -208,7 +264,9 @@ SpeculativeDecoder::SpeculativeDecoder(LlamaSession& target, Drafter& drafter, c
                 "speculative decoding needs a target with a KV cache (KV mode 'none' keeps none)");
 }
 
-std::vector<int> SpeculativeDecoder::generate(const std::vector<int>& prompt, int n) {
+std::vector<int> SpeculativeDecoder::generate(const std::vector<int>& prompt, int n, SpeculativeObserver* observer) {
+  SpeculativeObserver none;
+  SpeculativeObserver& obs = observer ? *observer : none;
   CIBENCH_CHECK(!prompt.empty(), "speculative decoding needs a prompt of at least one token");
   CIBENCH_CHECK(n >= 0, "token count must be >= 0, got ", n);
   const int V = target_.model().config.vocab_size;
@@ -222,6 +280,7 @@ std::vector<int> SpeculativeDecoder::generate(const std::vector<int>& prompt, in
 
   std::vector<int> context = prompt, out, feed;
   // The target holds every context token but the last, which each verification feeds first.
+  obs.prefill();
   if (prompt.size() > 1) {
     target_.prefill(prompt.data(), static_cast<int>(prompt.size()) - 1);
     ++stats_.target_forwards;
@@ -233,6 +292,7 @@ std::vector<int> SpeculativeDecoder::generate(const std::vector<int>& prompt, in
     const int k = std::min({K, remaining - 1, room});
     draft_.tokens.clear();
     draft_.q.clear();
+    obs.draft();
     if (k > 0) drafter_.propose(context, k, opts_.temperature, rng_, draft_);
     const int kd = static_cast<int>(draft_.tokens.size());
     CIBENCH_CHECK(kd <= k, "drafter ", drafter_.name(), " proposed ", kd, " tokens, asked for at most ", k);
@@ -243,6 +303,7 @@ std::vector<int> SpeculativeDecoder::generate(const std::vector<int>& prompt, in
     feed.assign(1, context.back());
     feed.insert(feed.end(), draft_.tokens.begin(), draft_.tokens.end());
     const int pos0 = target_.position();
+    obs.verify();
     const float* logits = target_.verify(feed.data(), kd + 1);
     ++stats_.target_forwards;
     ++stats_.verify_steps;
@@ -274,7 +335,9 @@ std::vector<int> SpeculativeDecoder::generate(const std::vector<int>& prompt, in
     }
     context.push_back(token);
     out.push_back(token);
+    obs.tokens(out.data() + out.size() - (accepted + 1), accepted + 1);
   }
+  obs.done();
   stats_.generated = static_cast<int64_t>(out.size());
   stats_.draft_forwards = drafter_.forwards() - draft_forwards0;
   return out;

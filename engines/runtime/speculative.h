@@ -100,6 +100,22 @@ class PromptLookupDrafter : public Drafter {
   int min_ngram_, max_ngram_;
 };
 
+// A drafter named in text, as scenarios and `cibench bench --speculative` write it:
+//   off                 no speculation
+//   self[:FORMAT]       the target's weights built in FORMAT (default int4_g32)
+//   draft:MODEL         another model of the target's vocabulary (a path or synthetic:NAME)
+//   lookup[:MIN-MAX]    n-gram prompt lookup, MIN..MAX tokens (default 1-3), 1 <= MIN <= MAX <= 16
+struct DrafterSpec {
+  enum class Kind { off, self, draft, lookup };
+  Kind kind = Kind::off;
+  std::string format;  // self
+  std::string model;   // draft
+  int min_ngram = 1, max_ngram = 3;  // lookup
+  std::string text() const;  // canonical: "off", "self:int4_g32", "draft:MODEL", "lookup:1-3"
+};
+// Throws Error naming the text and what is accepted.
+DrafterSpec parse_drafter_spec(const std::string& text);
+
 // Sampling verification of one step (Leviathan et al., Algorithm 1): p holds k + 1 rows of target
 // probabilities (after the context, after each draft token), q k rows of draft probabilities
 // (nullptr: point masses on the drafts). Draft i is accepted with probability min(1, p(x)/q(x));
@@ -130,12 +146,27 @@ struct SpeculativeStats {
   double mean_accepted_length() const;
 };
 
+// Told what the decoder does, in order, for callers that time it or stream its tokens (the engine
+// reads no clock). A generation calls prefill() once (before reading the prompt), then per
+// verification step draft() (before asking the drafter), verify() (before the target's forward)
+// and tokens(t, n) with the tokens the step appended (>= 1: the accepted drafts and the target's
+// token), and finally done().
+class SpeculativeObserver {
+ public:
+  virtual ~SpeculativeObserver() = default;
+  virtual void prefill() {}
+  virtual void draft() {}
+  virtual void verify() {}
+  virtual void tokens(const int* t, int n) { (void)t, (void)n; }
+  virtual void done() {}
+};
+
 class SpeculativeDecoder {
  public:
   // Throws Error if the drafter's vocabulary differs (model drafters check at construction) or k < 1.
   SpeculativeDecoder(LlamaSession& target, Drafter& drafter, const SpeculativeOptions& opts);
   // Resets target and drafter, reads the prompt (>= 1 token) and generates n tokens.
-  std::vector<int> generate(const std::vector<int>& prompt, int n);
+  std::vector<int> generate(const std::vector<int>& prompt, int n, SpeculativeObserver* observer = nullptr);
   const SpeculativeStats& stats() const { return stats_; }
 
  private:

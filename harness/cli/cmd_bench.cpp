@@ -394,32 +394,6 @@ int run_batch_bench(const BenchArgs& a) {
 // target build, alternating plain and speculative repetitions. Timed: the whole generate call,
 // prompt read included on both sides (the draft model's too: part of what speculation costs).
 // Greedy speculation must give the plain tokens exactly; a difference is an error.
-struct DrafterSpec {
-  std::string kind;  // self | draft | lookup
-  std::string arg;   // format, model spec, or "MIN-MAX"
-  std::string text;
-};
-
-DrafterSpec parse_drafter(const std::string& s) {
-  DrafterSpec d;
-  d.text = s;
-  const size_t c = s.find(':');
-  d.kind = s.substr(0, c);
-  d.arg = c == std::string::npos ? "" : s.substr(c + 1);
-  if (d.kind == "self") {
-    if (d.arg.empty()) d.arg = "int4_g32";
-    return d;
-  }
-  if (d.kind == "draft" && !d.arg.empty()) return d;
-  if (d.kind == "lookup") {
-    if (d.arg.empty()) d.arg = "1-3";
-    return d;
-  }
-  throw Error(str("--speculative '", s, "': expected self[:FORMAT] (the target's weights in FORMAT, default int4_g32), "
-                  "draft:MODEL (a model with the target's vocabulary) or lookup[:MIN-MAX] (n-gram prompt lookup, "
-                  "default 1-3)"));
-}
-
 int run_spec_bench(const BenchArgs& a) {
   using clock = std::chrono::steady_clock;
   CIBENCH_CHECK(a.reps >= 1, "--reps must be >= 1");
@@ -428,7 +402,14 @@ int run_spec_bench(const BenchArgs& a) {
   for (int k : a.draft_tokens) CIBENCH_CHECK(k >= 1 && k <= 64, "--draft-tokens must be in [1, 64], got ", k);
   CIBENCH_CHECK(a.repeat_prompt >= 0, "--repeat-prompt must be >= 0");
   std::vector<DrafterSpec> drafters;
-  for (const auto& s : a.speculative) drafters.push_back(parse_drafter(s));
+  for (const auto& s : a.speculative) {
+    try {
+      drafters.push_back(parse_drafter_spec(s));
+    } catch (const Error& e) {
+      throw Error(str("--speculative: ", e.what()));
+    }
+    CIBENCH_CHECK(drafters.back().kind != DrafterSpec::Kind::off, "--speculative off: plain decoding is every row's reference already");
+  }
   a.engine.build_options();  // applies --isa
   const Isa isa = active_isa();
   warn_if_not_release();
@@ -479,18 +460,15 @@ int run_spec_bench(const BenchArgs& a) {
         for (const DrafterSpec& ds : drafters) {
           std::unique_ptr<Drafter> drafter;
           std::shared_ptr<const LlamaModel> draft_model;
-          if (ds.kind == "self") {
-            drafter = make_self_drafter(src, target, so, ds.arg);
-          } else if (ds.kind == "draft") {
-            LlamaSource dsrc = open_llama_source(ds.arg);
+          if (ds.kind == DrafterSpec::Kind::self) {
+            drafter = make_self_drafter(src, target, so, ds.format);
+          } else if (ds.kind == DrafterSpec::Kind::draft) {
+            LlamaSource dsrc = open_llama_source(ds.model);
             LlamaBuildOptions db = build;
             draft_model = std::make_shared<const LlamaModel>(build_llama(dsrc, db));
             drafter = std::make_unique<DraftModelDrafter>(draft_model, target, so);
           } else {
-            int lo = 1, hi = 3;
-            CIBENCH_CHECK(std::sscanf(ds.arg.c_str(), "%d-%d", &lo, &hi) == 2 && lo >= 1 && hi >= lo && hi <= 16,
-                          "--speculative ", ds.text, ": lookup takes MIN-MAX n-gram sizes, 1 <= MIN <= MAX <= 16");
-            drafter = std::make_unique<PromptLookupDrafter>(lo, hi);
+            drafter = std::make_unique<PromptLookupDrafter>(ds.min_ngram, ds.max_ngram);
           }
           for (int k : a.draft_tokens) {
             SpeculativeOptions spo;

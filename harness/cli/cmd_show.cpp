@@ -191,6 +191,58 @@ void print_serving(Store& st, int64_t id) {
   for (const auto& r : pwhy) std::cout << "  " << r << "\n";
 }
 
+// Speculative decoding (schema 10): what each drafter and k did and bought against the same
+// build without speculation in this run.
+void print_speculative(Store& st, int64_t id) {
+  const auto v = st.query("SELECT * FROM variants WHERE run_id = ? ORDER BY variant_index, step_index", {id});
+  if (std::find(v.columns.begin(), v.columns.end(), "speculative") == v.columns.end()) return;
+  auto at = [&](const std::vector<SqlValue>& row, const char* c) { return row[v.col(c)]; };
+  auto has = [](const SqlValue& x) { return !std::holds_alternative<std::monostate>(x); };
+  bool any = false;
+  for (const auto& row : v.rows) any |= has(at(row, "draft_tokens"));
+  if (!any) return;
+  TextTable t({"variant", "drafter", "k", "acceptance", "mean accepted length", "by position", "draft time",
+               "verify time", "TTFT p50 ms", "TPOT p50 ms", "TPOT p95 ms", "speed-up (mean TPOT)", "speed-up (p95 TPOT)"});
+  std::vector<std::string> why;
+  std::string best;
+  double best_p95 = 0;
+  for (const auto& row : v.rows) {
+    if (sql_to_string(at(row, "status")) != "ok" || !has(at(row, "speculative"))) continue;
+    const std::string label = sql_to_string(at(row, "label"));
+    auto pct = [&](const char* c) {
+      const SqlValue x = at(row, c);
+      return has(x) ? num(SqlValue(100 * *sql_number(x)), 1) + " %" : std::string("-");
+    };
+    auto times = [&](const char* c) {
+      const SqlValue x = at(row, c);
+      return has(x) ? num(x) + "x" : std::string("-");
+    };
+    std::string by = "-";
+    if (has(at(row, "spec_acceptance_by_position"))) {
+      by.clear();
+      for (const auto& x : nlohmann::json::parse(sql_to_string(at(row, "spec_acceptance_by_position"))))
+        by += (by.empty() ? "" : " ") + (x.is_null() ? std::string("-") : num(SqlValue(x.get<double>())));
+    }
+    t.add({label, sql_to_string(at(row, "speculative")), num(at(row, "draft_tokens")), num(at(row, "spec_acceptance")),
+           num(at(row, "spec_mean_accepted_length")), by, pct("spec_draft_share"), pct("spec_verify_share"),
+           num(at(row, "ttft_p50_ms")), num(at(row, "tpot_p50_ms")), num(at(row, "tpot_p95_ms")), times("spec_speedup"),
+           times("spec_speedup_p95")});
+    if (const auto p95 = sql_number(at(row, "tpot_p95_ms")); p95 && (best.empty() || *p95 < best_p95)) {
+      best = label;
+      best_p95 = *p95;
+    }
+    for (const char* r : {"spec_reason", "spec_speedup_reason"}) {
+      const std::string w = sql_to_string(at(row, r));
+      if (!w.empty() && has(at(row, "draft_tokens"))) why.push_back(label + ": " + w);
+    }
+  }
+  std::cout << "\nspeculative decoding (acceptance: accepted / drafted; mean accepted length: 1 + accepted / verifications "
+               "with drafts;\nspeed-up: the same build without speculation in this run, its TPOT / this TPOT)\n";
+  t.print(std::cout);
+  if (!best.empty()) std::cout << "  lowest TPOT p95: " << best << " (" << num(SqlValue(best_p95)) << " ms)\n";
+  for (const auto& r : why) std::cout << "  " << r << "\n";
+}
+
 // The number of variants of the run's matrix, as `cibench run` counts them ("variant 2/7"): from
 // the stored scenario, or (when it no longer parses here, e.g. its model file is elsewhere) the
 // variants stored.
@@ -299,6 +351,7 @@ RegisterCommand reg{Command{
             std::cout << "\n" << label << ": SLO: " << sql_to_string(row[19]) << "\n";
         }
         print_serving(st, id);
+        print_speculative(st, id);
         // Classifier variants: cache, traffic duplicates, batching and task accuracy side by side.
         const auto c = st.query(
             "SELECT label, cache_enabled, cache_hits, cache_misses, cache_hit_rate, cache_peak_bytes, duplicate_rate, "

@@ -1,12 +1,17 @@
 // The three model families: Llama-family decoders, BERT/DistilBERT classifiers, test SUTs.
 #include "harness/lib/family.h"
 
+#include <map>
+
+#include <nlohmann/json.hpp>
+
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
 #include "engines/quant/calibration.h"
 #include "harness/lib/memory_check.h"
 #include "harness/lib/run_record.h"
 #include "harness/lib/sut_llama.h"
+#include "harness/lib/sut_llama_spec.h"
 
 namespace cibench {
 namespace {
@@ -29,6 +34,14 @@ void refuse_batching_keys(const Scenario& sc) {
               "or synthetic:NAME)")));
 }
 
+// Speculative decoding is implemented for Llama-family decoders.
+void refuse_speculative_keys(const Scenario& sc) {
+  for (const DrafterSpec& d : sc.drafters)
+    if (d.kind != DrafterSpec::Kind::off)
+      throw ScenarioError(sc.pos("matrix.speculative").message(
+          str("speculative decoding (", d.text(), ") is implemented for Llama-family decoders (model.source a Llama "
+              "model or synthetic:NAME)")));
+}
 
 // ---- the harness's own SUTs (sut:null, sut:sleep:...) ------------------------------------------
 
@@ -37,6 +50,7 @@ class TestFamily : public ModelFamily {
   explicit TestFamily(const Scenario& sc) : sc_(sc) {
     refuse_classifier_keys(sc);
     refuse_batching_keys(sc);
+    refuse_speculative_keys(sc);
     try {
       make_test_sut(sc.model);
     } catch (const Error& e) {
@@ -68,6 +82,7 @@ class BertFamily : public ModelFamily {
  public:
   explicit BertFamily(const Scenario& sc) : sc_(sc), bench_(sc) {
     refuse_batching_keys(sc);
+    refuse_speculative_keys(sc);
     if (sc.shared_prefix_tokens > 0)
       throw ScenarioError(sc.pos("workload.shared_prefix_tokens").message(
           "a shared prompt prefix is implemented for decoders (classifier requests are whole sentences)"));
@@ -134,6 +149,7 @@ class LlamaFamily : public ModelFamily {
       throw ScenarioError(sc.model_pos.message(e.what()));
     }
     check_quantized_file();
+    open_draft_sources();
     open_tokenizer_and_prompts();
     prepare_calibration();
     if (sc.accuracy.enabled && !sc.accuracy.eval_set.empty() && !tokenizer_ && !models_->synthetic())
@@ -167,8 +183,16 @@ class LlamaFamily : public ModelFamily {
     cfg.emplace_back("kv_policy", v.batching == BatchingMode::continuous ? SqlValue(std::string(kv_policy_name(v.kv_policy))) : sql_null());
     cfg.emplace_back("batch_timeout_ms", v.batching == BatchingMode::static_batch ? SqlValue(v.batch_timeout_ms) : sql_null());
     cfg.emplace_back("prefix_cache", batched ? SqlValue(int64_t{v.prefix_cache}) : sql_null());
+    cfg.emplace_back("speculative", v.drafter.text());
+    cfg.emplace_back("draft_tokens", v.speculative() ? SqlValue(int64_t{v.draft_tokens}) : sql_null());
   }
   void measured(SystemUnderTest& sut, Fields& f, std::vector<std::string>& lines) override {
+    if (auto* sp = dynamic_cast<LlamaSpecSut*>(&sut)) {
+      measured_speculative(*sp, f, lines);
+    } else {
+      f.emplace_back("spec_reason", std::string("speculative decoding off"));
+      f.emplace_back("spec_speedup_reason", std::string("speculative decoding off"));
+    }
     auto* b = dynamic_cast<LlamaBatchSut*>(&sut);
     if (!b) {
       f.emplace_back("batching_reason", std::string("batching none: one sequence per worker, no scheduler steps"));
@@ -208,8 +232,14 @@ class LlamaFamily : public ModelFamily {
                           100.0 * s.prefix_hit_rate(), " %), ", s.prefix_evictions, " cached blocks evicted"));
     }
   }
-  void release_builds_except(const Variant& v) override { models_->keep_only(v.format_name(), v.sparsity, v.recipe); }
+  void release_builds_except(const Variant& v) override {
+    models_->keep_only(v.format_name(), v.sparsity, v.recipe);
+    if (!v.speculative() || draft_key_ != draft_key(v)) draft_.reset();
+  }
   std::unique_ptr<SystemUnderTest> make_sut(const Variant& v) override {
+    if (v.speculative())
+      return std::make_unique<LlamaSpecSut>(models_->get(v.format_name(), v.sparsity, v.recipe), draft_model(v), v.drafter,
+                                            v.draft_tokens, session_options(v), v.workers, prompts_);
     if (v.batching != BatchingMode::none)
       return std::make_unique<LlamaBatchSut>(models_->get(v.format_name(), v.sparsity, v.recipe), batch_options(v), prompts_);
     return std::make_unique<LlamaSut>(models_->get(v.format_name(), v.sparsity, v.recipe), session_options(v), v.workers,
@@ -235,6 +265,96 @@ class LlamaFamily : public ModelFamily {
   }
 
  private:
+  static void measured_speculative(LlamaSpecSut& sp, Fields& f, std::vector<std::string>& lines) {
+    const SpecSutStats s = sp.stats();
+    const SpeculativeStats& st = s.spec;
+    // Replaced when the suite links the row to its twin without speculation.
+    f.emplace_back("spec_speedup_reason", std::string("the variant without speculation had not completed"));
+    f.emplace_back("spec_drafted", st.drafted);
+    f.emplace_back("spec_accepted", st.accepted);
+    f.emplace_back("spec_draft_steps", st.draft_steps);
+    f.emplace_back("spec_verify_steps", st.verify_steps);
+    f.emplace_back("spec_target_forwards", st.target_forwards);
+    f.emplace_back("spec_draft_forwards", st.draft_forwards);
+    if (s.queries > 0 && s.total_ns > 0) {
+      f.emplace_back("spec_draft_share", s.draft_share());
+      f.emplace_back("spec_verify_share", s.verify_share());
+    }
+    if (st.drafted == 0) {
+      f.emplace_back("spec_reason", std::string(s.queries == 0 ? "no timed query" : "nothing was drafted (one-token generations)"));
+      lines.push_back(str("speculative ", sp.drafter().text(), " k=", sp.draft_tokens(), ": nothing drafted"));
+      return;
+    }
+    f.emplace_back("spec_acceptance", st.acceptance_rate());
+    f.emplace_back("spec_mean_accepted_length", st.mean_accepted_length());
+    nlohmann::json by = nlohmann::json::array();
+    std::string by_text;
+    for (size_t i = 0; i < st.drafted_at.size(); ++i) {
+      if (st.drafted_at[i] == 0) {
+        by.push_back(nullptr);
+        by_text += " -";
+      } else {
+        const double r = static_cast<double>(st.accepted_at[i]) / static_cast<double>(st.drafted_at[i]);
+        by.push_back(r);
+        by_text += str(" ", r);
+      }
+    }
+    f.emplace_back("spec_acceptance_by_position", by.dump());
+    lines.push_back(str("speculative ", sp.drafter().text(), " k=", sp.draft_tokens(), ": ", st.accepted, " of ", st.drafted,
+                        " drafts accepted (", st.acceptance_rate(), "), mean accepted length ", st.mean_accepted_length(),
+                        ", by position", by_text, "; ", st.target_forwards, " target and ", st.draft_forwards,
+                        " draft forwards for ", st.generated, " tokens; time drafting ", 100.0 * s.draft_share(),
+                        " %, verifying ", 100.0 * s.verify_share(), " %"));
+  }
+
+  // Draft models named by draft:MODEL, opened at the start (their weights are read when built):
+  // a vocabulary other than the target's is refused before anything runs.
+  void open_draft_sources() {
+    for (const DrafterSpec& d : sc_.drafters) {
+      if (d.kind != DrafterSpec::Kind::draft || draft_sources_.count(d.model)) continue;
+      const SourcePos pos = sc_.pos("matrix.speculative");
+      try {
+        LlamaSource ds = open_llama_source(d.model);
+        const int dv = ds.config.vocab_size, tv = models_->source().config.vocab_size;
+        if (dv != tv)
+          throw ScenarioError(pos.message(str("draft model ", d.model, " has a vocabulary of ", dv, " tokens, the target ",
+                                              sc_.model, " ", tv, ": speculative decoding needs the same tokenizer")));
+        draft_sources_.emplace(d.model, std::move(ds));
+      } catch (const ScenarioError&) {
+        throw;
+      } catch (const Error& e) {
+        throw ScenarioError(pos.message(e.what()));
+      }
+    }
+  }
+  // The draft model of a speculative variant (nullptr for prompt lookup): self:FORMAT, the
+  // target's weights in FORMAT; draft:MODEL, that model in the target's format. The last one
+  // built is kept for the next variants (draft_tokens sweeps re-use it).
+  std::shared_ptr<const LlamaModel> draft_model(const Variant& v) {
+    if (v.drafter.kind == DrafterSpec::Kind::lookup) return nullptr;
+    const bool self = v.drafter.kind == DrafterSpec::Kind::self;
+    const std::string key = draft_key(v);
+    if (draft_ && draft_key_ == key) return draft_;
+    draft_.reset();
+    LlamaBuildOptions bo;
+    bo.format = self ? v.drafter.format : v.format_name();
+    draft_ = std::make_shared<const LlamaModel>(build_llama(self ? models_->source() : draft_sources_.at(v.drafter.model), bo));
+    draft_key_ = key;
+    return draft_;
+  }
+  static std::string draft_key(const Variant& v) {
+    return v.drafter.kind == DrafterSpec::Kind::self ? v.drafter.text() : str(v.drafter.text(), " in ", v.format_name());
+  }
+  // The draft build's bytes, for the memory check.
+  double draft_bytes(const Variant& v) const {
+    if (v.drafter.kind == DrafterSpec::Kind::lookup || v.drafter.kind == DrafterSpec::Kind::off) return 0;
+    const bool self = v.drafter.kind == DrafterSpec::Kind::self;
+    LlamaBuildOptions bo;
+    bo.format = self ? v.drafter.format : v.format_name();
+    const LlamaConfig& c = self ? models_->source().config : draft_sources_.at(v.drafter.model).config;
+    return static_cast<double>(estimate_llama_build_bytes(c, bo));
+  }
+
   BatchSutOptions batch_options(const Variant& v, bool check_isa = true) const {
     const SessionOptions so = session_options(v, check_isa);
     BatchSutOptions b;
@@ -306,7 +426,12 @@ class LlamaFamily : public ModelFamily {
           }
           continue;
         }
-        require_llama_memory(str("variant ", v.label()), c, b, so, v.workers, reference, available);
+        ExtraMemory extra = reference;
+        if (v.speculative()) {
+          extra.bytes += draft_bytes(v);
+          extra.what = reference.bytes > 0 ? "the draft model and " + reference.what : std::string("the draft model");
+        }
+        require_llama_memory(str("variant ", v.label()), c, b, so, v.workers, extra, available);
       } catch (const Error& e) {
         throw ScenarioError(sc_.pos("matrix.format").message(e.what()));
       }
@@ -361,6 +486,7 @@ class LlamaFamily : public ModelFamily {
       p = PromptSource::synthetic(vocab, sc_.seed_samples, sc_.synthetic_samples);
     }
     p.set_shared_prefix(sc_.shared_prefix_tokens, sc_.shared_prefixes);
+    p.set_repeat(sc_.prompt_repeat);
     prompts_ = std::make_shared<const PromptSource>(std::move(p));
   }
 
@@ -420,6 +546,9 @@ class LlamaFamily : public ModelFamily {
   std::shared_ptr<const PromptSource> prompts_;
   std::unique_ptr<AccuracyReference> reference_;
   std::string reference_error_;
+  std::map<std::string, LlamaSource> draft_sources_;
+  std::shared_ptr<const LlamaModel> draft_;
+  std::string draft_key_;
 };
 
 }  // namespace

@@ -62,6 +62,13 @@ std::string Variant::label() const {
     if (batching == BatchingMode::static_batch && batch_timeout_ms > 0) s += str(" wait", batch_timeout_ms, "ms");
     if (prefix_cache) s += " prefix-cache";
   }
+  if (speculative()) {
+    // A draft model by its file name (the stored `speculative` column keeps the whole path).
+    const std::string d = drafter.kind == DrafterSpec::Kind::draft && drafter.model.rfind("synthetic:", 0) != 0
+                              ? "draft:" + std::filesystem::path(drafter.model).filename().string()
+                              : drafter.text();
+    s += str(" spec=", d, " k", draft_tokens);
+  }
   return s;
 }
 
@@ -123,13 +130,16 @@ std::vector<Variant> Scenario::variants() const {
                     for (size_t ki = 0; ki < kv_pool_tokens.size(); ++ki)
                      for (size_t pi = 0; pi < kv_policies.size(); ++pi)
                       for (size_t wi = 0; wi < batch_timeouts_ms.size(); ++wi)
-                       for (size_t ci = 0; ci < prefix_caches.size(); ++ci) {
+                       for (size_t ci = 0; ci < prefix_caches.size(); ++ci)
+                        for (const DrafterSpec& ds : drafters)
+                         for (size_t di = 0; di < draft_tokens.size(); ++di) {
                 if (!recipe_skip_reason(rc, *f, is_quantized_model_path(model)).empty()) continue;
                 // Keys the variant's batching mode does not read are not crossed with it.
                 if (bm == BatchingMode::none && (ti || ki || pi || wi || ci)) continue;
                 if (bm == BatchingMode::static_batch && pi) continue;
                 if (bm == BatchingMode::continuous && wi) continue;
                 if (bm == BatchingMode::none && batching_given && mb != max_batches.front()) continue;
+                if (ds.kind == DrafterSpec::Kind::off && di) continue;  // plain decoding drafts nothing
                 Variant v;
                 v.index = static_cast<int>(out.size());
                 v.format = f;
@@ -154,8 +164,20 @@ std::vector<Variant> Scenario::variants() const {
                   v.batch_timeout_ms = batch_timeouts_ms[wi];
                   v.prefix_cache = prefix_caches[ci];
                 }
+                v.drafter = ds;
+                v.draft_tokens = ds.kind == DrafterSpec::Kind::off ? 0 : draft_tokens[di];
                 out.push_back(v);
               }
+  // Each speculative variant's reference: the same point of the matrix without speculation.
+  for (Variant& v : out) {
+    if (!v.speculative()) continue;
+    Variant plain = v;
+    plain.drafter = DrafterSpec{};
+    plain.draft_tokens = 0;
+    const std::string want = plain.label();
+    for (const Variant& u : out)
+      if (!u.speculative() && u.label() == want) v.spec_baseline = u.index;
+  }
   return out;
 }
 
@@ -556,7 +578,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     Reader r(top.sub("matrix"), "matrix", path, &s.key_pos);
     r.known({"format", "recipe", "sparsity", "threads", "workers", "kv_mode", "isa", "pin_threads", "shapes", "max_batch", "cache", "layout",
              "batching", "max_tokens_per_step", "kv_pool_tokens", "kv_policy", "batch_timeout_ms",
-             "prefix_cache"});
+             "prefix_cache", "speculative", "draft_tokens"});
     auto as_string = [&](const std::string& key) {
       return [&r, key](const toml::node& e) -> std::string {
         if (!e.is_string()) r.fail(e, key, str("expected a string, got ", type_name(e.type())));
@@ -697,6 +719,41 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
           return *e.value<bool>();
         }))
       s.prefix_caches = *v;
+    if (auto v = r.list_opt<DrafterSpec>("speculative", [&](const toml::node& e) {
+          const std::string text = as_string("speculative")(e);
+          try {
+            DrafterSpec d = parse_drafter_spec(text);
+            if (d.kind == DrafterSpec::Kind::draft) {
+              if (!std::filesystem::exists(resolve_data_path(d.model)) && d.model.rfind("synthetic:", 0) != 0)
+                r.fail(e, "speculative", str("draft model '", d.model, "' not found"));
+              d.model = resolve_data_path(d.model);
+            }
+            return d;
+          } catch (const Error& err) {
+            r.fail(e, "speculative", err.what());
+          }
+        }))
+      s.drafters = *v;
+    if (auto v = r.list_opt<int>("draft_tokens", as_int("draft_tokens", 1, 64))) s.draft_tokens = *v;
+    {
+      bool any_spec = false;
+      for (const DrafterSpec& d : s.drafters) any_spec |= d.kind != DrafterSpec::Kind::off;
+      if (!any_spec && r.node("draft_tokens"))
+        r.fail(*r.node("draft_tokens"), "draft_tokens", "only meaningful with a matrix.speculative drafter other than \"off\"");
+      if (any_spec)
+        for (BatchingMode m : s.batchings)
+          if (m != BatchingMode::none)
+            r.fail(*r.node("speculative"), "speculative",
+                   str("speculative decoding runs with batching \"none\" (each worker's sequence verifies its drafts in "
+                       "its own session); with batching \"", batching_name(m), "\" it is not implemented: the batch "
+                       "engine has no multi-token verification or rewind per sequence yet. Put the speculative variants in "
+                       "a scenario with matrix.batching = [\"none\"]"));
+      if (any_spec)
+        for (KvMode m : s.kv_modes)
+          if (m == KvMode::none)
+            r.fail(*r.node("speculative"), "speculative",
+                   str("speculative decoding needs a KV cache to roll back; matrix.kv_mode has \"", kv_mode_name(m), "\""));
+    }
     {
       bool has_static = false, has_cont = false;
       for (BatchingMode m : s.batchings) {
@@ -725,7 +782,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
   {  // [workload]
     Reader r(top.sub("workload"), "workload", path, &s.key_pos);
     r.known({"source", "eval_set", "samples", "prompt_tokens", "gen_tokens", "sampling", "zipf_s", "replay",
-             "shared_prefix_tokens", "shared_prefixes"});
+             "shared_prefix_tokens", "shared_prefixes", "prompt_repeat"});
     s.workload_source = r.str_opt("source").value_or("synthetic");
     if (s.workload_source != "synthetic" && s.workload_source != "eval")
       r.fail(*r.node("source"), "source", str("must be \"synthetic\" or \"eval\", got '", s.workload_source, "'"));
@@ -751,6 +808,11 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
       s.shared_prefixes = static_cast<int>(*k);
     }
     s.prompt_tokens.offset = s.shared_prefix_tokens;
+    if (auto k = r.int_opt("prompt_repeat", 0, 1000000)) {
+      if (s.workload_source != "synthetic")
+        r.fail(*r.node("prompt_repeat"), "prompt_repeat", "only meaningful with source = \"synthetic\" (eval text is what it is)");
+      s.prompt_repeat = static_cast<int>(*k);
+    }
     s.sampling = r.str_opt("sampling").value_or("uniform");
     if (s.sampling != "uniform" && s.sampling != "zipf" && s.sampling != "replay")
       r.fail(*r.node("sampling"), "sampling", str("must be \"uniform\", \"zipf\" or \"replay\", got '", s.sampling, "'"));
@@ -948,7 +1010,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
                      s.kv_modes.size() * s.isas.size() * s.pin_threads.size() * s.shapes.size() *
                      s.max_batches.size() * s.caches.size() * s.batchings.size() * s.max_tokens_per_steps.size() *
                      s.kv_pool_tokens.size() * s.kv_policies.size() * s.batch_timeouts_ms.size() *
-                     s.prefix_caches.size();
+                     s.prefix_caches.size() * s.drafters.size() * s.draft_tokens.size();
     const double steps = s.pattern == Pattern::stepped ? static_cast<double>(s.rates_qps.size()) : 1.0;
     // The schedule of a step is computed up front: an offered rate that would issue more than
     // kMaxScheduledQueries within max_duration_ms is refused (1e9 qps would allocate terabytes).

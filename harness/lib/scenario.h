@@ -13,6 +13,7 @@
 #include "engines/core/error.h"
 #include "engines/core/format.h"
 #include "engines/runtime/session.h"
+#include "engines/runtime/speculative.h"
 #include "harness/lib/schedule.h"
 #include "harness/lib/sut_llama_batch.h"
 #include "harness/schema/slo.h"
@@ -104,6 +105,13 @@ struct Variant {
   KvPolicy kv_policy = KvPolicy::queue;  // continuous only
   double batch_timeout_ms = 0;           // static only
   bool prefix_cache = false;             // static / continuous: KV blocks shared by prompt prefix
+  // Decoders, batching none: speculative decoding with this drafter, draft_tokens (k) per
+  // verification (0 when off). spec_baseline: the index of the variant of the same matrix point
+  // with speculative "off" (-1: none in the matrix), the reference of the speed-up.
+  DrafterSpec drafter;
+  int draft_tokens = 0;
+  int spec_baseline = -1;
+  bool speculative() const { return drafter.kind != DrafterSpec::Kind::off; }
   std::string label() const;  // "int4_g32 gptq t2 w1 kv=paged isa=avx2" (defaults omitted)
 };
 
@@ -162,6 +170,10 @@ struct Scenario {
   std::vector<KvPolicy> kv_policies{KvPolicy::queue};
   std::vector<double> batch_timeouts_ms{0};
   std::vector<bool> prefix_caches{false};
+  // Speculative decoding (engines/runtime/speculative.h): drafters ("off" = plain decoding) and
+  // draft tokens per verification; "off" is not crossed with draft_tokens.
+  std::vector<DrafterSpec> drafters{DrafterSpec{}};
+  std::vector<int> draft_tokens{4};
   ClassifierSpec classifier;
 
   // [workload]
@@ -175,6 +187,9 @@ struct Scenario {
   // sample's own prompt_tokens; 0 = none. Decoders only.
   int shared_prefix_tokens = 0;
   int shared_prefixes = 1;
+  // Synthetic prompts: a random run of this many tokens repeated to the prompt's length (a
+  // repetitive text, where prompt lookup finds its drafts); 0 = every token drawn.
+  int prompt_repeat = 0;
   std::string sampling = "uniform";  // uniform | zipf | replay: which sample each query uses
   double zipf_s = 1.0;
   std::string replay;                // sampling = replay: file of sample indices

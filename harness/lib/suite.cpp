@@ -6,6 +6,8 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "engines/core/error.h"
@@ -418,6 +420,68 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
   return out;
 }
 
+// The decode speed-up of each speculative variant against its plain twin (the same matrix point
+// with speculative "off", the same load step) in this run: filled once both rows are stored ok,
+// whichever ran first. `final`: the suite is over, rows still without a speed-up get the reason.
+void link_speculative_speedups(Store& st, int64_t run_id, const std::vector<Variant>& variants, bool final) {
+  bool any = false;
+  for (const Variant& v : variants) any |= v.speculative();
+  if (!any) return;
+  const QueryResult q = st.query(
+      "SELECT variant_id, variant_index, step_index, status, tpot_mean_ms, tpot_p95_ms, spec_speedup "
+      "FROM variants WHERE run_id = ?", {run_id});
+  struct Row {
+    int64_t id = 0;
+    std::string status;
+    std::optional<double> mean, p95, speedup;
+  };
+  std::map<std::pair<int64_t, int64_t>, Row> rows;  // (variant index, step) -> row
+  auto num = [](const SqlValue& x) -> std::optional<double> {
+    if (const double* d = std::get_if<double>(&x)) return *d;
+    if (const int64_t* i = std::get_if<int64_t>(&x)) return static_cast<double>(*i);
+    return std::nullopt;
+  };
+  for (const auto& r : q.rows) {
+    Row x;
+    x.id = std::get<int64_t>(r[q.col("variant_id")]);
+    x.status = sql_to_string(r[q.col("status")]);
+    x.mean = num(r[q.col("tpot_mean_ms")]);
+    x.p95 = num(r[q.col("tpot_p95_ms")]);
+    x.speedup = num(r[q.col("spec_speedup")]);
+    rows[{std::get<int64_t>(r[q.col("variant_index")]), std::get<int64_t>(r[q.col("step_index")])}] = x;
+  }
+  Store::Transaction t(st);
+  for (const auto& [key, x] : rows) {
+    const Variant& v = variants.at(static_cast<size_t>(key.first));
+    if (!v.speculative() || x.speedup || x.status != "ok") continue;
+    std::string why;
+    Fields f;
+    const auto base = v.spec_baseline >= 0 ? rows.find({v.spec_baseline, key.second}) : rows.end();
+    if (v.spec_baseline < 0) {
+      why = "no variant of this build with speculative = \"off\" in the matrix";
+    } else if (base == rows.end()) {
+      if (!final) continue;  // not run yet
+      why = str("variant ", v.spec_baseline + 1, " (speculative off) has no row at this load step");
+    } else if (base->second.status != "ok") {
+      if (!final && base->second.status == "running") continue;
+      why = str("variant ", v.spec_baseline + 1, " (speculative off) is ", base->second.status);
+    } else if (!x.mean || !base->second.mean || *x.mean <= 0) {
+      why = "no TPOT (generations of one token)";
+    } else {
+      f.emplace_back("spec_baseline_variant_id", base->second.id);
+      f.emplace_back("spec_speedup", *base->second.mean / *x.mean);
+      if (x.p95 && base->second.p95 && *x.p95 > 0) f.emplace_back("spec_speedup_p95", *base->second.p95 / *x.p95);
+      f.emplace_back("spec_speedup_reason", sql_null());
+      st.update("variants", "variant_id", x.id, f);
+      continue;
+    }
+    if (base != rows.end()) f.emplace_back("spec_baseline_variant_id", base->second.id);
+    f.emplace_back("spec_speedup_reason", why);
+    st.update("variants", "variant_id", x.id, f);
+  }
+  t.commit();
+}
+
 }  // namespace
 
 void prevalidate_scenario(const Scenario& sc) { prepare(sc); }
@@ -492,7 +556,9 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
                     {{"knee_qps", sql_opt(knee.qps)}, {"knee_reached", int64_t{knee.reached ? 1 : 0}}});
         t.commit();
       }
+      link_speculative_speedups(st, res.run_id, variants, false);
     }
+    link_speculative_speedups(st, res.run_id, variants, true);
     res.status = "complete";
     Store::Transaction t(st);
     st.update("runs", "run_id", res.run_id, {{"status", res.status}, {"finished_utc", utc_now_iso()}});

@@ -140,6 +140,11 @@ void PromptSource::set_shared_prefix(int tokens, int count) {
   prefix_count_ = count;
 }
 
+void PromptSource::set_repeat(int period) {
+  CIBENCH_CHECK(period >= 0, "prompt repeat period must be >= 0, got ", period);
+  repeat_ = period;
+}
+
 void PromptSource::fill(int64_t s, int len, std::vector<int>& out) const {
   out.resize(static_cast<size_t>(len));
   const int np = std::min(len, prefix_tokens_);
@@ -149,9 +154,11 @@ void PromptSource::fill(int64_t s, int len, std::vector<int>& out) const {
     for (int j = 0; j < np; ++j)
       out[static_cast<size_t>(j)] =
           static_cast<int>(hash3(prefix_seed, k, static_cast<uint64_t>(j)) % static_cast<uint64_t>(vocab_));
-    for (int j = np; j < len; ++j)
+    for (int j = np; j < len; ++j) {
+      const int at = repeat_ > 0 ? (j - np) % repeat_ : j - np;
       out[static_cast<size_t>(j)] = static_cast<int>(
-          hash3(seed_, static_cast<uint64_t>(s), static_cast<uint64_t>(j - np)) % static_cast<uint64_t>(vocab_));
+          hash3(seed_, static_cast<uint64_t>(s), static_cast<uint64_t>(at)) % static_cast<uint64_t>(vocab_));
+    }
     return;
   }
   if (np > 0) {

@@ -77,12 +77,16 @@ class PromptSource {
   // Throws Error on tokens < 0 or count < 1.
   void set_shared_prefix(int tokens, int count);
   int shared_prefix_tokens() const { return prefix_tokens_; }
+  // Synthetic samples: a sample's own tokens are a random run of `period` tokens repeated (a
+  // repetitive text); 0 = every token drawn. Throws Error on period < 0.
+  void set_repeat(int period);
 
  private:
   int64_t n_ = 0;
   int vocab_ = 0;
   uint64_t seed_ = 0;
   int prefix_tokens_ = 0, prefix_count_ = 1;
+  int repeat_ = 0;
   std::vector<std::vector<int>> docs_;  // empty for synthetic
 };
 

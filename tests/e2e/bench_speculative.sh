@@ -43,7 +43,7 @@ done
   || fail "a model drafter runs forwards, prompt lookup none"
 
 if "$CIBENCH" bench --models "$target" --speculative nonsense > "$tmp/o" 2> "$tmp/e"; then fail "bad drafter accepted"; fi
-grep -q -- "--speculative 'nonsense'" "$tmp/e" || fail "bad drafter named: $(cat "$tmp/e")"
+grep -q -- "--speculative: drafter 'nonsense'" "$tmp/e" || fail "bad drafter named: $(cat "$tmp/e")"
 if "$CIBENCH" bench --models "$target" --speculative draft:synthetic:tinystories-15m --decode 4 > "$tmp/o" 2> "$tmp/e"; then
   fail "a draft of another vocabulary accepted"
 fi
