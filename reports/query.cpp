@@ -1747,6 +1747,11 @@ const SpecPoint* SpecSeries::best() const {
 }
 
 const SpecBaseline* Speculative::baseline_of(const SpecSeries& s) const {
+  // The row the run named (spec_baseline_variant_id), else the off row of the same build.
+  for (const SpecPoint& p : s.points)
+    if (const auto id = p.v.get("spec_baseline_variant_id"))
+      for (const SpecBaseline& b : baselines)
+        if (b.v.variant_id == static_cast<int64_t>(*id)) return &b;
   for (const SpecBaseline& b : baselines)
     if (b.v.run_id == s.run_id && b.build == s.build) return &b;
   return nullptr;

@@ -472,7 +472,8 @@ struct Speculative {
   std::vector<std::string> unplotted;
   bool empty() const { return series.empty(); }
   const SpecPoint& at(const SpecBest& b) const { return series[b.series].points[b.point]; }
-  // The baseline of this series (its run's off row of the same build), nullptr when none.
+  // The baseline of this series: the row its points name (spec_baseline_variant_id), else its
+  // run's off row of the same build; nullptr when none.
   const SpecBaseline* baseline_of(const SpecSeries& s) const;
   // The best lines (one per run and build), what is left out and why.
   std::vector<std::string> notes() const;
