@@ -376,15 +376,15 @@ struct SpecRow {
   bool speedup_stored;
 };
 
-inline int64_t speculative_variant(Store& s, int64_t run, int index, const SpecRow& r) {
+inline int64_t speculative_variant(Store& s, int64_t run, int index, const SpecRow& r, const std::string& format = "w8a8") {
   const bool off = r.k == 0;
   const std::string drafter = r.drafter;
   Fields v{{"run_id", run},
            {"variant_index", int64_t{index}},
            {"step_index", int64_t{0}},
-           {"label", "w8a8 t1 w1 spec=" + drafter + (off ? "" : " k=" + std::to_string(r.k))},
+           {"label", format + " t1 w1 spec=" + drafter + (off ? "" : " k=" + std::to_string(r.k))},
            {"status", std::string("ok")},
-           {"format", std::string("w8a8")},
+           {"format", format},
            {"sparsity", 0.0},
            {"threads", int64_t{1}},
            {"workers", int64_t{1}},

@@ -274,6 +274,41 @@ TEST(ReportsSpeculative, SeveralRunsAreToldApartAndJudgedEachOnItsOwn) {
   EXPECT_EQ(speculative_charts(d)[1].hlines[1].label, "run " + std::to_string(b.run) + ": off: 60 ms");
 }
 
+TEST(ReportsSpeculative, SeveralBuildsEachAgainstItsOwnOffVariant) {
+  const std::string path = test::fresh_db_path("reports_speculative", "two-builds.sqlite");
+  const test::SpeculativeFixture s = test::make_speculative_fixture(path);
+  int64_t f32_off = 0, f32_self = 0;
+  {
+    // An f32 build in the same run: its off variant (TPOT p95 200 ms) and self-drafting at k=2
+    // (150 ms). No spec_baseline_variant_id: the off row of the same build is its baseline.
+    Store st(path);
+    f32_off = test::speculative_variant(st, s.run, 5, {"off", 0, 0, 0, "", 0, 0, 180, 200, false}, "f32");
+    f32_self = test::speculative_variant(st, s.run, 6, {"self:int4_g128_a8", 2, 0.7, 2.4, "[0.8,0.6]", 0.4, 0.5, 150, 150, false}, "f32");
+    st.update("variants", "variant_id", f32_self, {{"spec_speedup", 1.2}, {"spec_speedup_p95", 200.0 / 150.0},
+                                                   {"spec_speedup_reason", sql_null()}});
+  }
+  Db db(path);
+  const Speculative sp = db.speculative({s.run});
+  EXPECT_TRUE(sp.several_builds);
+  ASSERT_EQ(sp.series.size(), 3u);
+  EXPECT_EQ(sp.series[0].name, "lookup:1-3 (w8a8 t1 w1)");
+  EXPECT_EQ(sp.series[1].name, "self:int4_g128_a8 (w8a8 t1 w1)");
+  EXPECT_EQ(sp.series[2].name, "self:int4_g128_a8 (f32 t1 w1)");
+  ASSERT_EQ(sp.baselines.size(), 2u);
+  ASSERT_TRUE(sp.baseline_of(sp.series[2]));
+  EXPECT_EQ(sp.baseline_of(sp.series[2])->v.variant_id, f32_off);
+  EXPECT_EQ(sp.baseline_of(sp.series[0])->v.variant_id, s.off);
+  // The lowest TPOT p95 of each build, each against its own off variant.
+  ASSERT_EQ(sp.best.size(), 2u);
+  EXPECT_EQ(sp.at(sp.best[0]).v.variant_id, s.lookup_k2);
+  EXPECT_EQ(sp.at(sp.best[1]).v.variant_id, f32_self);
+  EXPECT_EQ(sp.best[1].text, "lowest TPOT p95: self:int4_g128_a8 k=2, 150 ms (speed-up 1.33x at p95 over the off variant's 200 ms)");
+  EXPECT_TRUE(has(sp.notes(), "f32 t1 w1: " + sp.best[1].text + "."));
+  const auto charts = speculative_charts(collect_report(db, {s.run}));
+  ASSERT_EQ(charts[1].hlines.size(), 2u);
+  EXPECT_EQ(charts[1].hlines[1].label, "off (f32 t1 w1): 200 ms");
+}
+
 TEST(ReportsSpeculative, FailedRowsAreNamedAndABadPositionListIsRefused) {
   const std::string path = test::fresh_db_path("reports_speculative", "failed.sqlite");
   const test::SpeculativeFixture s = test::make_speculative_fixture(path);
