@@ -1755,25 +1755,47 @@ void SpeculativeView::refresh(const Selection& s) {
       for (const auto& p : data_.series[i].points)
         if (p.speedup && p.acceptance) y0 = std::min(y0, *p.speedup), y1 = std::max(y1, *p.speedup);
     const auto [lo, hi] = padded(y0, y1, 0.12);
-    auto* ax = value_axis("acceptance rate (accepted / drafted)", 0, 1);
+    auto* ax = value_axis("acceptance rate", 0, 1);
     auto* ay = value_axis("speed-up (x)", std::max(0.0, lo), hi);
     sc->addAxis(ax, Qt::AlignBottom);
     sc->addAxis(ay, Qt::AlignLeft);
     reference_line(sc, ax, ay, 1.0, "1.0x = no gain", QColor("#555555"));
+    // Each point labelled with its k where the label has room: every line's ends first (they say
+    // which way k grows), then the points between, none within about a label of another (every
+    // point's hover text names its k).
+    struct Label {
+      QPointF at;
+      QString text;
+      size_t series;
+      int rank;  // 0: an end of its line
+    };
+    std::vector<Label> wanted;
     for (size_t i = 0; i < n; ++i) {
       const auto& ss = data_.series[i];
       std::vector<QPointF> pts;
       std::vector<QString> tips;
-      std::vector<std::pair<QPointF, QString>> labels;
+      std::vector<Label> mine;
       for (const auto& p : ss.points)
         if (p.speedup && p.acceptance) {
           pts.emplace_back(*p.acceptance, *p.speedup);
           tips.push_back(q(ss.name + "\n" + p.summary()));
-          labels.emplace_back(pts.back(), q(p.k_text()));
+          mine.push_back({pts.back(), q(p.k_text()), i, 1});
         }
       if (pts.empty()) continue;
       hover_tips(this, serving_line(sc, ax, ay, q(ss.name), series_color(i), false, pts), tips, this);
-      point_labels(sc, ax, ay, labels, series_color(i).darker(130));
+      mine.front().rank = mine.back().rank = 0;
+      wanted.insert(wanted.end(), mine.begin(), mine.end());
+    }
+    std::stable_sort(wanted.begin(), wanted.end(), [](const Label& a, const Label& b) { return a.rank < b.rank; });
+    const double wx = 0.09 * (ax->max() - ax->min()), wy = 0.05 * (ay->max() - ay->min());
+    std::vector<QPointF> placed;
+    for (const Label& l : wanted) {
+      if (std::any_of(placed.begin(), placed.end(), [&](const QPointF& o) {
+            return std::fabs(o.x() - l.at.x()) < wx && std::fabs(o.y() - l.at.y()) < wy;
+          }))
+        continue;
+      placed.push_back(l.at);
+      point_labels(sc, ax, ay, {{l.at, l.text}}, series_color(l.series).darker(130));
     }
   }
   // TPOT p95 against k: a line per drafter, each build's off variant dashed, the lowest marked.
@@ -1813,7 +1835,7 @@ void SpeculativeView::refresh(const Selection& s) {
         if (!pts.empty()) hover_tips(this, serving_line(tc, ax, ay, q(ss.name), series_color(i), false, pts), tips, this);
       }
       auto* best = new QScatterSeries();
-      best->setName("lowest TPOT p95 (of each build; see the notes)");
+      best->setName("lowest TPOT p95");
       best->setMarkerShape(QScatterSeries::MarkerShapeStar);
       best->setMarkerSize(18);
       best->setColor(QColor("#2ca02c"));
@@ -1823,11 +1845,7 @@ void SpeculativeView::refresh(const Selection& s) {
         const auto& p = data_.at(b);
         if (!p.k || b.series >= n) continue;
         best->append(static_cast<double>(*p.k), *p.tpot_p95_ms);
-        tips.push_back(q(b.text));
-        // One best: named in the legend ("lowest TPOT p95: lookup:1-3 k=2, 40 ms"); several: the notes name them.
-        if (data_.best.size() == 1)
-          best->setName(q("lowest TPOT p95: " + reports::drafter_name(p.drafter) + " " + p.k_text() + ", " +
-                          reports::fmt_num(*p.tpot_p95_ms) + " ms"));
+        tips.push_back(q(b.text));  // the notes say it too
       }
       attach(tc, best, ax, ay);
       hover_tips(this, best, tips, this);
@@ -1862,14 +1880,18 @@ void SpeculativeView::refresh(const Selection& s) {
       }
     }
   }
+  // The top charts' legends on the right (a row below would cut their names short), the
+  // position chart's below (it has the width).
   for (QChart* c : {sc, tc, pc}) {
     qsizetype longest = 0;
-    for (const auto* sr : c->series()) longest = std::max(longest, sr->name().size());
+    for (auto* sr : c->series())
+      for (const QLegendMarker* m : c->legend()->markers(sr))
+        if (m->isVisible()) longest = std::max(longest, sr->name().size());
     QFont f = c->legend()->font();
     f.setPointSizeF(std::max(6.0, f.pointSizeF() * (longest > 20 ? 0.75 : 0.85)));
     c->legend()->setFont(f);
-    c->legend()->setAlignment(Qt::AlignBottom);
   }
+  pc->legend()->setAlignment(Qt::AlignBottom);
   QStringList notes;
   for (const auto& l : data_.notes()) notes << q(l).toHtmlEscaped();
   if (data_.series.size() > n) notes << QString("The charts show the first %1 of %2 series.").arg(n).arg(data_.series.size());
