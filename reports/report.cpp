@@ -878,7 +878,7 @@ std::vector<SpecTable> speculative_tables(const ReportData& d) {
         std::string by;
         for (const auto& r : p.by_position) by += (by.empty() ? "" : ", ") + (r ? fmt_num(*r, 2) : std::string("—"));
         if (p.by_position.empty()) by = dash("acceptance", p.reason);
-        st.t.rows.push_back({compact_label(p.v.label) + (best ? " (lowest TPOT p95)" : ""), p.drafter,
+        st.t.rows.push_back({compact_label(p.v.label) + (best ? " (lowest TPOT p95)" : ""), drafter_name(p.drafter),
                              p.k ? std::to_string(*p.k) : dash("draft_tokens", "not stored"),
                              cell(p.acceptance, "acceptance", p.reason, 3),
                              cell(p.mean_accepted_length, "acceptance", p.reason, 3), by,
