@@ -1651,15 +1651,31 @@ SpeculativeView::SpeculativeView(QWidget* parent) : View(parent) {
   notes_area->setWidget(notes_);
   notes_area->setWidgetResizable(true);
   notes_area->setFrameShape(QFrame::NoFrame);
-  notes_area->setMaximumHeight(80);
+  notes_area->setMaximumHeight(60);
   auto* top = new QWidget(this);
   auto* tl = new QHBoxLayout(top);
   tl->setContentsMargins(0, 0, 0, 0);
   tl->addWidget(speedup_);
   tl->addWidget(tpot_);
+  table_ = new QTableWidget(this);
+  table_->setColumnCount(9);
+  table_->setHorizontalHeaderLabels({"drafter", "k", "TPOT p95 ms", "speed-up p95", "speed-up mean", "acceptance",
+                                     "mean accepted length", "draft share", "variant"});
+  table_->verticalHeader()->hide();
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  QFont tf = table_->font();
+  tf.setPointSizeF(tf.pointSizeF() * 0.9);
+  table_->setFont(tf);
+  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  auto* bottom = new QSplitter(Qt::Horizontal, this);
+  bottom->addWidget(position_);
+  bottom->addWidget(table_);
+  bottom->setStretchFactor(0, 2);
+  bottom->setStretchFactor(1, 3);
   auto* split = new QSplitter(Qt::Vertical, this);
   split->addWidget(top);
-  split->addWidget(position_);
+  split->addWidget(bottom);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
   auto* lay = new QVBoxLayout(this);
@@ -1731,6 +1747,8 @@ void SpeculativeView::refresh(const Selection& s) {
   QChart* sc = fresh_chart(speedup_, "Speed-up against acceptance rate");
   QChart* tc = fresh_chart(tpot_, "TPOT p95 against draft tokens k");
   QChart* pc = fresh_chart(position_, "Acceptance by draft position");
+  table_->clearContents();
+  table_->setRowCount(0);
   if (!s.db || s.runs.empty()) {
     for (QChart* c : {sc, tc, pc}) c->setTitle(c->title() + ": " + nothing_selected(s));
     notes_->clear();
@@ -1892,6 +1910,53 @@ void SpeculativeView::refresh(const Selection& s) {
     c->legend()->setFont(f);
   }
   pc->legend()->setAlignment(Qt::AlignBottom);
+  // The rows: each run's off variants, then its drafters by k.
+  for (int64_t run : s.runs) {
+    auto add = [&](const QString& drafter, const QString& k, const QString& tip, const reports::SpecPoint* p,
+                   const reports::Variant& v, const std::optional<double>& tpot_p95, bool best) {
+      const int r = table_->rowCount();
+      table_->insertRow(r);
+      const QString spec_why = p ? q(p->reason.empty() ? std::string("not measured (no reason recorded)") : p->reason)
+                                 : q(v.text_of("spec_reason").empty() ? std::string("speculative off") : v.text_of("spec_reason"));
+      const QString up_why = p ? q(p->speedup_reason) : QString("the baseline (speculative off)");
+      auto val = [&](const std::optional<double>& x, const QString& why, const QString& unit = {}, double scale = 1,
+                     int digits = 3) { return x ? item(q(reports::fmt_num(*x * scale, digits)) + unit, tip) : item("—", why); };
+      const QString name = run_prefix(s, run) + drafter;
+      QList<QTableWidgetItem*> cells{item(name, tip), item(k, tip),
+                                     val(tpot_p95, "TPOT p95 not measured", {}, 1, 4),
+                                     p ? val(p->speedup_p95, up_why, "x") : item("baseline", up_why),
+                                     p ? val(p->speedup, up_why, "x") : item("baseline", up_why),
+                                     val(p ? p->acceptance : std::nullopt, spec_why),
+                                     val(p ? p->mean_accepted_length : std::nullopt, spec_why),
+                                     val(p ? p->draft_share : std::nullopt, spec_why, " %", 100),
+                                     item(q(reports::compact_label(v.label)) + (best ? " (lowest TPOT p95)" : ""), tip)};
+      for (int c = 0; c < cells.size(); ++c) {
+        if (best) {
+          QFont f = cells[c]->font();
+          f.setBold(true);
+          cells[c]->setFont(f);
+          cells[c]->setBackground(QColor("#eef6ee"));
+        }
+        table_->setItem(r, c, cells[c]);
+      }
+    };
+    for (const auto& b : data_.baselines)
+      if (b.v.run_id == run)
+        add(data_.several_builds ? "off (" + q(b.build) + ")" : QString("off"), "—", q(b.v.label), nullptr, b.v, b.tpot_p95_ms, false);
+    for (size_t si = 0; si < data_.series.size(); ++si) {
+      const auto& ss = data_.series[si];
+      if (ss.run_id != run) continue;
+      for (size_t pi = 0; pi < ss.points.size(); ++pi) {
+        const auto& p = ss.points[pi];
+        const bool best = std::any_of(data_.best.begin(), data_.best.end(),
+                                      [&](const reports::SpecBest& b) { return b.series == si && b.point == pi; });
+        QString name = q(ss.name);
+        if (s.runs.size() > 1) name = name.mid(run_prefix(s, run).size());  // the row adds it back
+        add(name, p.k ? QString::number(*p.k) : QString("—"), q(ss.name + "\n" + p.summary()), &p, p.v, p.tpot_p95_ms, best);
+      }
+    }
+  }
+  table_->resizeColumnsToContents();
   QStringList notes;
   for (const auto& l : data_.notes()) notes << q(l).toHtmlEscaped();
   if (data_.series.size() > n) notes << QString("The charts show the first %1 of %2 series.").arg(n).arg(data_.series.size());

@@ -1723,11 +1723,12 @@ nlohmann::json comparison_json(const Comparison& c) {
 // ---- speculative decoding ----------------------------------------------------------------------
 
 std::string drafter_name(const std::string& speculative) {
-  if (speculative.rfind("draft:", 0) == 0) {
-    const size_t slash = speculative.find_last_of('/');
-    if (slash != std::string::npos && slash + 1 < speculative.size()) return "draft:" + speculative.substr(slash + 1);
-  }
-  return speculative;
+  if (speculative.rfind("draft:", 0) != 0) return speculative;
+  std::string file = speculative.substr(6);
+  if (const size_t slash = file.find_last_of('/'); slash != std::string::npos && slash + 1 < file.size())
+    file = file.substr(slash + 1);
+  if (const size_t dot = file.find_last_of('.'); dot != std::string::npos && dot > 0) file = file.substr(0, dot);
+  return "draft:" + file;
 }
 
 std::string SpecPoint::k_text() const { return k ? "k=" + std::to_string(*k) : std::string("k=?"); }

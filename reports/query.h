@@ -443,7 +443,7 @@ struct SpecSeries {
   // variant's short name; a stepped run's rate included).
   std::string build;
   std::string drafter;  // as stored
-  // The legend's name: the drafter (a draft model by its file name: "draft:stories260K.bin"),
+  // The legend's name: the drafter (a draft model by its file name: "draft:stories260K"),
   // " (BUILD)" added when the runs have several builds, "run N: " first when several runs are shown.
   std::string name;
   std::vector<SpecPoint> points;  // by k
@@ -479,7 +479,8 @@ struct Speculative {
   std::vector<std::string> notes() const;
 };
 
-// The drafter as a legend shows it: a draft model by its file name ("draft:stories260K.bin").
+// The drafter as a legend shows it: a draft model by its file name without the extension
+// ("draft:/models/stories260K.bin" -> "draft:stories260K"); the others as stored.
 std::string drafter_name(const std::string& speculative);
 
 // ---- the database --------------------------------------------------------------------------

@@ -1108,6 +1108,31 @@ TEST(Gui, SpeculativeViewDrawsSpeedUpTpotAndAcceptanceByPosition) {
   const QString notes = sv->notesLabel()->text();
   EXPECT_EQ(notes, QString("lowest TPOT p95: lookup:1-3 k=2, 40 ms (speed-up 1.5x at p95 over the off variant's 60 ms).<br>"
                             "lookup:1-3 k=4: speed-up not measured: ") + test::kSpecSpeedupReason + ".");
+  // The table: the off row, then each drafter by k; the best in bold; "—" with the reason as its tooltip.
+  QTableWidget* t = sv->table();
+  ASSERT_EQ(t->rowCount(), 5);
+  auto cell = [&](int r, int c) { return t->item(r, c)->text(); };
+  EXPECT_EQ(cell(0, 0), "off");
+  EXPECT_EQ(cell(0, 2), "60");
+  EXPECT_EQ(cell(0, 3), "baseline");
+  EXPECT_EQ(cell(0, 5), "—");
+  EXPECT_EQ(t->item(0, 5)->toolTip(), "speculative off: nothing drafted");
+  EXPECT_EQ(cell(1, 0), "lookup:1-3");
+  EXPECT_EQ(cell(1, 1), "2");
+  EXPECT_EQ(cell(1, 2), "40");
+  EXPECT_EQ(cell(1, 3), "1.5x");
+  EXPECT_EQ(cell(1, 4), "1.14x");
+  EXPECT_EQ(cell(1, 5), "0.5");
+  EXPECT_EQ(cell(1, 7), "1 %");
+  EXPECT_EQ(cell(1, 8), "w8a8 t1 w1 spec=lookup:1-3 k=2 (lowest TPOT p95)");
+  EXPECT_TRUE(t->item(1, 0)->font().bold());
+  EXPECT_FALSE(t->item(2, 0)->font().bold());
+  EXPECT_EQ(cell(2, 3), "—");  // lookup k=4: no speed-up, never 0
+  EXPECT_EQ(t->item(2, 3)->toolTip(), test::kSpecSpeedupReason);
+  EXPECT_EQ(cell(2, 2), "66");
+  EXPECT_EQ(cell(4, 0), "self:int4_g128_a8");
+  EXPECT_EQ(cell(4, 1), "4");
+  EXPECT_EQ(cell(4, 3), "1.15x");
   // Exported with the other views: three charts.
   const QString dir = QString::fromStdString(temp_path("speculative_export"));
   const QStringList files = w.exportAllCharts(dir);

@@ -324,9 +324,10 @@ TEST(ReportsSpeculative, FailedRowsAreNamedAndABadPositionListIsRefused) {
     Db db(path);
     const Speculative sp = db.speculative({s.run});
     EXPECT_EQ(sp.series.size(), 2u);  // the failed drafter has no series
-    EXPECT_TRUE(has(sp.unplotted, "draft:stories260K.bin k=8: failed: vocabulary mismatch: 512 vs 32000"));
+    EXPECT_TRUE(has(sp.unplotted, "draft:stories260K k=8: failed: vocabulary mismatch: 512 vs 32000"));
   }
-  EXPECT_EQ(drafter_name("draft:/work/shared/models/stories260K.bin"), "draft:stories260K.bin");
+  EXPECT_EQ(drafter_name("draft:/work/shared/models/stories260K/stories260K.bin"), "draft:stories260K");
+  EXPECT_EQ(drafter_name("draft:stories260K"), "draft:stories260K");
   EXPECT_EQ(drafter_name("self:int4_g128_a8"), "self:int4_g128_a8");
   {
     Store st(path);
