@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -917,6 +918,38 @@ std::vector<svg::Chart> speculative_charts(const ReportData& d) {
     c.x_title = "acceptance rate (accepted / drafted)";
     c.y_title = "speed-up (x)";
     c.hlines.push_back({1.0, "1.0x = no gain", "#555555"});
+    // Each point labelled with its k where the label has room (as the dashboard): every line's
+    // ends first, then the points between, none within about a label of another.
+    double x0 = 1, x1 = 0, y0 = 1, y1 = 1;
+    for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i)
+      for (const SpecPoint& p : sp.series[i].points)
+        if (p.speedup && p.acceptance)
+          x0 = std::min(x0, *p.acceptance), x1 = std::max(x1, *p.acceptance), y0 = std::min(y0, *p.speedup),
+          y1 = std::max(y1, *p.speedup);
+    const double wx = 0.09 * std::max(x1 - x0, 0.1), wy = 0.05 * std::max(y1 - y0, 0.1);
+    // (series, point) -> labelled; the ends of every line tried first, then the points between.
+    std::set<std::pair<size_t, size_t>> labelled;
+    {
+      std::vector<std::tuple<int, size_t, size_t>> order;  // (0: an end, series, point)
+      for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i) {
+        std::vector<size_t> drawn;
+        for (size_t k = 0; k < sp.series[i].points.size(); ++k)
+          if (sp.series[i].points[k].speedup && sp.series[i].points[k].acceptance) drawn.push_back(k);
+        for (size_t j = 0; j < drawn.size(); ++j) order.emplace_back(j == 0 || j + 1 == drawn.size() ? 0 : 1, i, drawn[j]);
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+      std::vector<Point> placed;
+      for (const auto& [rank, i, k] : order) {
+        const SpecPoint& p = sp.series[i].points[k];
+        const Point at{*p.acceptance, *p.speedup};
+        if (std::any_of(placed.begin(), placed.end(),
+                        [&](const Point& o) { return std::fabs(o.x - at.x) < wx && std::fabs(o.y - at.y) < wy; }))
+          continue;
+        placed.push_back(at);
+        labelled.insert({i, k});
+      }
+    }
     for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i) {
       const SpecSeries& s = sp.series[i];
       svg::Series line;
@@ -931,7 +964,7 @@ std::vector<svg::Chart> speculative_charts(const ReportData& d) {
         line.pts.push_back({*p.acceptance, *p.speedup});
         pts.pts.push_back({*p.acceptance, *p.speedup});
         pts.tips.push_back(s.name + " " + p.summary());
-        pts.labels.push_back(p.k_text());
+        pts.labels.push_back(labelled.count({i, static_cast<size_t>(&p - s.points.data())}) ? p.k_text() : "");
       }
       c.series.push_back(line);
       c.series.push_back(pts);
@@ -977,8 +1010,7 @@ std::vector<svg::Chart> speculative_charts(const ReportData& d) {
       const SpecPoint& p = sp.at(b);
       if (!p.k || b.series >= kMaxCurves) continue;
       best.pts.push_back({static_cast<double>(*p.k), *p.tpot_p95_ms});
-      best.tips.push_back(b.text);
-      best.labels.push_back(str(drafter_name(p.drafter), " ", p.k_text(), ": ", fmt_num(*p.tpot_p95_ms), " ms"));
+      best.tips.push_back(b.text);  // the notes say it too
     }
     if (!best.pts.empty()) c.series.push_back(best);
     out.push_back(c);

@@ -186,7 +186,7 @@ TEST(ReportsSpeculative, ChartsLeaveOutWhatWasNotMeasuredAndMarkTheBest) {
   ASSERT_EQ(best->pts.size(), 1u);
   EXPECT_EQ(best->pts[0].x, 2);
   EXPECT_EQ(best->pts[0].y, 40);
-  EXPECT_EQ(best->labels, std::vector<std::string>{"lookup:1-3 k=2: 40 ms"});
+  EXPECT_EQ(best->tips, std::vector<std::string>{d.speculative.best[0].text});
   // Acceptance by position at each drafter's best k (k=2 for both).
   const svg::Chart& pos = charts[2];
   const svg::Series* lp = series_named(pos, "lookup:1-3 k=2");
