@@ -96,13 +96,16 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   counters_ = new CountersView(this);
   compare_ = new CompareView(this);
   serving_ = new ServingView(this);
+  speculative_ = new SpeculativeView(this);
   tabs_->addTab(tradeoff_, "Trade-off");
   tabs_->addTab(latency_, "Latency");
   tabs_->addTab(scaling_, "Scaling");
   tabs_->addTab(counters_, "Counters");
   tabs_->addTab(compare_, "Compare");
   tabs_->addTab(serving_, "Serving");
+  tabs_->addTab(speculative_, "Speculative decoding");
   tabs_->setTabVisible(tabs_->indexOf(serving_), false);  // shown when a selected run has serving data
+  tabs_->setTabVisible(tabs_->indexOf(speculative_), false);  // shown when a selected run has a drafter
 
   banner_ = new QLabel(this);
   banner_->setWordWrap(true);
@@ -287,16 +290,20 @@ void MainWindow::runsSelectionChanged() {
 
 void MainWindow::refreshViews() {
   sel_.db = db_.get();
-  for (View* v : std::initializer_list<View*>{tradeoff_, latency_, scaling_, counters_, compare_, serving_}) {
+  for (View* v : std::initializer_list<View*>{tradeoff_, latency_, scaling_, counters_, compare_, serving_, speculative_}) {
     try {
       v->refresh(sel_);
     } catch (const std::exception& e) {
       showMessage(QString("%1 view: %2").arg(v->name(), QString::fromUtf8(e.what())));
     }
   }
-  // The serving view only for runs with serving data (asked for by name, it says there is none).
-  const int at = tabs_->indexOf(serving_);
-  tabs_->setTabVisible(at, serving_->hasData() || tabs_->currentIndex() == at);
+  // The serving and speculative views only for runs with their data (asked for by name, they say
+  // there is none).
+  for (const auto& [view, has] : {std::pair<View*, bool>{serving_, serving_->hasData()},
+                                  std::pair<View*, bool>{speculative_, speculative_->hasData()}}) {
+    const int at = tabs_->indexOf(view);
+    tabs_->setTabVisible(at, has || tabs_->currentIndex() == at);
+  }
 }
 
 void MainWindow::selectRuns(const std::vector<int64_t>& runs) {
@@ -323,7 +330,7 @@ void MainWindow::selectVariant(int64_t variant_id, bool add) {
 bool MainWindow::showView(const QString& name) {
   for (int i = 0; i < tabs_->count(); ++i)
     if (static_cast<View*>(tabs_->widget(i))->name() == name) {
-      tabs_->setTabVisible(i, true);  // the serving view without serving data says so
+      tabs_->setTabVisible(i, true);  // the serving (speculative) view without such data says so
       tabs_->setCurrentIndex(i);
       return true;
     }
@@ -383,7 +390,7 @@ QStringList MainWindow::exportAllCharts(const QString& dir) {
   QStringList out;
   QDir().mkpath(dir);
   for (int i = 0; i < tabs_->count(); ++i) {
-    if (!tabs_->isTabVisible(i)) continue;  // the serving view of runs without serving data
+    if (!tabs_->isTabVisible(i)) continue;  // the serving (speculative) view of runs without such data
     auto* v = static_cast<View*>(tabs_->widget(i));
     const auto views = v->chartViews();
     for (int k = 0; k < views.size(); ++k)

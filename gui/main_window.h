@@ -1,7 +1,7 @@
 #pragma once
 // cibench-gui's window: the database, the runs list with filters and the provenance of the
-// selected run on the left; the views (trade-off, latency, scaling, counters, compare, and serving when a selected run
-// has serving data) as tabs.
+// selected run on the left; the views (trade-off, latency, scaling, counters, compare, serving when a selected run
+// has serving data, speculative decoding when one has a drafter) as tabs.
 // A database that cannot be read gives a message in the window, never a crash. The views
 // refresh when the database changes (a run in progress appears live).
 #include <QMainWindow>
@@ -57,6 +57,7 @@ class MainWindow : public QMainWindow {
   CountersView* countersView() const { return counters_; }
   CompareView* compareView() const { return compare_; }
   ServingView* servingView() const { return serving_; }
+  SpeculativeView* speculativeView() const { return speculative_; }
   QTabWidget* tabs() const { return tabs_; }
   QLabel* runCountLabel() const { return run_count_; }  // in the status bar
   const Selection& selection() const { return sel_; }
@@ -91,6 +92,7 @@ class MainWindow : public QMainWindow {
   CountersView* counters_;
   CompareView* compare_;
   ServingView* serving_;
+  SpeculativeView* speculative_;
   QFileSystemWatcher* watcher_;
   QTimer* poll_;
 };

@@ -249,6 +249,39 @@ class ServingView : public View {
   QString notes_base_;  // the series' notes (the timeline's follow)
 };
 
+// Speculative decoding (reports::Db::speculative): speed-up against acceptance rate (one line per
+// drafter through its k, each point labelled "k=N", a dashed line at 1.0x = no gain), TPOT p95
+// against k with each build's off variant as a dashed line and the lowest TPOT p95 marked, and
+// acceptance by draft position at each drafter's lowest-TPOT-p95 k beside a table of the rows;
+// notes above the charts name the lowest TPOT p95 per run and build and every row left out with its
+// reason. Empty for runs without a drafter.
+class SpeculativeView : public View {
+  Q_OBJECT
+ public:
+  explicit SpeculativeView(QWidget* parent = nullptr);
+  void refresh(const Selection& s) override;
+  QList<QChartView*> chartViews() const override { return {speedup_, tpot_, position_}; }
+  QString name() const override { return "speculative"; }
+
+  // For tests.
+  const reports::Speculative& data() const { return data_; }
+  QChart* speedupChart() const;
+  QChart* tpotChart() const;
+  QChart* positionChart() const;
+  QLabel* notesLabel() const { return notes_; }
+  // One row per off and speculative variant (drafter, k, TPOT p95, speed-up p95 and mean,
+  // acceptance, mean accepted length, draft share, label), the lowest TPOT p95 in bold; "—" where
+  // not measured, the reason in its tooltip.
+  QTableWidget* table() const { return table_; }
+  bool hasData() const { return !data_.empty(); }
+
+ private:
+  reports::Speculative data_;
+  ChartView *speedup_, *tpot_, *position_;
+  QTableWidget* table_;
+  QLabel* notes_;
+};
+
 class CompareView : public View {
   Q_OBJECT
  public:

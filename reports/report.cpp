@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -815,6 +816,239 @@ std::vector<svg::Chart> serving_charts(const ReportData& d) {
   return out;
 }
 
+// ---- speculative decoding -------------------------------------------------------------------
+
+namespace {
+
+// One run's table of the speculative section, with the footnotes its "—" cells point to.
+struct SpecTable {
+  int64_t run = 0;
+  Table t;
+  std::vector<std::string> footnotes;  // "[1] spec_speedup: REASON"
+};
+
+// The speculative rows and off baselines of each run as tables: one row per variant, the lowest
+// TPOT p95 of each build marked; a value not measured is "—" with a footnote giving the reason.
+std::vector<SpecTable> speculative_tables(const ReportData& d) {
+  const Speculative& sp = d.speculative;
+  std::vector<SpecTable> out;
+  if (sp.empty()) return out;
+  for (int64_t run : sp.runs) {
+    SpecTable st;
+    st.run = run;
+    st.t.head = {"variant", "drafter", "k", "acceptance", "mean accepted length", "acceptance by position",
+                 "draft share", "verify share", "TTFT p50 ms", "TPOT p50 ms", "TPOT p95 ms", "speed-up (mean)",
+                 "speed-up (p95)"};
+    std::map<std::string, size_t> notes;  // reason -> footnote number
+    auto dash = [&](const std::string& column, const std::string& reason) {
+      const std::string why = reason.empty() ? std::string("not measured (no reason recorded)") : reason;
+      const std::string r = column.empty() ? why : column + ": " + why;
+      auto it = notes.find(r);
+      if (it == notes.end()) {
+        it = notes.emplace(r, notes.size() + 1).first;
+        st.footnotes.push_back(str("[", it->second, "] ", r));
+      }
+      return str("— [", it->second, "]");
+    };
+    auto cell = [&](const std::optional<double>& v, const std::string& column, const std::string& reason, int digits = 4) {
+      return v ? fmt_num(*v, digits) : dash(column, reason);
+    };
+    auto share = [&](const std::optional<double>& v, const std::string& column, const std::string& reason) {
+      return v ? fmt_num(100 * *v, 3) + " %" : dash(column, reason);
+    };
+    auto ms = [&](const std::optional<double>& v, const std::string& column) {
+      return v ? fmt_num(*v, 4) : dash(column, "not measured");
+    };
+    // The off rows of the run first, then each build's drafters by k (as Db::speculative orders them).
+    for (const SpecBaseline& b : sp.baselines) {
+      if (b.v.run_id != run) continue;
+      const std::string off = b.v.text_of("spec_reason").empty() ? "speculative off" : b.v.text_of("spec_reason");
+      const std::string none = dash("", off);
+      st.t.rows.push_back({compact_label(b.v.label), "off", none, none, none, none, none, none,
+                           ms(b.ttft_p50_ms, "TTFT p50"), ms(b.tpot_p50_ms, "TPOT p50"), ms(b.tpot_p95_ms, "TPOT p95"),
+                           "baseline", "baseline"});
+      st.t.row_class.push_back("");
+    }
+    for (size_t si = 0; si < sp.series.size(); ++si) {
+      const SpecSeries& s = sp.series[si];
+      if (s.run_id != run) continue;
+      for (size_t pi = 0; pi < s.points.size(); ++pi) {
+        const SpecPoint& p = s.points[pi];
+        const bool best = std::any_of(sp.best.begin(), sp.best.end(),
+                                      [&](const SpecBest& b) { return b.series == si && b.point == pi; });
+        std::string by;
+        for (const auto& r : p.by_position) by += (by.empty() ? "" : ", ") + (r ? fmt_num(*r, 2) : std::string("—"));
+        if (p.by_position.empty()) by = dash("acceptance", p.reason);
+        st.t.rows.push_back({compact_label(p.v.label) + (best ? " (lowest TPOT p95)" : ""), drafter_name(p.drafter),
+                             p.k ? std::to_string(*p.k) : dash("draft_tokens", "not stored"),
+                             cell(p.acceptance, "acceptance", p.reason, 3),
+                             cell(p.mean_accepted_length, "acceptance", p.reason, 3), by,
+                             share(p.draft_share, "time shares", p.reason), share(p.verify_share, "time shares", p.reason),
+                             ms(p.ttft_p50_ms, "TTFT p50"), ms(p.tpot_p50_ms, "TPOT p50"), ms(p.tpot_p95_ms, "TPOT p95"),
+                             p.speedup ? fmt_num(*p.speedup, 3) + "x" : dash("speed-up", p.speedup_reason),
+                             p.speedup_p95 ? fmt_num(*p.speedup_p95, 3) + "x" : dash("speed-up", p.speedup_reason)});
+        st.t.row_class.push_back(best ? "frontier" : "");
+      }
+    }
+    if (!st.t.rows.empty()) out.push_back(std::move(st));
+  }
+  return out;
+}
+
+const char* kSpeculativeNote =
+    "One row per variant: the drafter proposes k tokens, the target verifies them in one forward. Acceptance = "
+    "accepted / drafted draft tokens; mean accepted length = 1 + accepted / verifications with drafts; acceptance by "
+    "position: position 1 first (— where nothing was drafted there); draft and verify share = the parts of the "
+    "generation time spent drafting and verifying. Speed-up = the off variant's (same build, same run) mean (p95) "
+    "TPOT / this variant's. — [n] = not measured, the reason in note n under the table; never 0. The lowest TPOT p95 "
+    "of each build is marked.";
+
+}  // namespace
+
+std::vector<svg::Chart> speculative_charts(const ReportData& d) {
+  std::vector<svg::Chart> out;
+  const Speculative& sp = d.speculative;
+  if (sp.empty()) return out;
+  const bool many = sp.series.size() > kMaxCurves;
+  const std::string first = many ? str(" (the first ", kMaxCurves, " of ", sp.series.size(), " series)") : "";
+  // Speed-up against acceptance, a line per drafter through its k.
+  {
+    svg::Chart c;
+    c.title = "Speed-up (mean TPOT of the off variant / this) against acceptance rate" + first;
+    c.x_title = "acceptance rate (accepted / drafted)";
+    c.y_title = "speed-up (x)";
+    c.hlines.push_back({1.0, "1.0x = no gain", "#555555"});
+    // Each point labelled with its k where the label has room (as the dashboard): every line's
+    // ends first, then the points between, none within about a label of another.
+    double x0 = 1, x1 = 0, y0 = 1, y1 = 1;
+    for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i)
+      for (const SpecPoint& p : sp.series[i].points)
+        if (p.speedup && p.acceptance)
+          x0 = std::min(x0, *p.acceptance), x1 = std::max(x1, *p.acceptance), y0 = std::min(y0, *p.speedup),
+          y1 = std::max(y1, *p.speedup);
+    const double wx = 0.09 * std::max(x1 - x0, 0.1), wy = 0.05 * std::max(y1 - y0, 0.1);
+    // (series, point) -> labelled; the ends of every line tried first, then the points between.
+    std::set<std::pair<size_t, size_t>> labelled;
+    {
+      std::vector<std::tuple<int, size_t, size_t>> order;  // (0: an end, series, point)
+      for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i) {
+        std::vector<size_t> drawn;
+        for (size_t k = 0; k < sp.series[i].points.size(); ++k)
+          if (sp.series[i].points[k].speedup && sp.series[i].points[k].acceptance) drawn.push_back(k);
+        for (size_t j = 0; j < drawn.size(); ++j) order.emplace_back(j == 0 || j + 1 == drawn.size() ? 0 : 1, i, drawn[j]);
+      }
+      std::stable_sort(order.begin(), order.end(),
+                       [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+      std::vector<Point> placed;
+      for (const auto& [rank, i, k] : order) {
+        const SpecPoint& p = sp.series[i].points[k];
+        const Point at{*p.acceptance, *p.speedup};
+        if (std::any_of(placed.begin(), placed.end(),
+                        [&](const Point& o) { return std::fabs(o.x - at.x) < wx && std::fabs(o.y - at.y) < wy; }))
+          continue;
+        placed.push_back(at);
+        labelled.insert({i, k});
+      }
+    }
+    for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i) {
+      const SpecSeries& s = sp.series[i];
+      svg::Series line;
+      line.name = s.name;
+      line.kind = svg::Series::Kind::line;
+      line.color = palette(i);
+      svg::Series pts = line;
+      pts.kind = svg::Series::Kind::scatter;
+      pts.in_legend = false;
+      for (const SpecPoint& p : s.points) {
+        if (!p.speedup || !p.acceptance) continue;
+        line.pts.push_back({*p.acceptance, *p.speedup});
+        pts.pts.push_back({*p.acceptance, *p.speedup});
+        pts.tips.push_back(s.name + " " + p.summary());
+        pts.labels.push_back(labelled.count({i, static_cast<size_t>(&p - s.points.data())}) ? p.k_text() : "");
+      }
+      c.series.push_back(line);
+      c.series.push_back(pts);
+    }
+    out.push_back(c);
+  }
+  // TPOT p95 against k, the off variants as dashed lines, the lowest marked.
+  {
+    svg::Chart c;
+    c.title = "TPOT p95 against draft tokens k" + first;
+    c.x_title = "draft tokens per verification (k)";
+    c.y_title = "TPOT p95 (ms)";
+    c.integer_x = true;
+    for (const SpecBaseline& b : sp.baselines)
+      if (b.tpot_p95_ms)
+        c.hlines.push_back({*b.tpot_p95_ms,
+                            str(sp.runs.size() > 1 ? str("run ", b.v.run_id, ": ") : std::string(), "off",
+                                sp.several_builds ? " (" + b.build + ")" : std::string(), ": ", fmt_num(*b.tpot_p95_ms), " ms"),
+                            "#555555"});
+    for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i) {
+      const SpecSeries& s = sp.series[i];
+      svg::Series line;
+      line.name = s.name;
+      line.kind = svg::Series::Kind::line;
+      line.color = palette(i);
+      svg::Series pts = line;
+      pts.kind = svg::Series::Kind::scatter;
+      pts.in_legend = false;
+      for (const SpecPoint& p : s.points) {
+        if (!p.k || !p.tpot_p95_ms) continue;
+        line.pts.push_back({static_cast<double>(*p.k), *p.tpot_p95_ms});
+        pts.pts.push_back({static_cast<double>(*p.k), *p.tpot_p95_ms});
+        pts.tips.push_back(s.name + " " + p.summary());
+      }
+      c.series.push_back(line);
+      c.series.push_back(pts);
+    }
+    svg::Series best;
+    best.name = "lowest TPOT p95";
+    best.color = "#2ca02c";
+    best.marker = "star";
+    for (const SpecBest& b : sp.best) {
+      const SpecPoint& p = sp.at(b);
+      if (!p.k || b.series >= kMaxCurves) continue;
+      best.pts.push_back({static_cast<double>(*p.k), *p.tpot_p95_ms});
+      best.tips.push_back(b.text);  // the notes say it too
+    }
+    if (!best.pts.empty()) c.series.push_back(best);
+    out.push_back(c);
+  }
+  // Acceptance by draft position at each drafter's best k.
+  {
+    svg::Chart c;
+    c.title = "Acceptance by draft position at each drafter's lowest-TPOT-p95 k" + first;
+    c.x_title = "draft position (1 = the first drafted token)";
+    c.y_title = "acceptance rate";
+    c.integer_x = true;
+    for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i) {
+      const SpecSeries& s = sp.series[i];
+      const SpecPoint* p = s.best();
+      if (!p || p->by_position.empty()) continue;
+      svg::Series line;
+      line.name = s.name + " " + p->k_text();
+      line.kind = svg::Series::Kind::line;
+      line.color = palette(i);
+      svg::Series pts = line;
+      pts.kind = svg::Series::Kind::scatter;
+      pts.in_legend = false;
+      for (size_t k = 0; k < p->by_position.size(); ++k) {
+        if (!p->by_position[k]) continue;
+        line.pts.push_back({static_cast<double>(k + 1), *p->by_position[k]});
+        pts.pts.push_back({static_cast<double>(k + 1), *p->by_position[k]});
+        pts.tips.push_back(str(line.name, ": position ", k + 1, " accepted ", fmt_num(*p->by_position[k], 3)));
+      }
+      c.series.push_back(line);
+      c.series.push_back(pts);
+    }
+    if (!c.series.empty()) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<std::string> speculative_notes(const ReportData& d) { return d.speculative.notes(); }
+
 std::vector<std::string> serving_notes(const ReportData& d) {
   std::vector<std::string> out = d.serving.notes();
   for (const Timeline& tl : d.timelines)
@@ -891,6 +1125,7 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
                               : "highest step: no knee";
       d.timelines.push_back(std::move(tl));
     }
+  d.speculative = db.speculative(runs);
   d.scaling = db.scaling(runs);
   d.counters = db.counters(runs);
   if (runs.size() == 2) d.comparison = db.compare(runs[0], runs[1], opt.compare_resamples);
@@ -1164,6 +1399,15 @@ std::string render_html(const ReportData& d) {
       os << "<details><summary>Requests of " << xml_escape(tl.name) << " (" << xml_escape(tl.why) << "): "
          << xml_escape(tl.coverage()) << "</summary>\n" << html_table(timeline_table(tl), "timeline") << "</details>\n";
   }
+  if (!d.speculative.empty()) {
+    os << "<h2>Speculative decoding</h2>\n<p class=\"note\">" << xml_escape(kSpeculativeNote) << "</p>\n";
+    for (const auto& c : speculative_charts(d)) os << svg::render(c) << "\n";
+    os << html_list(speculative_notes(d), "note");
+    for (const SpecTable& st : speculative_tables(d)) {
+      if (d.runs.size() > 1) os << "<h3>Run " << st.run << "</h3>\n";
+      os << html_table(st.t, "speculative") << html_list(st.footnotes, "note");
+    }
+  }
   const auto sc = scaling_charts(d);
   if (!sc.empty()) {
     os << "<h2>Scaling</h2>\n";
@@ -1225,6 +1469,16 @@ std::string render_markdown(const ReportData& d) {
     for (const Timeline& tl : d.timelines)
       os << "\n### Requests of " << md(tl.name) << " (" << md(tl.why) << "): " << md(tl.coverage()) << "\n\n"
          << md_table(timeline_table(tl));
+  }
+  if (!d.speculative.empty()) {
+    os << "\n## Speculative decoding\n\n" << md(kSpeculativeNote) << "\n\n";
+    for (const auto& l : speculative_notes(d)) os << "- " << md(l) << "\n";
+    for (const SpecTable& st : speculative_tables(d)) {
+      os << "\n";
+      if (d.runs.size() > 1) os << "### Run " << st.run << "\n\n";
+      os << md_table(st.t) << "\n";
+      for (const auto& f : st.footnotes) os << md(f) << "  \n";
+    }
   }
   if (const Table ct = cache_table(d); !ct.rows.empty())
     os << "\n## Result cache\n\n" << kCacheNote << "\n\n" << md_table(ct);

@@ -38,6 +38,8 @@ struct ReportData {
   // Decoders serving open-loop traffic (Db::serving): empty for runs without serving rows.
   Serving serving;
   std::vector<Timeline> timelines;  // one per serving series: its knee step, else its highest
+  // Speculative decoding (Db::speculative): empty for runs without a drafter.
+  Speculative speculative;
 };
 
 // One line of the ranked table.
@@ -71,6 +73,14 @@ std::string slo_verdict(const Variant& v, const std::vector<Slo>& slos);
 // serving data.
 std::vector<svg::Chart> serving_charts(const ReportData& d);
 std::vector<std::string> serving_notes(const ReportData& d);
+
+// The speculative-decoding section: its charts (HTML): speed-up against acceptance rate (one line
+// per drafter over k, the points labelled "k=N", a dashed line at 1.0 = no gain), TPOT p95 against k
+// with each build's off variant as a dashed line and the lowest TPOT p95 marked, and acceptance by
+// draft position at each drafter's best k; its notes (both documents): the lowest TPOT p95 per run
+// and build, the rows left out and why. Empty without speculative data.
+std::vector<svg::Chart> speculative_charts(const ReportData& d);
+std::vector<std::string> speculative_notes(const ReportData& d);
 
 std::string render_html(const ReportData& d);
 std::string render_markdown(const ReportData& d);

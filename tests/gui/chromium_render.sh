@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `cibench report` output rendered by a headless browser: the HTML parses into a DOM with the SVG
 # charts and the frontier, and paints to a non-blank PNG; a serving run's report has its serving
-# charts and timelines. scripts/test.sh installs chromium
-# (install-deps.sh --test); a build run without it reports this test as skipped (exit 77), except
+# charts and timelines, a speculative run's its speculative charts and marked row. scripts/test.sh
+# installs chromium (install-deps.sh --test); a build run without it reports this test as skipped (exit 77), except
 # under CI, where a missing browser is a failure.
 # usage: chromium_render.sh CIBENCH FIXTURE_TOOL
 set -euo pipefail
@@ -49,5 +49,19 @@ echo "serving: $svgs svg elements, $bars timeline bars"
 [ "$bars" -eq $((3 * (12 + 12 + 11))) ] || { echo "expected $((3 * 35)) timeline bars, got $bars"; exit 1; }
 for text in "SLO ttft_p99_ms 500 ms" "SLO tpot_p99_ms 50 ms" "knee 4 qps" "b8 batching=continuous"; do
   grep -qF "$text" <<<"$section" || { echo "'$text' missing from the serving section"; exit 1; }
+done
+# The speculative run's report: its section parses with the three charts, the 1.0x line, the
+# starred lowest TPOT p95 and the table's marked row.
+wrote=$("$fixture" "$tmp/speculative.sqlite" --speculative)
+run=$(sed -n 's/^wrote run \([0-9][0-9]*\) (speculative)$/\1/p' <<<"$wrote")
+[ -n "$run" ] || { echo "no speculative run in the fixture tool's output: $wrote"; exit 1; }
+"$cibench" report "$run" --db "$tmp/speculative.sqlite" --out "$tmp/speculative" >/dev/null
+timeout 120 "$chrome" "${flags[@]}" --dump-dom "file://$tmp/speculative/report.html" >"$tmp/spec-dom.html" 2>>"$tmp/chrome.log"
+section=$(sed -n '/<h2>Speculative decoding<\/h2>/,/<h2>Counters<\/h2>/p' "$tmp/spec-dom.html")
+svgs=$(grep -o '<svg' <<<"$section" | wc -l)
+echo "speculative: $svgs svg elements"
+[ "$svgs" -eq 3 ] || { echo "expected 3 speculative charts, got $svgs"; exit 1; }
+for text in "1.0x = no gain" 'data-name="lowest TPOT p95"' "off: 60 ms" "spec=lookup:1-3 k=2 (lowest TPOT p95)"; do
+  grep -qF "$text" <<<"$section" || { echo "'$text' missing from the speculative section"; exit 1; }
 done
 echo "ok"

@@ -1,6 +1,8 @@
-// cibench-gui-fixture PATH [--serving]: writes the test fixture database (known values, real schema)
-// to PATH, for trying cibench-gui and `cibench report` without running a scenario; --serving adds
-// the serving run (run 5: three ways to batch a decoder at stepped rates, tests/gui/reports_fixture.h).
+// cibench-gui-fixture PATH [--serving] [--speculative]: writes the test fixture database (known
+// values, real schema) to PATH, for trying cibench-gui and `cibench report` without running a
+// scenario; --serving adds the serving run (three ways to batch a decoder at stepped rates),
+// --speculative the speculative-decoding run (an off variant and two drafters at k = 2 and 4),
+// both described in tests/gui/reports_fixture.h.
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -9,9 +11,15 @@
 #include "tests/gui/reports_fixture.h"
 
 int main(int argc, char** argv) {
-  const bool serving = argc == 3 && std::string(argv[2]) == "--serving";
-  if (argc != 2 && !serving) {
-    std::fprintf(stderr, "usage: cibench-gui-fixture PATH [--serving]\n");
+  bool serving = false, speculative = false, ok = argc >= 2;
+  for (int i = 2; i < argc && ok; ++i) {
+    const std::string a = argv[i];
+    if (a == "--serving") serving = true;
+    else if (a == "--speculative") speculative = true;
+    else ok = false;
+  }
+  if (!ok) {
+    std::fprintf(stderr, "usage: cibench-gui-fixture PATH [--serving] [--speculative]\n");
     return 2;
   }
   try {
@@ -25,6 +33,9 @@ int main(int argc, char** argv) {
                 static_cast<long long>(ids.run_threads), static_cast<long long>(ids.run_stepped));
     if (serving)
       std::printf("wrote run %lld (serving)\n", static_cast<long long>(cibench::test::make_serving_fixture(argv[1]).run));
+    if (speculative)
+      std::printf("wrote run %lld (speculative)\n",
+                  static_cast<long long>(cibench::test::make_speculative_fixture(argv[1]).run));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cibench-gui-fixture: %s\n", e.what());
     return 1;

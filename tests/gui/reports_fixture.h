@@ -348,4 +348,102 @@ inline ServingFixture make_serving_fixture(const std::string& path) {
   return fx;
 }
 
+// ---- a speculative-decoding run (make_speculative_fixture) ------------------------------------
+//
+// Run "fixture-speculative": one target build (w8a8 t1 w1), closed loop, its off variant and two
+// drafters at k = 2 and 4 (times in ms; speed-up = off / this, mean and p95 TPOT):
+//   off                    TPOT mean 50, p50 48, p95 60, TTFT p50 20; no acceptance (spec_reason)
+//   self:int4_g128_a8 k=2  acceptance 0.8, mean accepted length 2.6, by position [0.9, 0.7],
+//                          TPOT mean 40, p95 45: speed-up 1.25 (p95 1.333)
+//   self:int4_g128_a8 k=4  acceptance 0.6, 3.4, [0.9, 0.7, 0.5, 0.3], TPOT mean 45, p95 52: 1.111 (1.154)
+//   lookup:1-3 k=2         acceptance 0.5, 2.0, [0.6, 0.4], TPOT mean 44, p95 40: 1.136 (1.5): the
+//                          lowest TPOT p95
+//   lookup:1-3 k=4         acceptance 0.3, 2.2, [0.5, 0.3, 0.2, null], TPOT mean 55, p95 66: speed-up
+//                          NULL with spec_speedup_reason kSpecSpeedupReason
+// Draft shares 0.3 (self) and 0.01 (lookup), verify shares 0.6 and 0.8; TTFT p50 = 20 + k.
+struct SpeculativeFixture {
+  int64_t run = 0;
+  int64_t off = 0, self_k2 = 0, self_k4 = 0, lookup_k2 = 0, lookup_k4 = 0;  // variant ids
+};
+inline const char* kSpecSpeedupReason = "the off variant's TPOT was not stored when this row was";
+
+struct SpecRow {
+  const char* drafter;
+  int k;  // 0: off
+  double acceptance, mean_len;
+  const char* by_position;
+  double draft_share, verify_share, tpot_mean, tpot_p95;
+  bool speedup_stored;
+};
+
+inline int64_t speculative_variant(Store& s, int64_t run, int index, const SpecRow& r, const std::string& format = "w8a8") {
+  const bool off = r.k == 0;
+  const std::string drafter = r.drafter;
+  Fields v{{"run_id", run},
+           {"variant_index", int64_t{index}},
+           {"step_index", int64_t{0}},
+           {"label", format + " t1 w1 spec=" + drafter + (off ? "" : " k=" + std::to_string(r.k))},
+           {"status", std::string("ok")},
+           {"format", format},
+           {"sparsity", 0.0},
+           {"threads", int64_t{1}},
+           {"workers", int64_t{1}},
+           {"kv_mode", std::string("preallocated")},
+           {"isa_requested", std::string("auto")},
+           {"isa_used", std::string("avx512_vnni")},
+           {"pattern", std::string("closed_loop")},
+           {"queries", int64_t{8}},
+           {"failed_queries", int64_t{0}},
+           {"duration_s", 4.0},
+           {"achieved_qps", 2.0},
+           {"latency_p50_ms", 64 * r.tpot_mean},
+           {"latency_p95_ms", 64 * r.tpot_p95},
+           {"ttft_p50_ms", 20.0 + r.k},
+           {"tpot_mean_ms", r.tpot_mean},
+           {"tpot_p50_ms", r.tpot_mean * 0.96},
+           {"tpot_p95_ms", r.tpot_p95},
+           {"valid", int64_t{1}},
+           {"speculative", drafter}};
+  if (off) {
+    v.insert(v.end(), {{"draft_tokens", sql_null()}, {"spec_reason", std::string("speculative off: nothing drafted")},
+                       {"spec_speedup_reason", std::string("the baseline itself (speculative off)")}});
+    return s.insert("variants", v);
+  }
+  const int64_t drafted = 100 * r.k, accepted = static_cast<int64_t>(std::lround(r.acceptance * drafted));
+  v.insert(v.end(), {{"draft_tokens", int64_t{r.k}},
+                     {"spec_drafted", drafted},
+                     {"spec_accepted", accepted},
+                     {"spec_draft_steps", int64_t{100}},
+                     {"spec_verify_steps", int64_t{100}},
+                     {"spec_acceptance", r.acceptance},
+                     {"spec_mean_accepted_length", r.mean_len},
+                     {"spec_acceptance_by_position", std::string(r.by_position)},
+                     {"spec_target_forwards", int64_t{108}},
+                     {"spec_draft_forwards", drafter.rfind("lookup", 0) == 0 ? int64_t{0} : int64_t{100 * r.k}},
+                     {"spec_draft_share", r.draft_share},
+                     {"spec_verify_share", r.verify_share}});
+  if (r.speedup_stored)
+    v.insert(v.end(), {{"spec_speedup", 50.0 / r.tpot_mean}, {"spec_speedup_p95", 60.0 / r.tpot_p95}});
+  else
+    v.push_back({"spec_speedup_reason", std::string(kSpecSpeedupReason)});
+  return s.insert("variants", v);
+}
+
+// Adds the speculative run to the database at `path` (created when absent).
+inline SpeculativeFixture make_speculative_fixture(const std::string& path) {
+  SpeculativeFixture fx;
+  Store s(path);
+  fx.run = s.insert("runs", fixture_run("fixture-speculative", "[load]\npattern = \"closed_loop\"\n", "hostA",
+                                        "2024-06-05T09:00:00Z", "closed_loop"));
+  fx.off = speculative_variant(s, fx.run, 0, {"off", 0, 0, 0, "", 0, 0, 50, 60, false});
+  fx.self_k2 = speculative_variant(s, fx.run, 1, {"self:int4_g128_a8", 2, 0.8, 2.6, "[0.9,0.7]", 0.3, 0.6, 40, 45, true});
+  fx.self_k4 = speculative_variant(s, fx.run, 2, {"self:int4_g128_a8", 4, 0.6, 3.4, "[0.9,0.7,0.5,0.3]", 0.3, 0.6, 45, 52, true});
+  fx.lookup_k2 = speculative_variant(s, fx.run, 3, {"lookup:1-3", 2, 0.5, 2.0, "[0.6,0.4]", 0.01, 0.8, 44, 40, true});
+  fx.lookup_k4 = speculative_variant(s, fx.run, 4, {"lookup:1-3", 4, 0.3, 2.2, "[0.5,0.3,0.2,null]", 0.01, 0.8, 55, 66, false});
+  // The baseline of each speculative row.
+  for (int64_t id : {fx.self_k2, fx.self_k4, fx.lookup_k2, fx.lookup_k4})
+    s.update("variants", "variant_id", id, {{"spec_baseline_variant_id", fx.off}});
+  return fx;
+}
+
 }  // namespace cibench::test

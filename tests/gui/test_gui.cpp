@@ -1027,6 +1027,143 @@ TEST(Gui, ServingTabOnlyForRunsWithServingData) {
   EXPECT_TRUE(w.servingView()->timelineChart()->series().isEmpty());
 }
 
+// The reports fixture with the speculative run (tests/gui/reports_fixture.h make_speculative_fixture).
+struct SpeculativeFx {
+  std::string path;
+  test::ReportsFixture ids;
+  test::SpeculativeFixture spec;
+};
+const SpeculativeFx& speculative_fx() {
+  static SpeculativeFx f = [] {
+    SpeculativeFx x;
+    x.path = temp_path("speculative.sqlite");
+    x.ids = test::make_reports_fixture(x.path);
+    x.spec = test::make_speculative_fixture(x.path);
+    return x;
+  }();
+  return f;
+}
+
+TEST(Gui, SpeculativeViewDrawsSpeedUpTpotAndAcceptanceByPosition) {
+  MainWindow w;
+  w.resize(1400, 900);
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(speculative_fx().path)));
+  w.selectRuns({speculative_fx().spec.run});
+  ASSERT_TRUE(w.showView("speculative"));
+  settle(w);
+  SpeculativeView* sv = w.speculativeView();
+  const int tab = w.tabs()->indexOf(sv);
+  EXPECT_TRUE(w.tabs()->isTabVisible(tab));
+  EXPECT_EQ(w.tabs()->currentIndex(), tab);
+  EXPECT_EQ(w.tabs()->tabText(tab), "Speculative decoding");
+  ASSERT_TRUE(sv->hasData());
+  ASSERT_EQ(sv->data().series.size(), 2u);
+  // Speed-up against acceptance: lookup's k=4 has no speed-up and is not drawn; 1.0x dashed.
+  QChart* su = sv->speedupChart();
+  const auto lookup = points_of(series_named(su, "lookup:1-3"));
+  ASSERT_EQ(lookup.size(), 1u);
+  EXPECT_DOUBLE_EQ(lookup[0].x(), 0.5);
+  EXPECT_DOUBLE_EQ(lookup[0].y(), 50.0 / 44.0);
+  const auto self = points_of(series_named(su, "self:int4_g128_a8"));
+  ASSERT_EQ(self.size(), 2u);
+  EXPECT_DOUBLE_EQ(self[0].x(), 0.8);
+  EXPECT_DOUBLE_EQ(self[0].y(), 1.25);
+  EXPECT_DOUBLE_EQ(self[1].x(), 0.6);
+  const auto gain = points_of(series_named(su, "1.0x = no gain"));
+  ASSERT_EQ(gain.size(), 2u);
+  EXPECT_EQ(gain[0].y(), 1.0);
+  EXPECT_EQ(qobject_cast<QLineSeries*>(series_named(su, "1.0x = no gain"))->pen().style(), Qt::DashLine);
+  // Each drawn point labelled with its k (three points: k=2 twice, k=4 once), out of the legend.
+  int k2 = 0, k4 = 0;
+  for (auto* s : su->series()) {
+    auto* xy = qobject_cast<QXYSeries*>(s);
+    if (!xy || !xy->pointLabelsVisible()) continue;
+    k2 += xy->pointLabelsFormat() == "k=2";
+    k4 += xy->pointLabelsFormat() == "k=4";
+    for (QLegendMarker* m : su->legend()->markers(s)) EXPECT_FALSE(m->isVisible());
+  }
+  EXPECT_EQ(k2, 2);
+  EXPECT_EQ(k4, 1);
+  // TPOT p95 against k: every point with a TPOT (lookup's k=4 too), the off variant dashed at 60 ms,
+  // the lowest starred and named.
+  QChart* tp = sv->tpotChart();
+  const auto lk = points_of(series_named(tp, "lookup:1-3"));
+  ASSERT_EQ(lk.size(), 2u);
+  EXPECT_EQ(lk[0], QPointF(2, 40));
+  EXPECT_EQ(lk[1], QPointF(4, 66));
+  const auto off = points_of(series_named(tp, "off: 60 ms"));
+  ASSERT_EQ(off.size(), 2u);
+  EXPECT_EQ(off[0].y(), 60);
+  auto* best = qobject_cast<QScatterSeries*>(series_named(tp, "lowest TPOT p95"));
+  ASSERT_TRUE(best);
+  ASSERT_EQ(best->count(), 1);
+  EXPECT_EQ(best->at(0), QPointF(2, 40));
+  // Acceptance by position at each drafter's best k (k=2).
+  const auto pos = points_of(series_named(sv->positionChart(), "lookup:1-3 k=2"));
+  ASSERT_EQ(pos.size(), 2u);
+  EXPECT_EQ(pos[0], QPointF(1, 0.6));
+  EXPECT_EQ(pos[1], QPointF(2, 0.4));
+  EXPECT_EQ(points_of(series_named(sv->positionChart(), "self:int4_g128_a8 k=2")).size(), 2u);
+  // The notes: the best and the point left out with its reason.
+  const QString notes = sv->notesLabel()->text();
+  EXPECT_EQ(notes, QString("lowest TPOT p95: lookup:1-3 k=2, 40 ms (speed-up 1.5x at p95 over the off variant's 60 ms).<br>"
+                            "lookup:1-3 k=4: speed-up not measured: ") + test::kSpecSpeedupReason + ".");
+  // The table: the off row, then each drafter by k; the best in bold; "—" with the reason as its tooltip.
+  QTableWidget* t = sv->table();
+  ASSERT_EQ(t->rowCount(), 5);
+  auto cell = [&](int r, int c) { return t->item(r, c)->text(); };
+  EXPECT_EQ(cell(0, 0), "off");
+  EXPECT_EQ(cell(0, 2), "60");
+  EXPECT_EQ(cell(0, 3), "baseline");
+  EXPECT_EQ(cell(0, 5), "—");
+  EXPECT_EQ(t->item(0, 5)->toolTip(), "speculative off: nothing drafted");
+  EXPECT_EQ(cell(1, 0), "lookup:1-3");
+  EXPECT_EQ(cell(1, 1), "2");
+  EXPECT_EQ(cell(1, 2), "40");
+  EXPECT_EQ(cell(1, 3), "1.5x");
+  EXPECT_EQ(cell(1, 4), "1.14x");
+  EXPECT_EQ(cell(1, 5), "0.5");
+  EXPECT_EQ(cell(1, 7), "1 %");
+  EXPECT_EQ(cell(1, 8), "w8a8 t1 w1 spec=lookup:1-3 k=2 (lowest TPOT p95)");
+  EXPECT_TRUE(t->item(1, 0)->font().bold());
+  EXPECT_FALSE(t->item(2, 0)->font().bold());
+  EXPECT_EQ(cell(2, 3), "—");  // lookup k=4: no speed-up, never 0
+  EXPECT_EQ(t->item(2, 3)->toolTip(), test::kSpecSpeedupReason);
+  EXPECT_EQ(cell(2, 2), "66");
+  EXPECT_EQ(cell(4, 0), "self:int4_g128_a8");
+  EXPECT_EQ(cell(4, 1), "4");
+  EXPECT_EQ(cell(4, 3), "1.15x");
+  // Exported with the other views: three charts.
+  const QString dir = QString::fromStdString(temp_path("speculative_export"));
+  const QStringList files = w.exportAllCharts(dir);
+  for (const char* f : {"/speculative-1.png", "/speculative-2.svg", "/speculative-3.png"})
+    EXPECT_TRUE(files.contains(dir + f)) << f;
+}
+
+TEST(Gui, SpeculativeTabOnlyForRunsWithADrafter) {
+  MainWindow w;
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(speculative_fx().path)));
+  const int tab = w.tabs()->indexOf(w.speculativeView());
+  w.selectRuns({speculative_fx().ids.run_formats});
+  settle(w);
+  EXPECT_FALSE(w.tabs()->isTabVisible(tab));
+  EXPECT_FALSE(w.speculativeView()->hasData());
+  w.selectRuns({speculative_fx().ids.run_stepped, speculative_fx().spec.run});
+  settle(w);
+  EXPECT_TRUE(w.tabs()->isTabVisible(tab));
+  ASSERT_EQ(w.speculativeView()->data().series.size(), 2u);
+  EXPECT_EQ(w.speculativeView()->data().series[0].name, "run " + std::to_string(speculative_fx().spec.run) + ": lookup:1-3");
+  // Asked for by name without speculative data, it says so.
+  w.selectRuns({speculative_fx().ids.run_threads});
+  ASSERT_TRUE(w.showView("speculative"));
+  settle(w);
+  for (QChart* c : {w.speculativeView()->speedupChart(), w.speculativeView()->tpotChart(), w.speculativeView()->positionChart()}) {
+    EXPECT_TRUE(c->title().endsWith(": no speculative data in the selected runs")) << c->title().toStdString();
+    EXPECT_TRUE(c->series().isEmpty());
+  }
+  EXPECT_TRUE(w.speculativeView()->notesLabel()->text().startsWith("No speculative data in the selected runs"));
+}
+
 TEST(Gui, ExportChartsAsPngAndSvg) {
   MainWindow w;
   ASSERT_TRUE(w.openDatabase(QString::fromStdString(fx().path)));

@@ -4,7 +4,8 @@
 # run count) with xdotool, and clicked with the mouse: ten clicks on the trade-off chart's points,
 # at the positions the window prints (--print-points), each of which must select that point's
 # variant, then two clicks elsewhere; the window must still be alive afterwards. Then the serving view
-# of the fixture's serving run is grabbed with --screenshot. scripts/install-deps.sh --test
+# of the fixture's serving run and the speculative view of its speculative run are grabbed with
+# --screenshot. scripts/install-deps.sh --test
 # installs xdotool; without Xvfb or xdotool the test is reported as skipped (exit 77), except
 # under CI, where that is a failure.
 # usage: xvfb_window.sh CIBENCH_GUI FIXTURE_TOOL
@@ -88,4 +89,19 @@ echo "serving view screenshot: $dims, $size bytes"
 [ "$dims" = "1400x900" ] || { echo "expected a 1400x900 screenshot" >&2; exit 1; }
 # A blank window of that size compresses to a few kilobytes; four charts and a timeline do not.
 [ "$size" -gt 60000 ] || { echo "the serving view screenshot looks blank" >&2; exit 1; }
+# The speculative-decoding view of the fixture's speculative run, grabbed the same way.
+wrote=$("$fixture" "$tmp/speculative.sqlite" --speculative)
+spec_run=$(sed -n 's/^wrote run \([0-9][0-9]*\) (speculative)$/\1/p' <<<"$wrote")
+[ -n "$spec_run" ] || { echo "no speculative run in the fixture tool's output: $wrote" >&2; exit 1; }
+env -u QT_QPA_PLATFORM xvfb-run -a -s "-screen 0 1600x1000x24" "$gui" "$tmp/speculative.sqlite" --runs "$spec_run" \
+  --view speculative --size 1400x900 --screenshot "$tmp/speculative.png" 2>"$tmp/speculative.err" || {
+  echo "cibench-gui --view speculative --screenshot failed:" >&2
+  cat "$tmp/speculative.err" >&2
+  exit 1
+}
+size=$(stat -c %s "$tmp/speculative.png")
+dims=$(od -An -tu1 -j16 -N8 "$tmp/speculative.png" | awk '{print $3 * 256 + $4 "x" $7 * 256 + $8}')
+echo "speculative view screenshot: $dims, $size bytes"
+[ "$dims" = "1400x900" ] || { echo "expected a 1400x900 screenshot" >&2; exit 1; }
+[ "$size" -gt 60000 ] || { echo "the speculative view screenshot looks blank" >&2; exit 1; }
 echo "ok: cibench-gui opened $runs run(s) in a real X window; ten clicks on points selected them, and it survived"
