@@ -3,6 +3,7 @@
 // harness side); the engine never reads a clock.
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -446,13 +447,25 @@ int run_spec_bench(const BenchArgs& a) {
         so.max_context = context;
         LlamaSession plain(target, so);
         // Plain greedy generation: the reference tokens and time.
-        auto run_plain = [&](std::vector<int>& out) {
+        // Plain greedy generation; *first: when the first token was known (prompt read).
+        auto run_plain = [&](std::vector<int>& out, clock::time_point* first = nullptr) {
           plain.reset();
           out.clear();
           const float* l = plain.prefill(prompt.data(), static_cast<int>(prompt.size()));
           for (int d = 0; d < a.decode_tokens; ++d) {
             out.push_back(static_cast<int>(std::max_element(l, l + V) - l));
+            if (d == 0 && first) *first = clock::now();
             if (d + 1 < a.decode_tokens) l = plain.step(out.back());
+          }
+        };
+        // When the speculative decoder emitted its first token.
+        struct FirstToken : SpeculativeObserver {
+          clock::time_point at;
+          bool seen = false;
+          void prefill() override { seen = false; }
+          void tokens(const int*, int) override {
+            if (!seen) at = clock::now();
+            seen = true;
           }
         };
         std::vector<int> ref;
@@ -475,24 +488,36 @@ int run_spec_bench(const BenchArgs& a) {
             spo.draft_tokens = k;
             LlamaSession tsess(target, so);
             SpeculativeDecoder dec(tsess, *drafter, spo);
-            std::vector<double> plain_tps, spec_tps;
+            std::vector<double> plain_tps, spec_tps, plain_dec, spec_dec;
             std::vector<int> got;
+            FirstToken ft;
+            auto secs = [](clock::time_point a0, clock::time_point a1) { return std::chrono::duration<double>(a1 - a0).count(); };
             for (int r = -1; r < a.reps; ++r) {  // alternating; r = -1 warms both up
+              clock::time_point p_first;
               auto t0 = clock::now();
-              run_plain(got);
-              const double ps = std::chrono::duration<double>(clock::now() - t0).count();
+              run_plain(got, &p_first);
+              const auto p_end = clock::now();
+              const double ps = secs(t0, p_end);
               t0 = clock::now();
-              const std::vector<int> sp = dec.generate(prompt, a.decode_tokens);
-              const double ss = std::chrono::duration<double>(clock::now() - t0).count();
+              const std::vector<int> sp = dec.generate(prompt, a.decode_tokens, &ft);
+              const auto s_end = clock::now();
+              const double ss = secs(t0, s_end);
               if (sp != ref)
                 throw Error(str("speculative greedy tokens differ from plain greedy tokens (", drafter->name(), ", k = ", k,
                                 ", ", spec, " ", fmt, "): a defect"));
               if (r < 0) continue;
               plain_tps.push_back(a.decode_tokens / ps);
               spec_tps.push_back(a.decode_tokens / ss);
+              // Decode: the tokens after the first over the time after it (1 / TPOT).
+              if (a.decode_tokens > 1) {
+                plain_dec.push_back((a.decode_tokens - 1) / secs(p_first, p_end));
+                spec_dec.push_back((a.decode_tokens - 1) / secs(ft.at, s_end));
+              }
             }
             const SpeculativeStats& st = dec.stats();
             const Stats pt = stats(plain_tps), stt = stats(spec_tps);
+            const std::optional<Stats> pd = plain_dec.empty() ? std::nullopt : std::optional<Stats>(stats(plain_dec));
+            const std::optional<Stats> sd = spec_dec.empty() ? std::nullopt : std::optional<Stats>(stats(spec_dec));
             const double acc = st.acceptance_rate(), mal = st.mean_accepted_length();
             nlohmann::json row;
             row["model"] = target.origin;
@@ -509,6 +534,10 @@ int run_spec_bench(const BenchArgs& a) {
             row["speculative_tokens_per_s_median"] = stt.median;
             row["speculative_tokens_per_s_stddev"] = stt.stddev;
             row["speedup"] = stt.median / pt.median;
+            row["plain_decode_tokens_per_s_median"] = pd ? nlohmann::json(pd->median) : nlohmann::json();
+            row["speculative_decode_tokens_per_s_median"] = sd ? nlohmann::json(sd->median) : nlohmann::json();
+            row["speculative_decode_tokens_per_s_stddev"] = sd ? nlohmann::json(sd->stddev) : nlohmann::json();
+            row["decode_speedup"] = pd && sd ? nlohmann::json(sd->median / pd->median) : nlohmann::json();
             row["acceptance_rate"] = std::isnan(acc) ? nlohmann::json() : nlohmann::json(acc);
             row["mean_accepted_length"] = std::isnan(mal) ? nlohmann::json() : nlohmann::json(mal);
             row["target_forwards"] = st.target_forwards;
@@ -518,13 +547,16 @@ int run_spec_bench(const BenchArgs& a) {
             rows.push_back(row);
             if (a.output == "md") {
               if (!header) {
-                std::printf("| model | target | isa | threads | drafter | k | plain tok/s | speculative tok/s | speed-up | acceptance | mean accepted length | target forwards |\n");
-                std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+                std::printf("| model | target | isa | threads | drafter | k | plain decode tok/s | speculative decode tok/s | decode speed-up | end-to-end speed-up | acceptance | mean accepted length | target forwards |\n");
+                std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
                 header = true;
               }
-              std::printf("| %s | %s | %s | %d | %s | %d | %.2f | %.2f ± %.2f | %.2fx | %s | %s | %lld |\n",
+              std::printf("| %s | %s | %s | %d | %s | %d | %s | %s | %s | %.2fx | %s | %s | %lld |\n",
                           target.origin.c_str(), target.build.describe().c_str(), isa_name(isa), threads,
-                          drafter->name().c_str(), k, pt.median, stt.median, stt.stddev, stt.median / pt.median,
+                          drafter->name().c_str(), k, pd ? str(std::lround(100 * pd->median) / 100.0).c_str() : "n/a",
+                          sd ? str(std::lround(100 * sd->median) / 100.0, " ± ", std::lround(100 * sd->stddev) / 100.0).c_str() : "n/a",
+                          pd && sd ? str(std::lround(100 * sd->median / pd->median) / 100.0, "x").c_str() : "n/a",
+                          stt.median / pt.median,
                           std::isnan(acc) ? "n/a (nothing drafted)" : str(std::lround(1000 * acc) / 1000.0).c_str(),
                           std::isnan(mal) ? "n/a" : str(std::lround(100 * mal) / 100.0).c_str(),
                           static_cast<long long>(st.target_forwards));
@@ -541,8 +573,9 @@ int run_spec_bench(const BenchArgs& a) {
     std::cout << out.dump(2) << "\n";
   } else {
     std::printf("\ncibench %s (%s), CPU: %s, ISA %s; greedy generation of %d tokens after a %d-token prompt%s, "
-                "plain and speculative alternating, median of %d after 1 warm-up; both timed over the whole "
-                "generation (prompt read included); speculative tokens checked equal to plain\n",
+                "plain and speculative alternating, median of %d after 1 warm-up; decode: the tokens after the first "
+                "over the time after it (1 / TPOT); end-to-end: the whole generation, prompt read included (the "
+                "draft model's too); speculative tokens checked equal to plain\n",
                 build_info().commit.c_str(), build_info().build_type.c_str(), cpu_features().model_name.c_str(),
                 isa_name(isa), a.decode_tokens, a.prompt_tokens,
                 a.repeat_prompt > 0 ? str(" (a random run of ", a.repeat_prompt, " tokens repeated)").c_str() : "",

@@ -33,6 +33,8 @@ for want in "int4_g32_a8:2" "int4_g32_a8:4" "stories260K:2" "stories260K:4" "pro
     || fail "row $i: mean accepted length in [1, 1 + k]"
   [ "$(j "abs(json_extract(d, '$r.speedup') * json_extract(d, '$r.plain_tokens_per_s_median') / json_extract(d, '$r.speculative_tokens_per_s_median') - 1) < 1e-9")" = "1" ] \
     || fail "row $i: speed-up is speculative over plain tokens/s"
+  [ "$(j "abs(json_extract(d, '$r.decode_speedup') * json_extract(d, '$r.plain_decode_tokens_per_s_median') / json_extract(d, '$r.speculative_decode_tokens_per_s_median') - 1) < 1e-9")" = "1" ] \
+    || fail "row $i: decode speed-up is speculative over plain decode tokens/s"
   # the prompt's prefill, then at most one verification per generated token
   [ "$(j "json_extract(d, '$r.target_forwards') <= 25")" = "1" ] || fail "row $i: at most 1 + 24 target forwards"
   i=$((i + 1))
