@@ -152,9 +152,13 @@ void PromptLookupDrafter::propose(const std::vector<int>& context, int k, float,
     const int* tail = context.data() + len - n;
     for (int j = len - n - 1; j >= 0; --j) {  // the most recent earlier occurrence first
       if (!std::equal(tail, tail + n, context.data() + j)) continue;
+      // The text after the match is proposed, and past the end of the context the repetition is
+      // continued with the same period (len - start): a loop of two tokens drafts k tokens, not 2.
       const int start = j + n;  // <= len - 1
-      const int take = std::min(k, len - start);
-      out.tokens.assign(context.begin() + start, context.begin() + start + take);
+      for (int i = 0; i < k; ++i) {
+        const int at = start + i;
+        out.tokens.push_back(at < len ? context[static_cast<size_t>(at)] : out.tokens[static_cast<size_t>(at - len)]);
+      }
       return;
     }
   }

@@ -87,8 +87,9 @@ std::unique_ptr<DraftModelDrafter> make_self_drafter(const LlamaSource& src, con
                                                      const std::string& format = "int4_g32");
 
 // Prompt lookup: the last n tokens of the context (n from max_ngram down to min_ngram) are looked
-// for earlier in the context; the tokens that followed the most recent earlier match are proposed.
-// No model; point-mass drafts.
+// for earlier in the context; the tokens that followed the most recent earlier match are proposed,
+// and where they reach the end of the context the repetition goes on with the same period (k
+// tokens whenever there is a match). No model; point-mass drafts.
 class PromptLookupDrafter : public Drafter {
  public:
   PromptLookupDrafter(int min_ngram = 1, int max_ngram = 3);

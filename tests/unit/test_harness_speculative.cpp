@@ -24,6 +24,7 @@
 #include "engines/runtime/session.h"
 #include "engines/runtime/speculative.h"
 #include "harness/lib/family.h"
+#include "harness/lib/load.h"
 #include "harness/lib/scenario.h"
 #include "harness/lib/store.h"
 #include "harness/lib/suite.h"
@@ -184,6 +185,42 @@ TEST_P(SpecSutAllIsas, EveryQueryGetsTheTargetsGreedyTokensAndTheDecodersCounts)
     EXPECT_DOUBLE_EQ(got.draft_share() + got.verify_share(),
                      static_cast<double>(got.draft_ns + got.verify_ns) / static_cast<double>(got.total_ns));
   }
+}
+
+// Two workers, each with its own session and drafter, under a closed loop of two clients (the
+// statistics are summed under a lock; the TSan build runs this): every timed query is counted once.
+TEST(SpecSut, TwoWorkersServeAClosedLoopAndEveryTimedQueryIsCountedOnce) {
+  CIBENCH_REQUIRE_SHARED("models/stories260K");
+  const auto target = build("models/stories260K/stories260K.bin", "w8a8");
+  PromptSource ps = PromptSource::synthetic(target->config.vocab_size, 5, 32);
+  ps.set_repeat(3);
+  auto prompts = std::make_shared<const PromptSource>(ps);
+  LlamaSpecSut sut(target, nullptr, parse_drafter_spec("lookup:1-2"), 2, SessionOptions{}, 2, prompts);
+  LoadSettings s;
+  s.pattern = Pattern::closed_loop;
+  s.clients = 2;
+  s.workers = 2;
+  s.prompt.dist = "uniform";
+  s.prompt.min = 4;
+  s.prompt.max = 12;
+  s.gen.dist = "uniform";
+  s.gen.min = 2;
+  s.gen.max = 10;
+  s.n_samples = prompts->size();
+  s.warmup_queries = 2;
+  s.min_queries = 12;
+  s.min_duration_ns = 0;
+  s.max_duration_ns = 60'000'000'000;
+  const LoadResult r = run_load(sut, s);
+  ASSERT_EQ(r.error, "");
+  const auto recs = r.recorder->records();
+  int64_t tokens = 0;
+  for (const auto& rec : recs) tokens += rec.output_tokens;
+  const SpecSutStats st = sut.stats();
+  EXPECT_EQ(st.queries, static_cast<int64_t>(recs.size()));
+  EXPECT_EQ(st.spec.generated, tokens);
+  EXPECT_EQ(st.spec.verify_steps + st.spec.accepted, st.spec.generated);
+  EXPECT_GE(st.total_ns, st.prefill_ns + st.draft_ns + st.verify_ns);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, SpecSutAllIsas, ::testing::ValuesIn(all_isas()), test::isa_param_name);

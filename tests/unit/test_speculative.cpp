@@ -321,9 +321,15 @@ TEST(Speculative, PromptLookupProposesWhatFollowedTheMostRecentMatch) {
   EXPECT_TRUE(out.q.empty());
   d.propose({1, 5, 6, 7, 8, 2, 5, 6, 7, 9, 4, 5, 6, 7}, 2, 0.0f, rng, out);
   EXPECT_EQ(out.tokens, (std::vector<int>{9, 4}));
-  // No 3-gram or 2-gram match; the 1-gram "3" matched at 2.
+  // No 3-gram or 2-gram match; the 1-gram "3" matched at 2: "4 3" followed it, then the period of
+  // 2 goes on past the end of the context.
   d.propose({1, 2, 3, 4, 3}, 3, 0.0f, rng, out);
-  EXPECT_EQ(out.tokens, (std::vector<int>{4, 3}));
+  EXPECT_EQ(out.tokens, (std::vector<int>{4, 3, 4}));
+  d.propose({1, 2, 3, 4, 3}, 5, 0.0f, rng, out);
+  EXPECT_EQ(out.tokens, (std::vector<int>{4, 3, 4, 3, 4}));
+  // A token repeated: its 3-gram matched one position back, a period of 1.
+  d.propose({5, 7, 7, 7, 7}, 4, 0.0f, rng, out);
+  EXPECT_EQ(out.tokens, (std::vector<int>{7, 7, 7, 7}));
   d.propose({1, 2, 3}, 3, 0.0f, rng, out);
   EXPECT_TRUE(out.tokens.empty());
   EXPECT_THROW(PromptLookupDrafter(0, 2), Error);
