@@ -516,8 +516,11 @@ int run_spec_bench(const BenchArgs& a) {
             }
             const SpeculativeStats& st = dec.stats();
             const Stats pt = stats(plain_tps), stt = stats(spec_tps);
-            const std::optional<Stats> pd = plain_dec.empty() ? std::nullopt : std::optional<Stats>(stats(plain_dec));
-            const std::optional<Stats> sd = spec_dec.empty() ? std::nullopt : std::optional<Stats>(stats(spec_dec));
+            // Decode rates exist when more than one token was generated (--decode > 1).
+            const bool dec_ok = !plain_dec.empty() && !spec_dec.empty();
+            const Stats pds = dec_ok ? stats(plain_dec) : Stats{}, sds = dec_ok ? stats(spec_dec) : Stats{};
+            const Stats* pd = dec_ok ? &pds : nullptr;
+            const Stats* sd = dec_ok ? &sds : nullptr;
             const double acc = st.acceptance_rate(), mal = st.mean_accepted_length();
             nlohmann::json row;
             row["model"] = target.origin;
