@@ -127,6 +127,22 @@ void attach(QChart* c, QAbstractSeries* s, QAbstractAxis* x, QAbstractAxis* y) {
   s->attachAxis(y);
 }
 
+// Knee markers of a load sweep: filled diamonds where the knee was reached, hollow where every
+// rate tried met the SLOs.
+QScatterSeries* knee_series(const std::vector<QPointF>& marks, bool reached, const QString& name) {
+  auto* ks = new QScatterSeries();
+  ks->setName(name);
+  ks->setMarkerShape(QScatterSeries::MarkerShapeRotatedRectangle);
+  ks->setMarkerSize(14);
+  ks->setColor(reached ? QColor("#2ca02c") : QColor(Qt::transparent));
+  ks->setBorderColor(QColor("#1b5e20"));
+  QPen pen(QColor("#1b5e20"));
+  pen.setWidthF(reached ? 1 : 2);
+  ks->setPen(pen);
+  for (const auto& p : marks) ks->append(p);
+  return ks;
+}
+
 // A legend of many entries, or of long ones, in a smaller font so that fewer are cut off (Qt
 // gives the legend at most 40 % of the chart's width and elides what does not fit).
 void fit_legend(QChart* c, int entries, qsizetype longest) {
@@ -950,18 +966,8 @@ void LatencyView::refresh(const Selection& s) {
   }
   for (const bool reached : {true, false}) {
     const auto& marks = reached ? knee_marks : held_marks;
-    if (marks.empty()) continue;
-    auto* ks = new QScatterSeries();
-    ks->setName(reached ? "knee (highest rate meeting every SLO)" : "every rate tried met the SLOs");
-    ks->setMarkerShape(QScatterSeries::MarkerShapeRotatedRectangle);
-    ks->setMarkerSize(14);
-    ks->setColor(reached ? QColor("#2ca02c") : QColor(Qt::transparent));
-    ks->setBorderColor(QColor("#1b5e20"));
-    QPen pen(QColor("#1b5e20"));
-    pen.setWidthF(reached ? 1 : 2);
-    ks->setPen(pen);
-    for (const auto& p : marks) ks->append(p);
-    add(ks);
+    if (!marks.empty())
+      add(knee_series(marks, reached, reached ? "knee (highest rate meeting every SLO)" : "every rate tried met the SLOs"));
   }
   fit_legend(l, entries, longest);
 }
@@ -1317,18 +1323,7 @@ void serving_knees(QChart* c, QAbstractAxis* ax, QAbstractAxis* ay, const std::v
                    const std::vector<QPointF>& held) {
   for (const bool r : {true, false}) {
     const auto& marks = r ? reached : held;
-    if (marks.empty()) continue;
-    auto* ks = new QScatterSeries();
-    ks->setName(r ? "knee" : "no knee: all rates met SLOs");
-    ks->setMarkerShape(QScatterSeries::MarkerShapeRotatedRectangle);
-    ks->setMarkerSize(14);
-    ks->setColor(r ? QColor("#2ca02c") : QColor(Qt::transparent));
-    ks->setBorderColor(QColor("#1b5e20"));
-    QPen pen(QColor("#1b5e20"));
-    pen.setWidthF(r ? 1 : 2);
-    ks->setPen(pen);
-    for (const auto& p : marks) ks->append(p);
-    attach(c, ks, ax, ay);
+    if (!marks.empty()) attach(c, knee_series(marks, r, r ? "knee" : "no knee: all rates met SLOs"), ax, ay);
   }
 }
 
@@ -1778,42 +1773,21 @@ void SpeculativeView::refresh(const Selection& s) {
     sc->addAxis(ax, Qt::AlignBottom);
     sc->addAxis(ay, Qt::AlignLeft);
     reference_line(sc, ax, ay, 1.0, "1.0x = no gain", QColor("#555555"));
-    // Each point labelled with its k where the label has room: every line's ends first (they say
-    // which way k grows), then the points between, none within about a label of another (every
-    // point's hover text names its k).
-    struct Label {
-      QPointF at;
-      QString text;
-      size_t series;
-      int rank;  // 0: an end of its line
-    };
-    std::vector<Label> wanted;
     for (size_t i = 0; i < n; ++i) {
       const auto& ss = data_.series[i];
       std::vector<QPointF> pts;
       std::vector<QString> tips;
-      std::vector<Label> mine;
       for (const auto& p : ss.points)
         if (p.speedup && p.acceptance) {
           pts.emplace_back(*p.acceptance, *p.speedup);
           tips.push_back(q(ss.name + "\n" + p.summary()));
-          mine.push_back({pts.back(), q(p.k_text()), i, 1});
         }
-      if (pts.empty()) continue;
-      hover_tips(this, serving_line(sc, ax, ay, q(ss.name), series_color(i), false, pts), tips, this);
-      mine.front().rank = mine.back().rank = 0;
-      wanted.insert(wanted.end(), mine.begin(), mine.end());
+      if (!pts.empty()) hover_tips(this, serving_line(sc, ax, ay, q(ss.name), series_color(i), false, pts), tips, this);
     }
-    std::stable_sort(wanted.begin(), wanted.end(), [](const Label& a, const Label& b) { return a.rank < b.rank; });
-    const double wx = 0.09 * (ax->max() - ax->min()), wy = 0.05 * (ay->max() - ay->min());
-    std::vector<QPointF> placed;
-    for (const Label& l : wanted) {
-      if (std::any_of(placed.begin(), placed.end(), [&](const QPointF& o) {
-            return std::fabs(o.x() - l.at.x()) < wx && std::fabs(o.y() - l.at.y()) < wy;
-          }))
-        continue;
-      placed.push_back(l.at);
-      point_labels(sc, ax, ay, {{l.at, l.text}}, series_color(l.series).darker(130));
+    // Each point labelled with its k where the label has room (every point's hover text names it).
+    for (const auto& [i, k] : data_.speedup_labels(n, 0.09 * (ax->max() - ax->min()), 0.05 * (ay->max() - ay->min()))) {
+      const auto& p = data_.series[i].points[k];
+      point_labels(sc, ax, ay, {{QPointF(*p.acceptance, *p.speedup), q(p.k_text())}}, series_color(i).darker(130));
     }
   }
   // TPOT p95 against k: a line per drafter, each build's off variant dashed, the lowest marked.

@@ -1747,6 +1747,29 @@ const SpecPoint* SpecSeries::best() const {
   return b;
 }
 
+std::vector<std::pair<size_t, size_t>> Speculative::speedup_labels(size_t max_series, double wx, double wy) const {
+  std::vector<std::tuple<int, size_t, size_t>> order;  // (0: an end of its line, series, point)
+  for (size_t i = 0; i < series.size() && i < max_series; ++i) {
+    std::vector<size_t> drawn;
+    for (size_t k = 0; k < series[i].points.size(); ++k)
+      if (series[i].points[k].speedup && series[i].points[k].acceptance) drawn.push_back(k);
+    for (size_t j = 0; j < drawn.size(); ++j) order.emplace_back(j == 0 || j + 1 == drawn.size() ? 0 : 1, i, drawn[j]);
+  }
+  std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  std::vector<std::pair<double, double>> placed;
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const auto& [rank, i, k] : order) {
+    const SpecPoint& p = series[i].points[k];
+    const double x = *p.acceptance, y = *p.speedup;
+    if (std::any_of(placed.begin(), placed.end(),
+                    [&](const auto& o) { return std::fabs(o.first - x) < wx && std::fabs(o.second - y) < wy; }))
+      continue;
+    placed.emplace_back(x, y);
+    out.emplace_back(i, k);
+  }
+  return out;
+}
+
 const SpecBaseline* Speculative::baseline_of(const SpecSeries& s) const {
   // The row the run named (spec_baseline_variant_id), else the off row of the same build.
   for (const SpecPoint& p : s.points)

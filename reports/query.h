@@ -477,6 +477,11 @@ struct Speculative {
   const SpecBaseline* baseline_of(const SpecSeries& s) const;
   // The best lines (one per run and build), what is left out and why.
   std::vector<std::string> notes() const;
+  // The points of the speed-up chart (acceptance x, speed-up y; the first max_series series) that
+  // get a k label where it has room: every line's ends first (they say which way k grows), then
+  // the points between, none within wx along x and wy along y of one already labelled. Pairs
+  // (series, point), in the order placed.
+  std::vector<std::pair<size_t, size_t>> speedup_labels(size_t max_series, double wx, double wy) const;
 };
 
 // The drafter as a legend shows it: a draft model by its file name without the extension

@@ -927,29 +927,8 @@ std::vector<svg::Chart> speculative_charts(const ReportData& d) {
           x0 = std::min(x0, *p.acceptance), x1 = std::max(x1, *p.acceptance), y0 = std::min(y0, *p.speedup),
           y1 = std::max(y1, *p.speedup);
     const double wx = 0.09 * std::max(x1 - x0, 0.1), wy = 0.05 * std::max(y1 - y0, 0.1);
-    // (series, point) -> labelled; the ends of every line tried first, then the points between.
-    std::set<std::pair<size_t, size_t>> labelled;
-    {
-      std::vector<std::tuple<int, size_t, size_t>> order;  // (0: an end, series, point)
-      for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i) {
-        std::vector<size_t> drawn;
-        for (size_t k = 0; k < sp.series[i].points.size(); ++k)
-          if (sp.series[i].points[k].speedup && sp.series[i].points[k].acceptance) drawn.push_back(k);
-        for (size_t j = 0; j < drawn.size(); ++j) order.emplace_back(j == 0 || j + 1 == drawn.size() ? 0 : 1, i, drawn[j]);
-      }
-      std::stable_sort(order.begin(), order.end(),
-                       [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
-      std::vector<Point> placed;
-      for (const auto& [rank, i, k] : order) {
-        const SpecPoint& p = sp.series[i].points[k];
-        const Point at{*p.acceptance, *p.speedup};
-        if (std::any_of(placed.begin(), placed.end(),
-                        [&](const Point& o) { return std::fabs(o.x - at.x) < wx && std::fabs(o.y - at.y) < wy; }))
-          continue;
-        placed.push_back(at);
-        labelled.insert({i, k});
-      }
-    }
+    const auto placed = sp.speedup_labels(kMaxCurves, wx, wy);
+    const std::set<std::pair<size_t, size_t>> labelled(placed.begin(), placed.end());
     for (size_t i = 0; i < sp.series.size() && i < kMaxCurves; ++i) {
       const SpecSeries& s = sp.series[i];
       svg::Series line;
