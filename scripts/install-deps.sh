@@ -13,7 +13,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev xvfb xauth)
 case "${1:-}" in
   "") ;;
-  --test) pkgs+=(chromium xdotool) ;;
+  --test) pkgs+=(chromium xdotool python3) ;;
   *) echo "usage: scripts/install-deps.sh [--test]" >&2; exit 2 ;;
 esac
 missing=()

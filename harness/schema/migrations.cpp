@@ -307,6 +307,31 @@ ALTER TABLE variants ADD COLUMN spec_speedup REAL;
 ALTER TABLE variants ADD COLUMN spec_speedup_p95 REAL;
 ALTER TABLE variants ADD COLUMN spec_speedup_reason TEXT;
 )SQL"},
+    {11, "variants: a peer engine measured side by side (cibench bench --peer): which (engine, version, binary, the "
+         "model file and its type, its weight bytes, its flags and command line), its prefill and decode rates "
+         "(medians, sd), cibench / peer ratios with a paired bootstrap 95 % interval, its fraction of the decode "
+         "roofline, and every repetition's pair (JSON)", R"SQL(
+ALTER TABLE variants ADD COLUMN peer_engine TEXT;
+ALTER TABLE variants ADD COLUMN peer_version TEXT;
+ALTER TABLE variants ADD COLUMN peer_binary TEXT;
+ALTER TABLE variants ADD COLUMN peer_model TEXT;
+ALTER TABLE variants ADD COLUMN peer_type TEXT;
+ALTER TABLE variants ADD COLUMN peer_weight_bytes INTEGER;
+ALTER TABLE variants ADD COLUMN peer_flags TEXT;
+ALTER TABLE variants ADD COLUMN peer_command TEXT;
+ALTER TABLE variants ADD COLUMN peer_prefill_tokens_per_s REAL;
+ALTER TABLE variants ADD COLUMN peer_prefill_tokens_per_s_sd REAL;
+ALTER TABLE variants ADD COLUMN peer_decode_tokens_per_s REAL;
+ALTER TABLE variants ADD COLUMN peer_decode_tokens_per_s_sd REAL;
+ALTER TABLE variants ADD COLUMN peer_prefill_ratio REAL;
+ALTER TABLE variants ADD COLUMN peer_prefill_ratio_lo REAL;
+ALTER TABLE variants ADD COLUMN peer_prefill_ratio_hi REAL;
+ALTER TABLE variants ADD COLUMN peer_decode_ratio REAL;
+ALTER TABLE variants ADD COLUMN peer_decode_ratio_lo REAL;
+ALTER TABLE variants ADD COLUMN peer_decode_ratio_hi REAL;
+ALTER TABLE variants ADD COLUMN peer_roofline_fraction REAL;
+ALTER TABLE variants ADD COLUMN peer_samples TEXT;
+)SQL"},
 };
 }  // namespace
 
