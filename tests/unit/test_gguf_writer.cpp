@@ -543,6 +543,28 @@ TEST(GgufExportMetadata, Stories260KWithItsTokenizer) {
   EXPECT_TRUE(b1 == b2) << "re-exporting the export changed its bytes";
 }
 
+TEST(GgufExportMetadata, SentencePieceVocabularyAsLlamaCppConvertsIt) {
+  const char* model = "models/llama2-tokenizer-32k/tokenizer.model";
+  const char* vocab = "models/tokenizer-test-vectors/ggml-vocab-llama-spm.gguf";
+  CIBENCH_REQUIRE_SHARED(model);
+  CIBENCH_REQUIRE_SHARED(vocab);
+  const VocabPieces mine = open_tokenizer(test::shared_path(model))->pieces();
+  const VocabPieces theirs = tokenizer_from_gguf(GgufFile(test::shared_path(vocab)))->pieces();
+  EXPECT_EQ(mine.tokens, theirs.tokens);
+  EXPECT_EQ(mine.scores, theirs.scores);
+  EXPECT_EQ(mine.types, theirs.types);
+  EXPECT_EQ(mine.bos_id, theirs.bos_id);
+  EXPECT_EQ(mine.eos_id, theirs.eos_id);
+  EXPECT_EQ(mine.unk_id, theirs.unk_id);
+  // The llama2.c export of the same vocabulary gives the same pieces back.
+  const char* bin = "models/llama2-tokenizer-32k/tokenizer.bin";
+  CIBENCH_REQUIRE_SHARED(bin);
+  const VocabPieces from_bin = open_tokenizer(test::shared_path(bin), 32000)->pieces();
+  EXPECT_EQ(from_bin.tokens, theirs.tokens);
+  EXPECT_EQ(from_bin.scores, theirs.scores);
+  EXPECT_EQ(from_bin.types, theirs.types);
+}
+
 // ---- Errors ------------------------------------------------------------------------------------
 
 TEST(GgufExportErrors, ColumnsNotAMultipleOf32NameTheTensor) {
