@@ -14,6 +14,7 @@
 #include "engines/core/buffer.h"
 #include "engines/core/error.h"
 #include "engines/models/hf_config.h"
+#include "engines/models/ggml_quants.h"
 #include "engines/models/gguf.h"
 #include "engines/models/llama_config.h"
 #include "engines/models/synthetic.h"
@@ -521,10 +522,12 @@ LlamaSource open_gguf(const std::string& path) {
     const GgufTensorInfo* ti = g->find_tensor(name);
     if (!ti) throw FileError(path, str("missing tensor '", name, "'"));
     used.insert(name);
-    if (ti->ggml_type != 0 && ti->ggml_type != 1 && ti->ggml_type != 30)
+    // F32 0, F16 1, Q4_0 2, Q8_0 8, BF16 30; quantised blocks are dequantised on reading.
+    if (ti->ggml_type != 0 && ti->ggml_type != 1 && ti->ggml_type != 2 && ti->ggml_type != 8 &&
+        ti->ggml_type != 30)
       throw FileError(path, str("tensor '", name, "' has type ",
                                 GgufFile::ggml_type_name(ti->ggml_type),
-                                "; cibench reads F32/F16/BF16 GGUF tensors"));
+                                "; cibench reads F32/F16/BF16/Q8_0/Q4_0 GGUF tensors"));
     std::vector<int64_t> dims = ti->dims;
     while (dims.size() > 1 && dims.back() == 1) dims.pop_back();
     const std::vector<int64_t> want =
@@ -544,6 +547,15 @@ LlamaSource open_gguf(const std::string& path) {
       const size_t first = static_cast<size_t>(r0 * cols), count = static_cast<size_t>(n * cols);
       if (type == 0) {
         std::memcpy(dst, base + first * 4, count * 4);
+        return;
+      }
+      // The GGUF reader checked that a row is whole blocks, so `first` starts a block.
+      if (type == 8) {
+        dequantize_q8_0(base + first / kGgmlBlock * kQ8_0BlockBytes, static_cast<int64_t>(count), dst);
+        return;
+      }
+      if (type == 2) {
+        dequantize_q4_0(base + first / kGgmlBlock * kQ4_0BlockBytes, static_cast<int64_t>(count), dst);
         return;
       }
       const uint8_t* s = base + first * 2;

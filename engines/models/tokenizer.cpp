@@ -102,6 +102,7 @@ class Llama2cTokenizer final : public Tokenizer {
   int bos_id() const override { return kBos; }
   int eos_id() const override { return kEos; }
   std::string kind() const override { return "llama2c"; }
+  VocabPieces pieces() const override;
 
  private:
   static constexpr int kBos = 1;  // fixed by llama2.c
@@ -122,6 +123,37 @@ class Llama2cTokenizer final : public Tokenizer {
   PieceTable pieces_;
   int space_id_ = -1;
 };
+
+// llama2.c's tokenizer.bin is a SentencePiece vocabulary written with "▁" turned into spaces and
+// BOS/EOS as "\n<s>\n" / "\n</s>\n" (llama2.c's tokenizer.py): undone here.
+VocabPieces Llama2cTokenizer::pieces() const {
+  static const std::string kSpace = "\xE2\x96\x81";  // U+2581
+  VocabPieces v;
+  v.bos_id = kBos;
+  v.eos_id = kEos;
+  v.unk_id = 0;
+  v.scores = scores_;
+  for (size_t i = 0; i < vocab_.size(); ++i) {
+    std::string t = vocab_[i];
+    int32_t type = 1;
+    if (i == kBos || i == kEos) {
+      if (t.size() >= 2 && t.front() == '\n' && t.back() == '\n') t = t.substr(1, t.size() - 2);
+      type = 3;
+    } else if (i == 0 && t == "<unk>") {
+      type = 2;
+    } else if (parse_byte_piece(t) >= 0) {
+      type = 6;
+    }
+    std::string escaped;
+    for (char c : t) {
+      if (c == ' ') escaped += kSpace;
+      else escaped.push_back(c);
+    }
+    v.tokens.push_back(std::move(escaped));
+    v.types.push_back(type);
+  }
+  return v;
+}
 
 std::vector<int> Llama2cTokenizer::encode(const std::string& text, bool add_bos,
                                           bool add_eos) const {

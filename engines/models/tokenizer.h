@@ -1,6 +1,7 @@
 #pragma once
 // Tokenizers for the Llama family: llama2.c tokenizer.bin, SentencePiece tokenizer.model
 // (libsentencepiece) and the vocabulary inside a GGUF file.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,6 +9,17 @@
 namespace cibench {
 
 class GgufFile;
+
+// A SentencePiece-style vocabulary as GGUF stores it (tokenizer.ggml.tokens / scores /
+// token_type): what `cibench export-gguf` writes.
+struct VocabPieces {
+  std::vector<std::string> tokens;  // (vocab) piece text, spaces as U+2581 "▁"
+  std::vector<float> scores;        // (vocab) merge priority
+  // (vocab) llama.cpp's token types: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused,
+  // 6 byte (<0xAB>)
+  std::vector<int32_t> types;
+  int bos_id = 1, eos_id = 2, unk_id = 0;
+};
 
 class Tokenizer {
  public:
@@ -22,6 +34,8 @@ class Tokenizer {
   virtual int bos_id() const = 0;
   virtual int eos_id() const = 0;
   virtual std::string kind() const = 0;  // "llama2c", "sentencepiece", "gguf-spm"
+  // Every piece with its score and type, in id order.
+  virtual VocabPieces pieces() const = 0;
 };
 
 // Opens a tokenizer by file: *.bin (llama2.c), *.model (SentencePiece), *.gguf (its vocabulary).

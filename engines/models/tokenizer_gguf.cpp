@@ -78,6 +78,16 @@ class GgufSpmTokenizer final : public Tokenizer {
   int bos_id() const override { return bos_; }
   int eos_id() const override { return eos_; }
   std::string kind() const override { return "gguf-spm"; }
+  VocabPieces pieces() const override {
+    VocabPieces v;
+    v.tokens = tokens_;
+    v.scores = scores_;
+    v.types.assign(types_.begin(), types_.end());
+    v.bos_id = bos_;
+    v.eos_id = eos_;
+    v.unk_id = unk_;
+    return v;
+  }
 
  private:
   int text_to_token(const std::string& s) const {

@@ -50,6 +50,23 @@ class SentencePieceTokenizer final : public Tokenizer {
   int bos_id() const override { return sp_.bos_id(); }
   int eos_id() const override { return sp_.eos_id(); }
   std::string kind() const override { return "sentencepiece"; }
+  VocabPieces pieces() const override {
+    VocabPieces v;
+    v.bos_id = sp_.bos_id();
+    v.eos_id = sp_.eos_id();
+    v.unk_id = sp_.unk_id();
+    for (int i = 0; i < sp_.GetPieceSize(); ++i) {
+      v.tokens.push_back(sp_.IdToPiece(i));
+      v.scores.push_back(sp_.GetScore(i));
+      int32_t type = 1;
+      if (sp_.IsUnknown(i)) type = 2;
+      else if (sp_.IsControl(i)) type = 3;
+      else if (sp_.IsUnused(i)) type = 5;
+      else if (sp_.IsByte(i)) type = 6;  // (the library does not expose user-defined pieces)
+      v.types.push_back(type);
+    }
+    return v;
+  }
 
  private:
   std::string path_;

@@ -23,6 +23,22 @@ if(NOT TARGET fuzz_smoke)
   add_test(NAME fuzz.smoke COMMAND fuzz_smoke --iterations 3000 ${CIBENCH_FUZZ_SEEDS})
   set_tests_properties(fuzz.smoke PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
+# The GGUF loader's Q8_0 and Q4_0 branches: stories5M (every row whole 32-value blocks) written
+# by `cibench export-gguf` in a setup test, then mutated. Fewer iterations: every input that
+# opens dequantises 4.9M weights.
+set(CIBENCH_FUZZ_GGUF_QUANT_SEEDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz-seed-stories5M-q8_0.gguf
+                                  ${CMAKE_CURRENT_BINARY_DIR}/fuzz-seed-stories5M-q4_0.gguf)
+if(TARGET cibench AND NOT TEST fuzz.seed_gguf_q8_0)
+  foreach(type q8_0 q4_0)
+    add_test(NAME fuzz.seed_gguf_${type}
+             COMMAND cibench export-gguf ${CIBENCH_SHARED_DIR}/models/stories5M/stories5M.bin --type ${type}
+                     -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz-seed-stories5M-${type}.gguf)
+    set_tests_properties(fuzz.seed_gguf_${type} PROPERTIES FIXTURES_SETUP fuzz_gguf_quant_seed TIMEOUT 120)
+  endforeach()
+  add_test(NAME fuzz.smoke_gguf_quant COMMAND fuzz_smoke --iterations 400 ${CIBENCH_FUZZ_GGUF_QUANT_SEEDS})
+  set_tests_properties(fuzz.smoke_gguf_quant PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
+                       FIXTURES_REQUIRED fuzz_gguf_quant_seed)
+endif()
 # The scenario reader (TOML + every key), seeded with the shipped scenarios.
 if(NOT TARGET fuzz_smoke_scenario)
   add_executable(fuzz_smoke_scenario ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp

@@ -1,0 +1,374 @@
+#include "engines/models/gguf_writer.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "engines/core/error.h"
+#include "engines/core/output_file.h"
+#include "engines/kernels/half.h"
+#include "engines/models/ggml_quants.h"
+#include "engines/models/gguf.h"
+
+namespace cibench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr uint64_t kAlignment = 32;
+
+struct TypeRow {
+  GgufWeightType type;
+  const char* name;
+  uint32_t ggml_type;
+  uint32_t file_type;
+  int64_t block;        // values per block
+  uint64_t block_bytes;
+};
+
+// Formats are table rows (ggml-common.h / llama.h numbering).
+constexpr TypeRow kTypes[] = {
+    {GgufWeightType::f32, "f32", 0, 0, 1, 4},
+    {GgufWeightType::f16, "f16", 1, 1, 1, 2},
+    {GgufWeightType::bf16, "bf16", 30, 32, 1, 2},
+    {GgufWeightType::q8_0, "q8_0", 8, 7, kGgmlBlock, kQ8_0BlockBytes},
+    {GgufWeightType::q4_0, "q4_0", 2, 2, kGgmlBlock, kQ4_0BlockBytes},
+};
+
+const TypeRow& row_of(GgufWeightType t) {
+  for (const TypeRow& r : kTypes)
+    if (r.type == t) return r;
+  throw Error("unknown GGUF weight type");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Little-endian GGUF encoding of metadata.
+
+class Bytes {
+ public:
+  template <typename T>
+  void pod(T v) {
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    b_.insert(b_.end(), p, p + sizeof(T));
+  }
+  void string(const std::string& s) {
+    pod(uint64_t{s.size()});
+    b_.insert(b_.end(), s.begin(), s.end());
+  }
+  void key(const std::string& k, GgufType t) {
+    string(k);
+    pod(static_cast<uint32_t>(t));
+    ++count_;
+  }
+  void kv_u32(const std::string& k, uint32_t v) { key(k, GgufType::u32); pod(v); }
+  void kv_f32(const std::string& k, float v) { key(k, GgufType::f32); pod(v); }
+  void kv_str(const std::string& k, const std::string& v) { key(k, GgufType::string); string(v); }
+  void kv_array_header(const std::string& k, GgufType et, uint64_t n) {
+    key(k, GgufType::array);
+    pod(static_cast<uint32_t>(et));
+    pod(n);
+  }
+  void pad_to(uint64_t alignment) {
+    while (b_.size() % alignment) b_.push_back(0);
+  }
+  const std::vector<uint8_t>& bytes() const { return b_; }
+  uint64_t count() const { return count_; }
+
+ private:
+  std::vector<uint8_t> b_;
+  uint64_t count_ = 0;
+};
+
+struct PlannedTensor {
+  std::string gguf_name;
+  const TensorSource* source = nullptr;
+  bool one_d = false;
+  const TypeRow* type = nullptr;
+  uint64_t offset = 0;  // from the start of the data section
+  uint64_t nbytes = 0;
+};
+
+void check_u32(const char* what, int64_t v) {
+  if (v < 0 || v > UINT32_MAX) throw Error(str(what, " = ", v, " does not fit a GGUF u32"));
+}
+
+// One row block of a tensor in its GGUF type, appended to `out`.
+void encode_rows(const PlannedTensor& t, const float* x, int64_t rows, std::vector<uint8_t>& out) {
+  const int64_t cols = t.source->cols, n = rows * cols;
+  const size_t at = out.size();
+  switch (t.type->type) {
+    case GgufWeightType::f32:
+      out.resize(at + static_cast<size_t>(n) * 4);
+      std::memcpy(out.data() + at, x, static_cast<size_t>(n) * 4);
+      return;
+    case GgufWeightType::f16:
+    case GgufWeightType::bf16: {
+      out.resize(at + static_cast<size_t>(n) * 2);
+      uint8_t* p = out.data() + at;
+      const bool half = t.type->type == GgufWeightType::f16;
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        if (half) {
+          h = half_from_float(x[i]);
+          if ((h & 0x7c00u) == 0x7c00u)
+            throw Error(str("tensor '", t.gguf_name, "': value ", x[i], " at column ", i % cols,
+                            " overflows f16 (largest finite 65504)"));
+        } else {
+          uint32_t u;
+          std::memcpy(&u, &x[i], 4);
+          u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even (finite values only)
+          h = static_cast<uint16_t>(u >> 16);
+          if ((h & 0x7f80u) == 0x7f80u)
+            throw Error(str("tensor '", t.gguf_name, "': value ", x[i], " at column ", i % cols,
+                            " overflows bf16"));
+        }
+        p[2 * i] = static_cast<uint8_t>(h & 0xff);
+        p[2 * i + 1] = static_cast<uint8_t>(h >> 8);
+      }
+      return;
+    }
+    case GgufWeightType::q8_0:
+    case GgufWeightType::q4_0: {
+      const uint64_t row_bytes = static_cast<uint64_t>(cols / kGgmlBlock) * t.type->block_bytes;
+      out.resize(at + static_cast<size_t>(row_bytes * rows));
+      for (int64_t r = 0; r < rows; ++r) {
+        uint8_t* dst = out.data() + at + static_cast<size_t>(row_bytes * r);
+        const float* src = x + r * cols;
+        if (t.type->type == GgufWeightType::q8_0) quantize_q8_0(src, cols, dst);
+        else quantize_q4_0(src, cols, dst);
+        // The scale is stored as f16: a block whose d overflows it cannot be written.
+        for (uint64_t b = 0; b < row_bytes; b += t.type->block_bytes)
+          if ((dst[b + 1] & 0x7c) == 0x7c)
+            throw Error(str("tensor '", t.gguf_name, "': the block scale of columns [",
+                            b / t.type->block_bytes * kGgmlBlock, ", +32) overflows f16"));
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::string gguf_default_name(const LlamaSource& src) {
+  if (src.origin.rfind("synthetic:", 0) == 0) return src.origin.substr(10);
+  fs::path p(src.origin);
+  if (p.filename().empty()) p = p.parent_path();
+  std::error_code ec;
+  return fs::is_directory(p, ec) ? p.filename().string() : p.stem().string();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+GgufWeightType parse_gguf_weight_type(const std::string& name) {
+  std::string known;
+  for (const TypeRow& r : kTypes) {
+    if (name == r.name) return r.type;
+    known += known.empty() ? "" : ", ";
+    known += r.name;
+  }
+  throw Error(str("unknown GGUF weight type '", name, "' (known: ", known, ")"));
+}
+
+const char* gguf_weight_type_name(GgufWeightType t) { return row_of(t).name; }
+uint32_t ggml_type_of(GgufWeightType t) { return row_of(t).ggml_type; }
+uint32_t gguf_file_type_of(GgufWeightType t) { return row_of(t).file_type; }
+
+VocabPieces placeholder_vocab(int vocab_size) {
+  VocabPieces v;
+  auto add = [&](std::string t, float score, int32_t type) {
+    if (static_cast<int>(v.tokens.size()) >= vocab_size) return;
+    v.tokens.push_back(std::move(t));
+    v.scores.push_back(score);
+    v.types.push_back(type);
+  };
+  add("<unk>", 0.0f, 2);
+  add("<s>", 0.0f, 3);
+  add("</s>", 0.0f, 3);
+  for (int b = 0; b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    add(name, 0.0f, 6);
+  }
+  for (int i = static_cast<int>(v.tokens.size()); i < vocab_size; ++i)
+    add("\xE2\x96\x81t" + std::to_string(i), -static_cast<float>(i), 1);
+  v.unk_id = 0;
+  v.bos_id = 1;
+  v.eos_id = 2;
+  return v;
+}
+
+VocabPieces vocab_for_export(const LlamaSource& src, const std::string& tokenizer_path,
+                             std::string* origin) {
+  const int n = src.config.vocab_size;
+  std::string path = tokenizer_path;
+  std::error_code ec;
+  if (path.empty()) {
+    const fs::path o(src.origin);
+    if (src.container == "gguf") {
+      const GgufFile g(src.origin);
+      if (g.has("tokenizer.ggml.model")) {
+        if (origin) *origin = src.origin;
+        return tokenizer_from_gguf(g)->pieces();
+      }
+    } else if (src.container == "hf-safetensors") {
+      if (fs::exists(o / "tokenizer.model", ec)) path = (o / "tokenizer.model").string();
+    } else if (src.container == "llama2c") {
+      for (const std::string& name : {std::string("tokenizer.bin"), str("tok", n, ".bin")})
+        if (fs::exists(o.parent_path() / name, ec)) {
+          path = (o.parent_path() / name).string();
+          break;
+        }
+    }
+  }
+  if (path.empty()) {
+    if (origin) *origin = "placeholder";
+    return placeholder_vocab(n);
+  }
+  const auto tok = open_tokenizer(path, n);
+  if (tok->vocab_size() != n)
+    throw FileError(path, str("tokenizer has ", tok->vocab_size(), " pieces but the model's vocabulary is ", n));
+  if (origin) *origin = path;
+  return tok->pieces();
+}
+
+GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vocab,
+                                   GgufWeightType type, const std::string& name,
+                                   const std::string& path) {
+  const LlamaConfig& c = src.config;
+  c.validate(src.origin);
+  const TypeRow& wt = row_of(type);
+  const TypeRow& f32 = row_of(GgufWeightType::f32);
+  const size_t nv = vocab.tokens.size();
+  if (nv != static_cast<size_t>(c.vocab_size) || vocab.scores.size() != nv || vocab.types.size() != nv)
+    throw Error(str("the vocabulary has ", nv, " tokens, ", vocab.scores.size(), " scores and ",
+                    vocab.types.size(), " types; the model's vocabulary is ", c.vocab_size));
+  for (const auto& [what, id] : {std::pair<const char*, int>{"BOS", c.bos_id}, {"EOS", c.eos_id},
+                                 {"unknown", vocab.unk_id}})
+    if (id < 0 || id >= c.vocab_size)
+      throw Error(str("the ", what, " token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
+  for (size_t i = 0; i < nv; ++i)
+    if (!std::isfinite(vocab.scores[i])) throw Error(str("vocabulary score ", i, " is not finite"));
+
+  // The tensors, in llama.cpp's order, with their place in the data section.
+  std::vector<PlannedTensor> plan;
+  auto add = [&](const std::string& gguf_name, const std::string& canonical, bool one_d) {
+    PlannedTensor t;
+    t.gguf_name = gguf_name;
+    t.source = &src.tensor(canonical);
+    t.one_d = one_d;
+    t.type = one_d ? &f32 : &wt;
+    if (t.source->cols % t.type->block != 0)
+      throw Error(str("tensor '", gguf_name, "' (", canonical, ", ", t.source->rows, " x ", t.source->cols,
+                      "): ", t.source->cols, " columns are not a multiple of ", t.type->block, ", the ",
+                      t.type->name, " block size; choose f32, f16 or bf16"));
+    const uint64_t rows = static_cast<uint64_t>(t.source->rows);
+    t.nbytes = rows * static_cast<uint64_t>(t.source->cols / t.type->block) * t.type->block_bytes;
+    t.offset = plan.empty() ? 0 : (plan.back().offset + plan.back().nbytes + kAlignment - 1) / kAlignment * kAlignment;
+    plan.push_back(std::move(t));
+  };
+  add("token_embd.weight", "tok_embeddings", false);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".", q = "layers." + std::to_string(l) + ".";
+    add(b + "attn_norm.weight", q + "attention_norm", true);
+    add(b + "attn_q.weight", q + "wq", false);
+    add(b + "attn_k.weight", q + "wk", false);
+    add(b + "attn_v.weight", q + "wv", false);
+    add(b + "attn_output.weight", q + "wo", false);
+    add(b + "ffn_norm.weight", q + "ffn_norm", true);
+    add(b + "ffn_gate.weight", q + "w1", false);
+    add(b + "ffn_up.weight", q + "w3", false);
+    add(b + "ffn_down.weight", q + "w2", false);
+  }
+  add("output_norm.weight", "norm", true);
+  if (!c.tied_output) add("output.weight", "output", false);
+
+  // Metadata.
+  Bytes kv;
+  kv.kv_str("general.architecture", "llama");
+  kv.kv_str("general.name", name);
+  kv.kv_u32("general.alignment", static_cast<uint32_t>(kAlignment));
+  kv.kv_u32("general.file_type", wt.file_type);
+  if (wt.block > 1) kv.kv_u32("general.quantization_version", 2);  // ggml's GGML_QNT_VERSION
+  check_u32("llama.context_length", c.seq_len);
+  kv.kv_u32("llama.context_length", static_cast<uint32_t>(c.seq_len));
+  kv.kv_u32("llama.embedding_length", static_cast<uint32_t>(c.dim));
+  kv.kv_u32("llama.block_count", static_cast<uint32_t>(c.n_layers));
+  kv.kv_u32("llama.feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
+  kv.kv_u32("llama.attention.head_count", static_cast<uint32_t>(c.n_heads));
+  kv.kv_u32("llama.attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
+  kv.kv_f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
+  kv.kv_u32("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim()));
+  kv.kv_f32("llama.rope.freq_base", c.rope_theta);
+  kv.kv_u32("llama.vocab_size", static_cast<uint32_t>(c.vocab_size));
+  kv.kv_str("tokenizer.ggml.model", "llama");
+  kv.kv_str("tokenizer.ggml.pre", "default");
+  kv.kv_array_header("tokenizer.ggml.tokens", GgufType::string, nv);
+  for (const std::string& t : vocab.tokens) kv.string(t);
+  kv.kv_array_header("tokenizer.ggml.scores", GgufType::f32, nv);
+  for (float s : vocab.scores) kv.pod(s);
+  kv.kv_array_header("tokenizer.ggml.token_type", GgufType::i32, nv);
+  for (int32_t t : vocab.types) kv.pod(t);
+  kv.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(c.bos_id));
+  kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_id));
+  kv.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(vocab.unk_id));
+
+  // Header, metadata, tensor directory, padding to the data section.
+  Bytes head;
+  head.pod(uint32_t{0x46554747});  // "GGUF"
+  head.pod(uint32_t{3});
+  head.pod(uint64_t{plan.size()});
+  head.pod(kv.count());
+  std::vector<uint8_t> bytes = head.bytes();
+  bytes.insert(bytes.end(), kv.bytes().begin(), kv.bytes().end());
+  Bytes dir;
+  for (const PlannedTensor& t : plan) {
+    dir.string(t.gguf_name);
+    dir.pod(uint32_t{t.one_d ? 1u : 2u});
+    dir.pod(static_cast<uint64_t>(t.source->cols));
+    if (!t.one_d) dir.pod(static_cast<uint64_t>(t.source->rows));
+    dir.pod(t.type->ggml_type);
+    dir.pod(t.offset);
+  }
+  bytes.insert(bytes.end(), dir.bytes().begin(), dir.bytes().end());
+  while (bytes.size() % kAlignment) bytes.push_back(0);
+
+  GgufExportSummary summary;
+  ReplacingFile file(path, "the GGUF file");
+  std::ostream& out = file.stream();
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  uint64_t data_pos = 0;
+  std::vector<float> rows_f32;
+  std::vector<uint8_t> encoded;
+  for (const PlannedTensor& t : plan) {
+    static const char kZeros[kAlignment] = {};
+    out.write(kZeros, static_cast<std::streamsize>(t.offset - data_pos));
+    const int64_t cols = t.source->cols;
+    const int64_t block = std::max<int64_t>(1, (int64_t{1} << 20) / cols);  // ~4 MiB of f32
+    for (int64_t r = 0; r < t.source->rows; r += block) {
+      const int64_t n = std::min(block, t.source->rows - r);
+      rows_f32.resize(static_cast<size_t>(n * cols));
+      t.source->read(r, n, rows_f32.data());
+      for (int64_t i = 0; i < n * cols; ++i)
+        if (!std::isfinite(rows_f32[static_cast<size_t>(i)]))
+          throw Error(str("tensor '", t.gguf_name, "' row ", r + i / cols, " column ", i % cols, " is ",
+                          rows_f32[static_cast<size_t>(i)], " (not finite)"));
+      encoded.clear();
+      encode_rows(t, rows_f32.data(), n, encoded);
+      out.write(reinterpret_cast<const char*>(encoded.data()), static_cast<std::streamsize>(encoded.size()));
+    }
+    if (!out) throw FileError(path, str("cannot write the GGUF file (at tensor '", t.gguf_name, "')"));
+    data_pos = t.offset + t.nbytes;
+    summary.tensor_bytes += t.nbytes;
+    ++summary.tensors;
+  }
+  file.commit();
+  summary.file_bytes = bytes.size() + data_pos;
+  return summary;
+}
+
+}  // namespace cibench
