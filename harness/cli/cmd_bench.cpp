@@ -20,6 +20,7 @@
 #include "engines/runtime/session.h"
 #include "engines/runtime/speculative.h"
 #include "harness/cli/bandwidth.h"
+#include "harness/cli/bench_common.h"
 #include "harness/cli/command.h"
 #include "harness/cli/engine_options.h"
 #include "harness/lib/build_info.h"
@@ -29,38 +30,12 @@
 namespace cibench::cli {
 namespace cmd_bench {
 
-struct BenchArgs {
-  EngineOptions engine;
-  std::vector<std::string> models;
-  std::vector<std::string> formats = {"f32"};
-  std::vector<int> threads = {1, 2};
-  int prompt_tokens = 128;
-  int decode_tokens = 32;
-  int reps = 3;
-  unsigned long long seed = 1;
-  std::string output = "md";
-  std::string db;  // also store every row in this results database
-  bool no_roofline = false;
-  double probe_mib = 512;
-  std::vector<int> batch;  // --batch: batched decode at these batch sizes instead
-  // --speculative: speculative greedy decoding with these drafters (self:FORMAT, draft:MODEL,
-  // lookup[:MIN-MAX]) at these draft lengths, against plain greedy decoding of the same target.
-  std::vector<std::string> speculative;
-  std::vector<int> draft_tokens = {4};
-  int repeat_prompt = 0;  // > 0: the prompt is a random run of this many tokens repeated
-};
-
-struct Stats {
-  double median = 0, mean = 0, stddev = 0;
-};
-
 void warn_if_not_release() {
   if (std::string(build_info().build_type) != "Release")
     std::fprintf(stderr, "cibench: WARNING: %s build; figures are not representative\n",
                  build_info().build_type.c_str());
 }
 
-// The head of every --output json: which cibench, which build, which CPU.
 nlohmann::json json_provenance() {
   nlohmann::json out;
   out["cibench_commit"] = build_info().commit;
@@ -83,15 +58,18 @@ Stats stats(std::vector<double> v) {
   return s;
 }
 
-int run_batch_bench(const BenchArgs& a);
-int run_spec_bench(const BenchArgs& a);
 
 int run_bench(BenchArgs a) {
   using clock = std::chrono::steady_clock;
   if (a.models.empty()) a.models = {"synthetic:tinystories-110m"};
   CIBENCH_CHECK(a.batch.empty() || a.speculative.empty(), "--batch and --speculative are separate benchmarks");
+  CIBENCH_CHECK(a.peer.empty() || (a.batch.empty() && a.speculative.empty()),
+                "--peer compares plain prefill and decode; run --batch and --speculative without it");
+  CIBENCH_CHECK(!a.peer.empty() || (a.peer_args.empty() && a.peer_gguf.empty() && a.peer_dir.empty()),
+                "--peer-args, --peer-gguf and --peer-dir need --peer llama-bench=PATH");
   if (!a.batch.empty()) return run_batch_bench(a);
   if (!a.speculative.empty()) return run_spec_bench(a);
+  if (!a.peer.empty()) return run_peer_bench(a);
   CIBENCH_CHECK(a.reps >= 1, "--reps must be >= 1");
   CIBENCH_CHECK(a.prompt_tokens >= 1 && a.decode_tokens >= 1, "--prompt and --decode must be >= 1");
   a.engine.build_options();  // applies --isa
@@ -626,7 +604,26 @@ const RegisterCommand reg{
                       "larger than the last-level cache)")
            ->check(CLI::Range(1.0, 65536.0))
            ->capture_default_str();
-       return [a] { return run_bench(*a); };
+       sub.add_option("--peer", a->peer,
+                      "side by side with llama.cpp: llama-bench=PATH (a llama-bench you built). Each repetition runs "
+                      "cibench, then the peer once (-r 1 -mmp 0, the same threads, prompt, decode steps and KV cache "
+                      "type) on a GGUF of the same weights in the paired ggml type (f32 ~ F32, bf16 ~ BF16, int8/w8a8/"
+                      "w8a7 ~ Q8_0, int4 ~ Q4_0); both measure llama-bench's tests: prefill of --prompt tokens and "
+                      "--decode single-token steps, each from an empty cache");
+       sub.add_option("--peer-args", a->peer_args,
+                      "--peer: extra llama-bench arguments, appended as given (e.g. --peer-args=-fa --peer-args=1)")
+           ->allow_extra_args(false);
+       sub.add_option("--peer-gguf", a->peer_gguf,
+                      "--peer: TYPE=PATH, the GGUF the peer reads for that ggml type (F32, BF16, Q8_0, Q4_0) instead "
+                      "of one cibench exports from the model");
+       sub.add_option("--peer-dir", a->peer_dir,
+                      "--peer: directory of the GGUFs cibench exports for the peer (kept and reused, named by the "
+                      "model's content hash and type; default $TMPDIR/cibench-peer)");
+       CLI::App* app = &sub;
+       return [a, app] {
+         a->kv_given = app->get_option("--kv")->count() > 0;
+         return run_bench(*a);
+       };
      }}};
 
 }  // namespace cmd_bench

@@ -87,6 +87,28 @@ void print_command_rows(Store& st, int64_t id, const std::string& kind) {
   t.print(std::cout);
 }
 
+// `bench --peer` rows: cibench and the peer side by side, the ratios with their intervals.
+void print_peer_rows(Store& st, int64_t id) {
+  const auto v = st.query(
+      "SELECT label, peer_engine, peer_version, peer_type, prefill_tokens_per_s, peer_prefill_tokens_per_s, "
+      "peer_prefill_ratio, peer_prefill_ratio_lo, peer_prefill_ratio_hi, decode_tokens_per_s, "
+      "peer_decode_tokens_per_s, peer_decode_ratio, peer_decode_ratio_lo, peer_decode_ratio_hi, peer_command "
+      "FROM variants WHERE run_id = ? AND peer_engine IS NOT NULL ORDER BY variant_index",
+      {id});
+  if (v.rows.empty()) return;
+  auto interval = [](const std::vector<SqlValue>& row, size_t i) {
+    return num(row[i], 2) + "x [" + num(row[i + 1], 2) + ", " + num(row[i + 2], 2) + "]";
+  };
+  std::cout << "\nside by side with " << sql_to_string(v.rows[0][1]) << " (" << sql_to_string(v.rows[0][2])
+            << "), alternating repetitions; ratio = cibench / peer median, 95 % paired-bootstrap interval\n";
+  TextTable t({"variant", "peer type", "prefill tok/s", "peer", "ratio", "decode tok/s", "peer", "ratio"});
+  for (const auto& row : v.rows)
+    t.add({sql_to_string(row[0]), sql_to_string(row[3]), num(row[4], 1), num(row[5], 1), interval(row, 6),
+           num(row[9], 2), num(row[10], 2), interval(row, 11)});
+  t.print(std::cout);
+  std::cout << "peer command (first row): " << sql_to_string(v.rows[0][14]) << "\n";
+}
+
 // A vLLM-style serving summary of a generative run, one row per variant (per step): request and
 // output-token throughput, TTFT / TPOT / ITL / end-to-end mean, median and p99 with n (ITL's n is
 // its gaps), goodput and SLO attainment, requests in flight and queued. Only when some variant
@@ -319,6 +341,7 @@ RegisterCommand reg{Command{
         std::cout << "\n";
         if (f("kind") != "scenario") {
           print_command_rows(st, id, f("kind"));
+          if (f("kind") == "bench" && st.schema_version() >= 11) print_peer_rows(st, id);
           return 0;
         }
         const auto v = st.query(
