@@ -16,7 +16,11 @@ enum class ActType : uint8_t {
   f32,            // activations stay float
   int8_per_row,   // activations quantised per token (row) at run time to int8 + scale
   int8_per_block, // quantised per block of the row's block_size values: int8 + f32 scale per block
+  bf16,           // rounded to bf16 (round to nearest even): uint16 x round_up(k, 32), zero padded
 };
+const char* act_type_name(ActType a);
+
+struct ActVariant;
 
 // Matrix kernels of one format at one ISA. W is `rows` packed rows of `row_bytes` each.
 //   matvec: y[r - row_begin] = dot(W[r], x)            for r in [row_begin, row_end)
@@ -30,6 +34,21 @@ struct FormatKernels {
   // This level's activation quantiser, bit-identical to FormatRow::quantize_act (nullptr = use
   // that reference; see FormatRow::quantizer_at).
   void (*quantize)(const float* x, int64_t k, void* dst) = nullptr;
+  // Set when these kernels take their activations in another type than the row's `act` (the bf16
+  // row at avx512_vnni: activations rounded to bf16 for vdpbf16ps, in matvec and matmul alike, so
+  // prefill and decode compute the same arithmetic). `quantize`, when set, is then this level's
+  // conversion, bit-identical to the variant's.
+  const ActVariant* act_variant = nullptr;
+};
+
+// Activations some level's kernels take instead of their row's: the type, the bytes of a
+// converted row of k values, the reference conversion, and the generic kernels of the same
+// arithmetic on those activations (the twin the fast kernels are tested against).
+struct ActVariant {
+  ActType type;
+  size_t (*row_bytes)(int64_t k);
+  void (*convert)(const float* x, int64_t k, void* dst);
+  FormatKernels generic;
 };
 
 struct FormatRow {
@@ -62,9 +81,14 @@ struct FormatRow {
   const FormatKernels& kernels_at(Isa isa) const;
   // The level whose kernels actually run at `isa` (for provenance).
   Isa kernel_isa_at(Isa isa) const;
-  // The activation quantiser to use at `isa`: the highest level at or below it that has one of
-  // its own, else quantize_act (nullptr for f32-activation rows).
+  // The activation quantiser to use at `isa`: the conversion of the kernels' ActVariant when they
+  // have one (their level's own, else the variant's), else the highest level at or below `isa`
+  // with a quantiser of its own, else quantize_act (nullptr for f32-activation rows).
   void (*quantizer_at(Isa isa) const)(const float* x, int64_t k, void* dst);
+  // The activations the kernels at `isa` take, and the bytes of such a row of k values (0 for
+  // f32, which the kernels read in place).
+  ActType act_at(Isa isa) const;
+  size_t act_row_bytes_at(Isa isa, int64_t k) const;
 };
 
 const std::vector<FormatRow>& format_table();

@@ -79,11 +79,11 @@ void MatmulRunner::reserve(int64_t m, int64_t k) {
 const void* MatmulRunner::convert(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m,
                                   size_t* act_row_bytes) {
   const FormatRow& f = *w.format;
-  if (f.act == ActType::f32) {
+  const size_t rb = f.act_row_bytes_at(isa_, w.cols);
+  if (rb == 0) {  // f32 activations, read in place
     *act_row_bytes = static_cast<size_t>(ldx) * sizeof(float);
     return x;
   }
-  const size_t rb = f.act_row_bytes(w.cols);
   if (act_.size() < rb * m) reserve(m, w.cols);
   if (f.quantize_act_static && w.act_scale > 0.f) {
     for (int64_t i = 0; i < m; ++i)

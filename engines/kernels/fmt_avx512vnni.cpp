@@ -1,6 +1,7 @@
 // AVX-512 VNNI + AVX-512 BF16 kernels. This file alone is compiled with the AVX-512 flags plus
 // -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul) and the int4_gG_a8 matmuls (G = 32, 64,
-// 128) have kernels of their own here (vpdpbusd); every other row falls back to its AVX-512 kernels.
+// 128) have kernels of their own here (vpdpbusd), and so has bf16 (vdpbf16ps, on activations
+// rounded to bf16); every other row falls back to its AVX-512 kernels.
 // Dispatched only when cpuid reports the features; the twin tests (tests/unit/test_formats.cpp)
 // check every kernel here bit for bit against the generic ones on a host that has them (they ran
 // on an AMD Zen 5 class VM with AVX-512 VNNI) and skip the level elsewhere.
@@ -429,9 +430,224 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
   }
 }
 
+// ---- bf16 weights x bf16 activations: vdpbf16ps ------------------------------------------------
+// The activations arrive rounded to bf16 (actbf16 rows: bf16_act_variant, converted once per call
+// by the runner with bf16_convert below). vdpbf16ps multiplies 32 bf16 pairs into 16 f32 lanes,
+// each lane adding its two exact products to its accumulator: the generic twin's arithmetic
+// (dot_bf16_bf16) in another order of the f32 sums.
+// The weights are loaded with masks at the end of a row (no padding; masked loads do not fault);
+// the activation rows are zero padded to 32 values.
+
+inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
+
+// f32_to_bf16 on 16 lanes, bit for bit (round to nearest even on the integer bits, NaN quieted;
+// vcvtne2ps2bf16 would flush subnormals to zero, which the reference does not).
+inline __m256i bf16_from_f32x16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  const __m512i q = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(q, 16));
+}
+
+void bf16_convert(const float* x, int64_t k, void* dst) {
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  const int64_t kp = round_up(k, 32);
+  for (int64_t i = 0; i < kp; i += 16) {
+    const __mmask16 mk = i + 16 <= k ? static_cast<__mmask16>(0xffff)
+                                     : static_cast<__mmask16>(i < k ? (1u << (k - i)) - 1u : 0u);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 2 * i), bf16_from_f32x16(_mm512_maskz_loadu_ps(mk, x + i)));
+  }
+}
+
+inline __mmask32 bf16_mask(int64_t c, int64_t k) {
+  return c + 32 <= k ? ~__mmask32{0} : static_cast<__mmask32>((1u << (k - c)) - 1u);
+}
+
+// matvec: NR rows share every activation load; the next NR rows (adjacent) are prefetched at the
+// pace these are read, as in the f32-activation kernels (fmt_dense.inc).
+template <int NR>
+inline void bf16dp_rows(const uint8_t* const* rows, const uint8_t* next, int64_t k, const uint8_t* x,
+                        float* y) {
+  __m512 acc[NR][2];
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  int64_t c = 0;
+  for (; c + 64 <= k; c += 64) {
+    prefetch_span(next + NR * 2 * c, NR * 128);
+    const __m512bh x0 = as_bh(_mm512_loadu_si512(x + 2 * c)), x1 = as_bh(_mm512_loadu_si512(x + 2 * c + 64));
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r) {
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], as_bh(_mm512_loadu_si512(rows[r] + 2 * c)), x0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], as_bh(_mm512_loadu_si512(rows[r] + 2 * c + 64)), x1);
+    }
+  }
+  for (; c < k; c += 32) {
+    const __mmask32 mk = bf16_mask(c, k);
+    const __m512bh xv = as_bh(_mm512_loadu_si512(x + 2 * c));
+#pragma GCC unroll 4
+    for (int r = 0; r < NR; ++r)
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], as_bh(_mm512_maskz_loadu_epi16(mk, rows[r] + 2 * c)), xv);
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < NR; ++r) y[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+}
+
+void bf16dp_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, float* y,
+                   int64_t row_begin, int64_t row_end) {
+  const uint8_t* x = static_cast<const uint8_t*>(xv);
+  int64_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) {
+    const uint8_t* rows[4] = {w + r * row_bytes, w + (r + 1) * row_bytes, w + (r + 2) * row_bytes,
+                              w + (r + 3) * row_bytes};
+    bf16dp_rows<4>(rows, rows[0] + 4 * row_bytes, k, x, y + (r - row_begin));
+  }
+  for (; r < row_end; ++r) {
+    const uint8_t* rows[1] = {w + r * row_bytes};
+    bf16dp_rows<1>(rows, rows[0] + row_bytes, k, x, y + (r - row_begin));
+  }
+}
+
+// matmul (prefill): tiles of MR tokens x NR weight rows, MR x NR 512-bit accumulators (4 x 4: 16
+// of the 32 registers, enough independent chains to cover the latency of two vdpbf16ps a cycle),
+// each 32-column step loading NR weight vectors and MR activation vectors. K is cut in chunks
+// whose activations (m tokens x kc bf16) stay in L2 while every group of NR rows passes over
+// them; a group's rows stay in L1 across its token tiles, and the first tile of a group
+// prefetches the next group's chunk at the pace it reads its own. Partial sums over chunks
+// accumulate in Y.
+constexpr int kBfMr = 4, kBfNr = 4;
+constexpr int64_t kBfActChunkBytes = 512 * 1024;  // m x kc bf16 activations per chunk
+
+// out[q] = the sum of the 16 lanes of a[q], q < 16 (a transposing tree: 15 adds, 30 shuffles).
+inline __m512 reduce16(const __m512* a) {
+  __m512 b[8], c[4];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j)
+    b[j] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * j], a[2 * j + 1]), _mm512_unpackhi_ps(a[2 * j], a[2 * j + 1]));
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m512d lo = _mm512_unpacklo_pd(_mm512_castps_pd(b[2 * j]), _mm512_castps_pd(b[2 * j + 1]));
+    const __m512d hi = _mm512_unpackhi_pd(_mm512_castps_pd(b[2 * j]), _mm512_castps_pd(b[2 * j + 1]));
+    c[j] = _mm512_add_ps(_mm512_castpd_ps(lo), _mm512_castpd_ps(hi));
+  }
+  // c[j], 128-bit lane L, element p: lane L's part of the sum of a[4 j + p]
+  const __m512 d0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 d1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d0, d1, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(d0, d1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+template <int MR, int NR, bool Masked>
+inline void bf16dp_step(__m512 (&acc)[MR][NR], const uint8_t* const* rows, const uint8_t* x,
+                        size_t xrb, int64_t c, __mmask32 mk) {
+  __m512bh wv[NR];
+#pragma GCC unroll 4
+  for (int t = 0; t < NR; ++t)
+    wv[t] = as_bh(Masked ? _mm512_maskz_loadu_epi16(mk, rows[t] + 2 * c) : _mm512_loadu_si512(rows[t] + 2 * c));
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i) {
+    const __m512bh a = as_bh(_mm512_loadu_si512(x + i * xrb + 2 * c));
+#pragma GCC unroll 4
+    for (int t = 0; t < NR; ++t) acc[i][t] = _mm512_dpbf16_ps(acc[i][t], wv[t], a);
+  }
+}
+
+// Y[i, t] (+)= dot over columns [c0, c1) of token i < MR and row t < NR.
+template <int MR, int NR, bool Prefetch>
+inline void bf16dp_tile(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes, int64_t c0,
+                        int64_t c1, int64_t k, const uint8_t* x, size_t xrb, float* y, int64_t ldy,
+                        bool accumulate) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 4
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int t = 0; t < NR; ++t) acc[i][t] = _mm512_setzero_ps();
+  const int64_t full = c1 < k ? c1 : c0 + (k - c0) / 32 * 32;  // unmasked steps end here
+  int64_t c = c0;
+  for (; c < full; c += 32) {
+    if constexpr (Prefetch)
+      for (int t = 0; t < NR; ++t) prefetch_span(next + t * row_bytes + 2 * c, 64);
+    bf16dp_step<MR, NR, false>(acc, rows, x, xrb, c, 0);
+  }
+  if (c < c1) bf16dp_step<MR, NR, true>(acc, rows, x, xrb, c, bf16_mask(c, k));
+  if constexpr (MR == 4 && NR == 4) {
+    const __m512 s = reduce16(&acc[0][0]);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      __m128 v = _mm512_extractf32x4_ps(s, i);
+      float* out = y + i * ldy;
+      if (accumulate) v = _mm_add_ps(_mm_loadu_ps(out), v);
+      _mm_storeu_ps(out, v);
+    }
+  } else {
+    for (int i = 0; i < MR; ++i)
+      for (int t = 0; t < NR; ++t) {
+        const float v = _mm512_reduce_add_ps(acc[i][t]);
+        float& out = y[i * ldy + t];
+        out = accumulate ? out + v : v;
+      }
+  }
+}
+
+template <int NR>
+inline void bf16dp_group(const uint8_t* const* rows, const uint8_t* next, size_t row_bytes, int64_t c0,
+                         int64_t c1, int64_t k, const uint8_t* x, size_t xrb, int64_t m, float* y,
+                         int64_t ldy, bool accumulate) {
+  int64_t i = 0;
+  for (; i + kBfMr <= m; i += kBfMr) {
+    const uint8_t* xi = x + i * xrb;
+    float* yi = y + i * ldy;
+    if (i == 0)
+      bf16dp_tile<kBfMr, NR, true>(rows, next, row_bytes, c0, c1, k, xi, xrb, yi, ldy, accumulate);
+    else
+      bf16dp_tile<kBfMr, NR, false>(rows, next, row_bytes, c0, c1, k, xi, xrb, yi, ldy, accumulate);
+  }
+  const uint8_t* xi = x + i * xrb;
+  float* yi = y + i * ldy;
+  switch (m - i) {
+    case 3: bf16dp_tile<3, NR, false>(rows, next, row_bytes, c0, c1, k, xi, xrb, yi, ldy, accumulate); break;
+    case 2: bf16dp_tile<2, NR, false>(rows, next, row_bytes, c0, c1, k, xi, xrb, yi, ldy, accumulate); break;
+    case 1: bf16dp_tile<1, NR, false>(rows, next, row_bytes, c0, c1, k, xi, xrb, yi, ldy, accumulate); break;
+    default: break;
+  }
+}
+
+void bf16dp_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t x_row_bytes,
+                   int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const uint8_t* x = static_cast<const uint8_t*>(xv);
+  int64_t kc = kBfActChunkBytes / (2 * m) / 32 * 32;
+  if (kc < 256) kc = 256;
+  for (int64_t c0 = 0; c0 < k; c0 += kc) {
+    const int64_t c1 = k - c0 < kc ? k : c0 + kc;
+    const bool accumulate = c0 > 0;
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += kBfNr) {
+      const int nr = static_cast<int>(row_end - r0 < kBfNr ? row_end - r0 : kBfNr);
+      const uint8_t* rows[kBfNr];
+      for (int t = 0; t < kBfNr; ++t) rows[t] = w + (r0 + (t < nr ? t : nr - 1)) * row_bytes;
+      const uint8_t* next = w + (r0 + kBfNr) * row_bytes;
+      float* yr = y + r0;
+      switch (nr) {
+        case 4: bf16dp_group<4>(rows, next, row_bytes, c0, c1, k, x, x_row_bytes, m, yr, ldy, accumulate); break;
+        case 3: bf16dp_group<3>(rows, next, row_bytes, c0, c1, k, x, x_row_bytes, m, yr, ldy, accumulate); break;
+        case 2: bf16dp_group<2>(rows, next, row_bytes, c0, c1, k, x, x_row_bytes, m, yr, ldy, accumulate); break;
+        default: bf16dp_group<1>(rows, next, row_bytes, c0, c1, k, x, x_row_bytes, m, yr, ldy, accumulate); break;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 FormatKernels kernels_avx512vnni(const Spec& s) {
+  if (s.kind == Kind::bf16) {
+    FormatKernels f{bf16dp_matvec, bf16dp_matmul, bf16_convert};
+    f.act_variant = &bf16_act_variant();
+    return f;
+  }
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni};
   if (s.kind == Kind::int4_a8) {
     FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmuls above

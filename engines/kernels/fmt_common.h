@@ -33,6 +33,12 @@
 // Activations for int8 dot products (w8a8): [f32 scale][28 bytes pad][int8 x round_up(K, 32)],
 // quantised per row (token) symmetric to [-127, 127], zero padded.
 //
+// Activations rounded to bf16 (the bf16 row's kernels at avx512_vnni): uint16 x round_up(K, 32),
+// each f32_to_bf16(x) (round to nearest even), zero padded. A product of two bf16 values is exact
+// in f32 (8 x 8 significant bits), so a dot product of such rows differs between twins only in
+// the order of its f32 sums. (vdpbf16ps also treats subnormal inputs as zero and flushes
+// subnormal results: differences below 2^-126 per term, far inside that order's bound.)
+//
 // Activations of w8a7: [f32 scale][i32 zero point z][24 bytes pad][uint8 x round_up(K, 32)],
 // quantised per row (token) asymmetric to 7 bits: scale = (max(x, 0) - min(x, 0)) / 127,
 // q = clamp(round(x / scale) + z, 0, 127), z = clamp(round(-min / scale), 0, 127); padding 0.
@@ -203,6 +209,11 @@ inline int64_t actb_header(int64_t k, int64_t g) { return round_up(8 * actb_bloc
 inline size_t actb_row_bytes(int64_t k, int64_t g) {
   return static_cast<size_t>(actb_header(k, g) + round_up(k, 32));
 }
+
+// ---- bf16 activation rows --------------------------------------------------------------------
+inline size_t actbf16_row_bytes(int64_t k) { return static_cast<size_t>(2 * round_up(k, 32)); }
+// The reference conversion and the generic kernels on such rows (fmt_generic.cpp).
+const ActVariant& bf16_act_variant();
 
 // ---- per-ISA kernel getters: {nullptr, nullptr} when that level has nothing of its own -----
 FormatKernels kernels_generic(const Spec& s);

@@ -17,6 +17,24 @@ float dot_bf16(const uint8_t* row, int64_t k, const void* xv) {
   return s;
 }
 
+// bf16 weights x bf16 activations (actbf16 rows): every product exact in f32, summed in order.
+float dot_bf16_bf16(const uint8_t* row, int64_t k, const void* xv) {
+  const uint8_t* x = static_cast<const uint8_t*>(xv);
+  float s = 0.f;
+  for (int64_t i = 0; i < k; ++i) s += bf16_to_f32(load_u16(row + 2 * i)) * bf16_to_f32(load_u16(x + 2 * i));
+  return s;
+}
+
+void convert_bf16_act(const float* x, int64_t k, void* dst) {
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  int64_t i = 0;
+  for (; i < k; ++i) {
+    const uint16_t h = f32_to_bf16(x[i]);
+    std::memcpy(d + 2 * i, &h, 2);
+  }
+  std::memset(d + 2 * i, 0, static_cast<size_t>(2 * (round_up(k, 32) - k)));
+}
+
 float dot_int8(const uint8_t* row, int64_t k, const void* xv) {
   const float* x = static_cast<const float*>(xv);
   const int8_t* q = reinterpret_cast<const int8_t*>(row + 4);
@@ -175,6 +193,11 @@ FormatKernels int4_kernels(int group) {
 }
 
 }  // namespace
+
+const ActVariant& bf16_act_variant() {
+  static const ActVariant v{ActType::bf16, actbf16_row_bytes, convert_bf16_act, make<dot_bf16_bf16>()};
+  return v;
+}
 
 FormatKernels kernels_generic(const Spec& s) {
   switch (s.kind) {

@@ -494,7 +494,7 @@ FormatRow int4_a8_row(const char* name, const char* description) {
 
 void append_packed_rows(std::vector<FormatRow>& t) {
   {
-    FormatRow r = base_row("bf16", "bfloat16 (upper half of f32, round to nearest even), f32 activations",
+    FormatRow r = base_row("bf16", "bfloat16 (upper half of f32, round to nearest even); activations f32, rounded to bf16 at avx512_vnni (vdpbf16ps)",
                            Spec{Kind::bf16});
     r.block_size = 1;
     r.bytes_per_block = 2;

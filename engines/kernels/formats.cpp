@@ -73,9 +73,32 @@ Isa FormatRow::kernel_isa_at(Isa isa) const {
 }
 
 void (*FormatRow::quantizer_at(Isa isa) const)(const float*, int64_t, void*) {
+  const FormatKernels& k = kernels_at(isa);
+  if (k.act_variant) return k.quantize ? k.quantize : k.act_variant->convert;
   for (int i = static_cast<int>(isa); i > 0; --i)
     if (kernels[i].quantize) return kernels[i].quantize;
   return quantize_act;
+}
+
+ActType FormatRow::act_at(Isa isa) const {
+  const FormatKernels& k = kernels_at(isa);
+  return k.act_variant ? k.act_variant->type : act;
+}
+
+size_t FormatRow::act_row_bytes_at(Isa isa, int64_t k) const {
+  const FormatKernels& kern = kernels_at(isa);
+  if (kern.act_variant) return kern.act_variant->row_bytes(k);
+  return act == ActType::f32 ? 0 : act_row_bytes(k);
+}
+
+const char* act_type_name(ActType a) {
+  switch (a) {
+    case ActType::f32: return "f32";
+    case ActType::int8_per_row: return "int8";
+    case ActType::int8_per_block: return "int8";
+    case ActType::bf16: return "bf16";
+  }
+  return "unknown";
 }
 
 const std::vector<FormatRow>& format_table() {

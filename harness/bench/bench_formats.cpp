@@ -13,9 +13,16 @@
 // Every iteration uses the next of enough copies of the matrix to exceed 96 MB, so weights come
 // from DRAM as in decoding a real model, not from the 32 MB L3.
 //
+// The bf16 and f32 rows run matmul128 at the 1.1B-class shapes too (prefill of a TinyLlama-sized
+// model). Two probes give the scale: peak/clock (a chain of dependent integer adds, one per
+// cycle: counter GHz) and, where AVX-512 BF16 is usable, peak/vdpbf16ps (16 independent
+// accumulators in registers: counters G_per_s, instructions per second (over GHz: per cycle), and
+// GOPs at 64 operations, 32 multiply-adds, per instruction).
+//
 //   cibench-microbench --benchmark_format=json > formats.json        (everything)
 //   cibench-microbench --benchmark_filter='matvec/int8.*/avx2/4096x4096'
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
@@ -109,12 +116,43 @@ void bench(benchmark::State& st, const FormatRow* f, Isa isa, Shape s, double sp
               " copies=" + std::to_string(copies));
 }
 
+void peak_clock(benchmark::State& st) {
+  int64_t x = 0;
+  for (auto _ : st)
+    for (int i = 0; i < 1000; ++i)
+      __asm__ volatile("add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0" : "+r"(x));
+  st.counters["GHz"] = benchmark::Counter(4000.0 / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) void peak_vdpbf16ps(benchmark::State& st) {
+  __m512 acc[16];
+  for (auto& a : acc) a = _mm512_setzero_ps();
+  __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = a;
+  for (auto _ : st) {
+    for (int it = 0; it < 1000; ++it) {
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+      __asm__ volatile("" : "+v"(a));
+    }
+  }
+  alignas(64) float out[16];
+  for (auto& v : acc) {
+    _mm512_store_ps(out, v);  // (not _mm512_reduce_add_ps: GCC 12 warns inside it)
+    benchmark::DoNotOptimize(out[0]);
+  }
+  st.counters["GOPs"] = benchmark::Counter(16000.0 * 64 / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["G_per_s"] = benchmark::Counter(16000.0 / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 bool is_sparse(const std::string& n) {
   return n.find("_sparse") != std::string::npos || n.find("_bs") != std::string::npos ||
          n.find("_24") != std::string::npos;
 }
 
 void register_all() {
+  benchmark::RegisterBenchmark("peak/clock", peak_clock)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+  if (isa_supported(Isa::avx512_vnni))  // the level that has AVX-512 BF16
+    benchmark::RegisterBenchmark("peak/vdpbf16ps", peak_vdpbf16ps)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
   const std::vector<Shape> shapes = {{4096, 4096}, {768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
   const std::vector<Shape> decode_only = {
       {2048, 2048}, {256, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}};
@@ -137,7 +175,10 @@ void register_all() {
         for (Shape s : shapes)
           for (int64_t m : {int64_t{1}, kPrefillTokens}) runs.push_back({s, m});
         if (!is_sparse(name))
-          for (Shape s : decode_only) runs.push_back({s, 1});
+          for (Shape s : decode_only) {
+            runs.push_back({s, 1});
+            if (name == "bf16" || name == "f32") runs.push_back({s, kPrefillTokens});
+          }
         for (const auto& [s, m] : runs)
           for (int threads : {1, 2}) {
             if (threads == 2 && !(s.rows == 4096 && s.cols == 4096)) continue;

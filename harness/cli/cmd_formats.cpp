@@ -11,8 +11,6 @@
 namespace cibench::cli {
 namespace cmd_formats {
 
-const char* act_name(ActType a) { return a == ActType::f32 ? "f32" : "int8"; }
-
 int run_formats(bool json) {
   const Isa isa = active_isa();
   nlohmann::json rows = nlohmann::json::array();
@@ -27,13 +25,13 @@ int run_formats(bool json) {
                       {"block_size", f.block_size},
                       {"bytes_per_block", f.bytes_per_block},
                       {"bits_per_weight", f.bits_per_weight},
-                      {"activations", act_name(f.act)},
+                      {"activations", act_type_name(f.act_at(isa))},
                       {"kernel_isa", isa_name(f.kernel_isa_at(isa))},
                       {"description", f.description}});
     } else {
       std::printf("| %s | %lld | %zu | %.2f | %s | %s | %s |\n", f.name,
                   static_cast<long long>(f.block_size), f.bytes_per_block, f.bits_per_weight,
-                  act_name(f.act), isa_name(f.kernel_isa_at(isa)), f.description);
+                  act_type_name(f.act_at(isa)), isa_name(f.kernel_isa_at(isa)), f.description);
     }
   }
   if (json) std::cout << nlohmann::json{{"isa", isa_name(isa)}, {"formats", rows}}.dump(2) << "\n";

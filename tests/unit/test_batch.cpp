@@ -378,6 +378,9 @@ TEST(KvPool, PrefixCachePublishesFindsSharesAndEvictsLeastRecentlyReleased) {
 //    half-precision cache, a cached value the two orders put on either side of a rounding tie
 //    lands one half ulp apart (twice the at most half an ulp by which rounding moves it), so
 //    twice the whole cache's measured effect on the logits (f16_cache_effect) is added.
+//    Likewise for kernels that round their activations to bf16 (bf16 at avx512_vnni): an
+//    activation the two orders put on either side of a rounding tie lands one bf16 step apart,
+//    so twice the measured effect of that rounding on the logits (bf16_act_effect) is added.
 
 struct Plan {
   int prompt, generate, join;  // prompt tokens, greedy tokens, the step it arrives at
@@ -534,6 +537,33 @@ double f16_cache_effect(const LlamaModel& model, Isa isa, const std::vector<Trac
   return worst;
 }
 
+// How far rounding the activations to bf16 (the kernels of `model`'s format at `isa`) moves the
+// logits of these sequences: the largest difference between sessions at `isa` and at the highest
+// level below it whose kernels take f32 activations, teacher-forced as above.
+double bf16_act_effect(const LlamaModel& model, Isa isa, const std::vector<Trace>& ref) {
+  const FormatRow& f = *model.layers[0].wq.format;
+  Isa below = Isa::generic;
+  for (Isa l : supported_isas())
+    if (static_cast<int>(l) < static_cast<int>(isa) && f.act_at(l) == ActType::f32) below = l;
+  const int V = model.config.vocab_size;
+  double worst = 0;
+  for (size_t i = 0; i < kPlans.size(); ++i) {
+    std::vector<int> toks = prompt_of(i, kPlans[i].prompt, V);
+    toks.insert(toks.end(), ref[i].tokens.begin(), ref[i].tokens.end() - 1);
+    const int n = static_cast<int>(toks.size());
+    std::vector<float> a(static_cast<size_t>(n) * V), b(a.size());
+    SessionOptions so;
+    so.isa = static_cast<int>(isa);
+    LlamaSession sb(model, so);
+    so.isa = static_cast<int>(below);
+    LlamaSession sf(model, so);
+    sb.forward_all(toks.data(), n, a.data());
+    sf.forward_all(toks.data(), n, b.data());
+    for (size_t j = 0; j < a.size(); ++j) worst = std::max(worst, std::fabs(static_cast<double>(a[j]) - b[j]));
+  }
+  return worst;
+}
+
 struct BatchCase {
   std::string model;  // stories260K / stories5M
   Isa isa;
@@ -605,6 +635,12 @@ TEST_P(BatchedDecode, TokensOfSeparateSessionsAndLogitsIdenticalOrWithinRounding
         const double effect = f16_cache_effect(model, c.isa, ref);
         bound += 2.0 * effect;
         std::printf("[ %s %s %s ] half cache's effect on the logits %.3g\n", c.model.c_str(),
+                    isa_name(c.isa), v.format.c_str(), effect);
+      }
+      if (format_by_name(v.format).act_at(c.isa) == ActType::bf16) {
+        const double effect = bf16_act_effect(model, c.isa, ref);
+        bound += 2.0 * effect;
+        std::printf("[ %s %s %s ] bf16 activations' effect on the logits %.3g\n", c.model.c_str(),
                     isa_name(c.isa), v.format.c_str(), effect);
       }
       EXPECT_LE(worst, bound);

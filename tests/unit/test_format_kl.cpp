@@ -38,7 +38,8 @@ double mean_kl(const std::vector<float>& ref, const std::vector<float>& got, int
 
 // Upper bounds on mean KL (nats/token) per format family, about 2-5x above what this model
 // measures (run with --gtest_filter=FormatKl* to print them: bf16 4e-5, int8 5e-4, w8a8 1.6e-3,
-// int4 0.09-0.15). The ordering bf16 << int8 < int4 is asserted separately. Sparse formats at
+// int4 0.09-0.15; bf16 6e-5 where its kernels round the activations to bf16 too). The ordering
+// bf16 << int8 < int4 is asserted separately. Sparse formats at
 // sparsity 0 keep every weight, so they equal their dense twins -- except int8_24, which is 2:4
 // semi-structured by construction (half the weights go), a loss this 260K-parameter model does
 // not survive (about 3.6 nats): its bound only says it runs and stays finite.
@@ -92,7 +93,12 @@ TEST_P(FormatKl, EveryFormatRunsWithinItsBoundOnStories260K) {
     RecordProperty(std::string("kl_") + f.name, std::to_string(kl[f.name]));
     EXPECT_LE(kl[f.name], kl_bound(f.name)) << f.name << " mean KL " << kl[f.name];
   }
-  EXPECT_LT(kl["bf16"] * 10, kl["int8"]);
+  // KL grows with the power of the perturbation. int8's step max|w| / 127 (max ~3.3 sigma) has RMS
+  // 0.0075 sigma; bf16's half step of 8 significant bits, 2^-9 to 2^-8 of |w|, about 0.0017 sigma:
+  // ~19x less power on the weights, ~10x where the activations are rounded to bf16 as well (the
+  // same relative error on the other factor of every product). Half that must show.
+  const bool bf16_acts = format_by_name("bf16").act_at(GetParam()) == ActType::bf16;
+  EXPECT_LT(kl["bf16"] * (bf16_acts ? 5 : 10), kl["int8"]);
   EXPECT_LT(kl["int8"], kl["int4_g32"]);
   EXPECT_LT(kl["int4_g32"], kl["int4_g128"]);
   // Nothing pruned: the same weights (summed in another order).

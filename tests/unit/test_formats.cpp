@@ -20,6 +20,7 @@
 #include "engines/core/matrix.h"
 #include "engines/core/thread_pool.h"
 #include "engines/core/prune.h"
+#include "engines/kernels/fmt_common.h"
 
 namespace cibench {
 namespace {
@@ -46,7 +47,7 @@ void prune_for(const FormatRow& f, std::vector<float>& w, int64_t rows, int64_t 
 
 // Relative RMS error bound of pack -> unpack on N(0, 1) rows, per format:
 //   f32, f32_sparse  exact.
-//   bf16   8 significant bits, round to nearest: |e| <= 2^-9 |w| per weight, so RMS <= 2^-9;
+//   bf16   8 significant bits, round to nearest: |e| <= 2^-8 |w| per weight, so RMS <= 2^-8;
 //          bound 2^-8.
 //   int8 family  symmetric per row, step = max|w| / 127; uniform rounding error has RMS
 //          step / sqrt(12) = max|w| / 440; the largest of <= 1000 normals is ~3.3 sigma -> 0.75 %;
@@ -164,6 +165,26 @@ struct Acts {
   std::vector<float> dequantised;  // what the kernels effectively multiply with
 };
 
+// Activations as `variant` takes them (bf16 rows from its reference conversion).
+Acts make_variant_acts(const ActVariant& variant, const std::vector<float>& x, int64_t m, int64_t k) {
+  Acts a;
+  a.row_bytes = variant.row_bytes(k);
+  a.bytes.assign(a.row_bytes * m + 64, 0xcd);
+  a.dequantised.resize(m * k);
+  EXPECT_EQ(variant.type, ActType::bf16);
+  for (int64_t i = 0; i < m; ++i) {
+    uint8_t* dst = a.bytes.data() + i * a.row_bytes;
+    variant.convert(x.data() + i * k, k, dst);
+    for (int64_t c = 0; c < k; ++c) {
+      uint16_t h;
+      std::memcpy(&h, dst + 2 * c, 2);
+      a.dequantised[i * k + c] = fmt::bf16_to_f32(h);
+    }
+    for (size_t c = 2 * k; c < a.row_bytes; ++c) EXPECT_EQ(dst[c], 0) << "padding";
+  }
+  return a;
+}
+
 Acts make_acts(const FormatRow& f, const std::vector<float>& x, int64_t m, int64_t k) {
   Acts a;
   if (f.act == ActType::f32) {
@@ -235,7 +256,10 @@ float tol(const float* w, const float* x, int64_t k) {
   return static_cast<float>(4 * 6e-8 * double(k + 8) * (s + 2 * mw * sx) + 1e-6);
 }
 
-bool exact_twins(const FormatRow& f) { return f.act != ActType::f32; }  // int32 accumulation
+// int32 accumulation; f32 sums (f32 or bf16 activations) agree up to their order.
+bool exact_twins(const FormatRow& f, Isa isa) {
+  return f.act_at(isa) != ActType::f32 && f.act_at(isa) != ActType::bf16;
+}
 
 class FormatTwin : public ::testing::TestWithParam<Isa> {
  protected:
@@ -247,17 +271,29 @@ void check_twins(const FormatRow& f, Isa isa, int64_t rows, int64_t k, std::mt19
   prune_for(f, w, rows, k);
   Packed p = pack_rows(f, w, rows, k);
   const FormatKernels& fast = f.kernels_at(isa);
-  const FormatKernels& ref = f.kernels[0];
+  // Kernels that take activations of their own are compared with the generic kernels of the
+  // same arithmetic on those activations.
+  const ActVariant* variant = fast.act_variant;
+  const FormatKernels& ref = variant ? variant->generic : f.kernels[0];
+  const bool exact = exact_twins(f, isa);
   for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17}) {  // tiles of 4 and 8 tokens and every remainder
     auto x = gauss(m * k, rng);
-    Acts a = make_acts(f, x, m, k);
+    Acts a = variant ? make_variant_acts(*variant, x, m, k) : make_acts(f, x, m, k);
+    if (variant) {  // the level's own conversion, bit for bit
+      std::vector<uint8_t> mine(a.row_bytes, 0xcd);
+      for (int64_t i = 0; i < m; ++i) {
+        f.quantizer_at(isa)(x.data() + i * k, k, mine.data());
+        ASSERT_EQ(0, std::memcmp(mine.data(), a.bytes.data() + i * a.row_bytes, a.row_bytes))
+            << "activation row " << i << " k=" << k;
+      }
+    }
     // matvec on the first activation row, over a sub-range of rows too
     for (int64_t rb : {int64_t{0}, rows / 2}) {
       std::vector<float> y0(rows, -1.f), y1(rows, -1.f);
       ref.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y0.data(), rb, rows);
       fast.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y1.data(), rb, rows);
       for (int64_t r = rb; r < rows; ++r) {
-        if (exact_twins(f))
+        if (exact)
           ASSERT_EQ(y0[r - rb], y1[r - rb]) << "matvec k=" << k << " rows=" << rows << " r=" << r;
         else
           ASSERT_NEAR(y0[r - rb], y1[r - rb], tol(&p.unpacked[r * k], a.dequantised.data(), k))
@@ -272,7 +308,7 @@ void check_twins(const FormatRow& f, Isa isa, int64_t rows, int64_t k, std::mt19
     fast.matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y1.data(), ldy, 0, rows);
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t r = 0; r < rows; ++r) {
-        if (exact_twins(f))
+        if (exact)
           ASSERT_EQ(y0[i * ldy + r], y1[i * ldy + r]) << "matmul m=" << m << " k=" << k;
         else
           ASSERT_NEAR(y0[i * ldy + r], y1[i * ldy + r],
@@ -318,6 +354,120 @@ TEST(Formats, GenericKernelsEqualUnpackPlusF32Math) {
           for (int64_t c = 0; c < k; ++c) s += double(p.unpacked[r * k + c]) * a.dequantised[i * k + c];
           ASSERT_NEAR(y[i * rows + r], s, tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
               << "k=" << k << " i=" << i << " r=" << r;
+        }
+    }
+  }
+}
+
+// The generic kernels of every activation variant (bf16 activations) against unpack + f32 math
+// on the activations the variant makes.
+TEST(Formats, VariantGenericKernelsEqualUnpackPlusF32Math) {
+  std::mt19937 rng(32);
+  int variants = 0;
+  for (const FormatRow& f : format_table())
+    for (int l = 0; l < kIsaCount; ++l) {
+      const ActVariant* v = f.kernels[l].act_variant;
+      if (!v) continue;
+      ++variants;
+      SCOPED_TRACE(std::string(f.name) + " at " + isa_name(static_cast<Isa>(l)));
+      for (int64_t k : {1, 7, 64, 172}) {
+        const int64_t rows = 9, m = 3;
+        auto w = gauss(rows * k, rng);
+        Packed p = pack_rows(f, w, rows, k);
+        auto x = gauss(m * k, rng);
+        Acts a = make_variant_acts(*v, x, m, k);
+        std::vector<float> y(m * rows), yv(rows);
+        v->generic.matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y.data(), rows, 0, rows);
+        v->generic.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), yv.data(), 0, rows);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t r = 0; r < rows; ++r) {
+            double s = 0;
+            for (int64_t c = 0; c < k; ++c) s += double(p.unpacked[r * k + c]) * a.dequantised[i * k + c];
+            ASSERT_NEAR(y[i * rows + r], s, tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
+                << "k=" << k << " i=" << i << " r=" << r;
+            if (i == 0) ASSERT_EQ(yv[r], y[r]) << "matvec and matmul of the generic twin";
+          }
+      }
+    }
+  EXPECT_GE(variants, 1) << "bf16 at avx512_vnni takes bf16 activations";
+}
+
+// The conversion to bf16 activations, at the reference and at every level that has one of its
+// own: round to nearest even (ties to even), NaN kept NaN, infinities and subnormals kept, padding
+// zero; every value within half a bf16 step of its input (8 significant bits: 2^-8 relative).
+TEST(Formats, Bf16ActivationsRoundToNearestEven) {
+  const FormatRow& f = format_by_name("bf16");
+  const float tie_down = 1.f + 0x1p-8f, tie_up = 1.f + 3 * 0x1p-8f;  // halfway cases
+  std::vector<float> x = {0.f, -0.f, 1.f, tie_down, tie_up, -tie_down, 1.f + 0x1p-8f + 0x1p-20f,
+                          3.4e38f, -3.4e38f, INFINITY, -INFINITY, NAN, 1e-40f, -3e-39f, 1.17549435e-38f,
+                          65504.f, 0.1f, -2.5f};
+  std::mt19937 rng(33);
+  auto g = gauss(77, rng);
+  x.insert(x.end(), g.begin(), g.end());  // k = 95: a ragged last block of 32
+  const int64_t k = static_cast<int64_t>(x.size());
+  std::vector<const ActVariant*> seen;
+  for (int l = 0; l < kIsaCount; ++l)
+    if (f.kernels[l].act_variant) seen.push_back(f.kernels[l].act_variant);
+  ASSERT_FALSE(seen.empty());
+  const ActVariant& v = *seen.front();
+  ASSERT_EQ(v.row_bytes(k), 2u * 96);
+  std::vector<uint8_t> ref(v.row_bytes(k), 0xcd);
+  v.convert(x.data(), k, ref.data());
+  auto at = [&](const std::vector<uint8_t>& b, int64_t i) {
+    uint16_t h;
+    std::memcpy(&h, b.data() + 2 * i, 2);
+    return h;
+  };
+  EXPECT_EQ(at(ref, 3), 0x3f80) << "1 + 2^-8 is halfway: to the even 1";
+  EXPECT_EQ(at(ref, 4), 0x3f82) << "1 + 3 2^-8 is halfway: to the even 1 + 2^-6";
+  EXPECT_EQ(at(ref, 5), 0xbf80);
+  EXPECT_EQ(at(ref, 6), 0x3f81) << "just above halfway rounds up";
+  EXPECT_EQ(at(ref, 9), 0x7f80);
+  EXPECT_EQ(at(ref, 10), 0xff80);
+  EXPECT_TRUE(std::isnan(fmt::bf16_to_f32(at(ref, 11))));
+  EXPECT_NE(at(ref, 12), 0) << "a subnormal input is rounded, not flushed";
+  for (int64_t i = 0; i < k; ++i) {
+    if (!std::isfinite(x[i]) || std::fabs(x[i]) > 3e38f) continue;
+    const double b = fmt::bf16_to_f32(at(ref, i));
+    EXPECT_LE(std::fabs(b - x[i]), std::max(std::fabs(double(x[i])) * 0x1p-8, 0x1p-134)) << "i=" << i;
+  }
+  for (size_t c = 2 * k; c < ref.size(); ++c) EXPECT_EQ(ref[c], 0) << "padding";
+  for (Isa isa : supported_isas()) {
+    if (f.act_at(isa) != ActType::bf16) continue;
+    SCOPED_TRACE(isa_name(isa));
+    std::vector<uint8_t> mine(ref.size(), 0xcd);
+    f.quantizer_at(isa)(x.data(), k, mine.data());
+    EXPECT_EQ(mine, ref);
+  }
+}
+
+// bf16 with bf16 activations against bf16 with f32 activations (the generic kernels), i.e. the
+// error the activation rounding adds: each activation moves by at most 2^-8 of itself (half a
+// step of 8 significant bits), so per output |y_bf16 - y_f32| <= 2^-8 sum |w x| (+ the two
+// orders' f32 rounding, tol each).
+TEST(Formats, Bf16ActivationErrorWithinBound) {
+  const FormatRow& f = format_by_name("bf16");
+  std::mt19937 rng(34);
+  for (Isa isa : supported_isas()) {
+    const FormatKernels& kern = f.kernels_at(isa);
+    if (!kern.act_variant) continue;
+    SCOPED_TRACE(isa_name(isa));
+    for (int64_t k : {172, 1000}) {
+      const int64_t rows = 24, m = 5;
+      auto w = gauss(rows * k, rng);
+      Packed p = pack_rows(f, w, rows, k);
+      auto x = gauss(m * k, rng);
+      Acts a = make_variant_acts(*kern.act_variant, x, m, k);
+      Acts af = make_acts(f, x, m, k);
+      std::vector<float> yb(m * rows), yf(m * rows);
+      kern.matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, yb.data(), rows, 0, rows);
+      f.kernels[0].matmul(p.bytes.data(), p.row_bytes, k, af.bytes.data(), af.row_bytes, m, yf.data(), rows, 0, rows);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t r = 0; r < rows; ++r) {
+          double s = 0;
+          for (int64_t c = 0; c < k; ++c) s += std::fabs(double(p.unpacked[r * k + c]) * x[i * k + c]);
+          const double bound = 0x1p-8 * s + 2 * tol(&p.unpacked[r * k], &x[i * k], k);
+          ASSERT_LE(std::fabs(double(yb[i * rows + r]) - yf[i * rows + r]), bound) << "k=" << k << " i=" << i << " r=" << r;
         }
     }
   }
@@ -686,9 +836,11 @@ TEST(Formats, MatmulRunnerEveryFormatAtOneAndTwoThreads) {
     WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
     std::vector<float> unpacked(rows * cols);
     unpack_matrix(wm, unpacked.data());
-    Acts a = make_acts(f, x, m, cols);
+    const Acts af = make_acts(f, x, m, cols);
     for (Isa isa : supported_isas())
       for (int threads : {1, 2}) {
+        const ActVariant* variant = f.kernels_at(isa).act_variant;
+        const Acts a = variant ? make_variant_acts(*variant, x, m, cols) : af;
         ThreadPool pool(threads);
         MatmulRunner run(pool, isa);
         run.reserve(m, cols);

@@ -14,6 +14,8 @@
 
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
+#include "engines/core/format.h"
+#include "engines/kernels/fmt_common.h"
 #include "engines/kernels/kernels.h"
 #include "engines/models/llama.h"
 #include "engines/models/llama_reference.h"
@@ -250,6 +252,101 @@ TEST_P(LlamaAtIsa, FastPathsAsAccurateAsTheFp32ReferenceOnASyntheticModel) {
   std::vector<int> toks = {1};
   for (int i = 1; i < 20; ++i) toks.push_back((toks.back() * 37 + 11) % 512);
   check_fast_paths(synthetic_llama_source("synthetic:stories260k@3"), toks);
+}
+
+// bf16 weights at each ISA level. Below avx512_vnni the kernels take f32 activations: the logits
+// are the FP32 reference's on the bf16-rounded weights, up to the order of the sums. At
+// avx512_vnni they take the activations rounded to bf16 too (vdpbf16ps), in prefill and decode
+// alike. The scale of the difference from f32 is then the weights' own rounding realised on these
+// tokens, D_w: the largest logit difference between the FP32 reference on the rounded weights and
+// on the originals. Rounding the activations moves every product by at most the same relative
+// amount (half a step of 8 significant bits) through its other factor, so its realised effect is
+// of the same size: the fast bf16 logits (one prefill, ragged chunks, one token at a time) must
+// stay within kOrderFactor x D_w of the f32 logits, plus the tolerance for the sums' orders.
+// Prefill and single steps compute the same arithmetic at a level; they agree within that bound as
+// well (an order difference can move an activation across a bf16 rounding boundary, one step of
+// 2^-7, so the order tolerance alone would not cover them).
+
+// The weights the bf16 format stores, rounded back to f32 (the norms and the embedding lookup stay
+// f32; a tied head becomes a rounded copy of the embeddings).
+LlamaSource bf16_rounded(const LlamaSource& src) {
+  LlamaSource r = src;
+  for (auto& [name, t] : r.tensors) {
+    if (name.find("norm") != std::string::npos || name == "tok_embeddings") continue;
+    auto read = t.read;
+    const int64_t cols = t.cols;
+    t.read = [read, cols](int64_t r0, int64_t n, float* dst) {
+      read(r0, n, dst);
+      for (int64_t i = 0; i < n * cols; ++i) dst[i] = fmt::bf16_to_f32(fmt::f32_to_bf16(dst[i]));
+    };
+  }
+  if (src.config.tied_output) {
+    r.config.tied_output = false;
+    TensorSource out = src.tensor("tok_embeddings");
+    auto read = out.read;
+    const int64_t cols = out.cols;
+    out.read = [read, cols](int64_t r0, int64_t n, float* dst) {
+      read(r0, n, dst);
+      for (int64_t i = 0; i < n * cols; ++i) dst[i] = fmt::bf16_to_f32(fmt::f32_to_bf16(dst[i]));
+    };
+    r.tensors["output"] = out;
+  }
+  return r;
+}
+
+TEST_P(LlamaAtIsa, Bf16LogitsWithinTheWeightRoundingScaleOfF32) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
+  const LlamaSource src = synthetic_llama_source("synthetic:stories260k@3");
+  std::vector<int> toks = {1};
+  for (int i = 1; i < 24; ++i) toks.push_back((toks.back() * 37 + 11) % 512);
+  const int n = static_cast<int>(toks.size());
+  const std::vector<double> ref = reference_logits<float>(src, toks);
+  const std::vector<double> ref_rounded = reference_logits<float>(bf16_rounded(src), toks);
+  const double d_w = max_abs_diff(ref_rounded, ref);
+  const double ref32_err = max_abs_diff(ref, reference_logits<double>(src, toks));
+  const double tol_order = 2 * tolerance_vs_exact(ref32_err, max_abs(ref));  // two fast paths' orders
+  const double tol = kOrderFactor * d_w + tol_order;
+  ASSERT_GT(d_w, 0.0);
+
+  LlamaBuildOptions o32, o16;
+  o16.format = "bf16";
+  const LlamaModel m32 = build_llama(src, o32), m16 = build_llama(src, o16);
+  const int V = m32.config.vocab_size;
+  SessionOptions so;
+  so.max_batch = n;
+  LlamaSession s32(m32, so), whole(m16, so);
+  ASSERT_EQ(whole.isa(), GetParam());
+  std::vector<float> f32(static_cast<size_t>(n) * V), prefill(f32.size()), chunks(f32.size());
+  s32.forward_all(toks.data(), n, f32.data());
+  whole.forward_all(toks.data(), n, prefill.data());
+  so.max_batch = 7;  // ragged chunks
+  LlamaSession chunked(m16, so);
+  chunked.forward_all(toks.data(), n, chunks.data());
+  std::vector<float> stepped;
+  chunked.reset();
+  for (int t : toks) {
+    const float* l = chunked.step(t);
+    stepped.insert(stepped.end(), l, l + V);
+  }
+  const ActType act = format_by_name("bf16").act_at(GetParam());
+  const double e_prefill = max_abs_diff(prefill, f32), e_chunks = max_abs_diff(chunks, f32);
+  const double e_steps = max_abs_diff(stepped, f32), e_pair = max_abs_diff(prefill, stepped);
+  const double e_ref = std::max(max_abs_diff(prefill, ref_rounded), max_abs_diff(stepped, ref_rounded));
+  std::printf("[ %s ] bf16 (activations %s): weights' rounding D_w %.3g, tolerance %.3g; |bf16 - f32| "
+              "prefill %.3g, chunks %.3g, steps %.3g; |prefill - steps| %.3g; |bf16 - reference on "
+              "the rounded weights| %.3g (order tolerance %.3g)\n",
+              isa_name(GetParam()), act_type_name(act), d_w, tol, e_prefill, e_chunks, e_steps,
+              e_pair, e_ref, tol_order);
+  EXPECT_LE(e_prefill, tol) << "one prefill of " << n << " tokens";
+  EXPECT_LE(e_chunks, tol) << "prefill in chunks of 7";
+  EXPECT_LE(e_steps, tol) << "one token at a time";
+  EXPECT_LE(e_pair, tol) << "prefill against single steps";
+  EXPECT_GT(e_prefill, 0.0) << "bf16 rounds: the logits cannot equal f32's";
+  if (act == ActType::f32) {
+    EXPECT_LE(e_ref, tol_order) << "f32 activations: the reference on the rounded weights";
+    EXPECT_LE(e_pair, tol_order) << "f32 activations: prefill and steps differ in order only";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, LlamaAtIsa, ::testing::ValuesIn(all_isas()), test::isa_param_name);
