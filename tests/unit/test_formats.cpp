@@ -328,12 +328,14 @@ TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
       std::vector<int64_t> ms;
     };
     const Shape shapes[] = {
-        {33, 1, {8, 13}},                       // one column
-        {17, 31, {12, 25}},                     // K below one 32-column pad
-        {31, 64, {11, 16, 24}},                 // one 64-byte step
-        {48, 100, {9, 36, 241}},                // ragged step; 241 = block of 240 + 1
-        {65, 1056, {12, 29}},                   // one chunk of 1024 + a ragged 32
-        {20, 2100, {13}},                       // three chunks
+        // tokens: every remainder modulo the tiles of 12 (w8a8, w8a7) and 6 (int4_gG_a8) from
+        // the GEMM thresholds (8 to 24 tokens) on, and a few tokens below them
+        {33, 1, {16, 25, 30}},                  // one column
+        {17, 31, {24, 27, 32}},                 // K below one 32-column pad
+        {31, 64, {8, 26, 35}},                  // one 64-byte step
+        {48, 100, {12, 29, 34, 241}},           // ragged step; 241 = a block of 240 + 1
+        {65, 1056, {28, 31}},                   // one chunk of 1024 + a ragged 32
+        {20, 2100, {33}},                       // three chunks
     };
     for (const Shape& sh : shapes) {
       auto w = gauss(sh.rows * sh.k, rng);
