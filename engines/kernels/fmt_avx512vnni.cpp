@@ -1,7 +1,9 @@
 // AVX-512 VNNI + AVX-512 BF16 kernels. This file alone is compiled with the AVX-512 flags plus
-// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul) and the int4_gG_a8 matmuls (G = 32, 64,
-// 128) have kernels of their own here (vpdpbusd), and so has bf16 (vdpbf16ps, on activations
-// rounded to bf16); every other row falls back to its AVX-512 kernels.
+// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul), the w8a7 matmul and the int4_gG_a8 matmuls
+// (G = 32, 64, 128) have kernels of their own here (vpdpbusd): for a few tokens, and for many
+// (prefill) a register-blocked GEMM over weight panels repacked per call; so has bf16
+// (vdpbf16ps, on activations rounded to bf16). Every other row falls back to its AVX-512
+// (w8a7: AVX2) kernels.
 // Dispatched only when cpuid reports the features; the twin tests (tests/unit/test_formats.cpp)
 // check every kernel here bit for bit against the generic ones on a host that has them (they ran
 // on an AMD Zen 5 class VM with AVX-512 VNNI) and skip the level elsewhere.
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "engines/kernels/fmt_common.h"
+#include "engines/kernels/half.h"
 
 namespace cibench {
 namespace fmt {
@@ -26,6 +29,269 @@ struct Dot64Vnni {
 };
 
 #include "engines/kernels/fmt_w8a8_512.inc"
+
+// ---- w8a8 / w8a7 prefill: a register-blocked vpdpbusd GEMM over repacked weight panels ---------
+// Per call, each panel of up to 32 adjacent weight rows is repacked (per 16 rows, a 16 x 16 dword
+// transpose per 64 columns) into the VNNI layout P[s][v] = 64 bytes holding rows 16 v .. 16 v + 15
+// x columns 4 s .. 4 s + 3 (row n's four bytes in int32 lane n), and every tile of up to
+// kGemmTokens tokens then walks it: per 4 columns, one 4-byte broadcast per token and one vpdpbusd
+// per (token, 16 rows), 16 outputs per accumulator and no horizontal sums. The repack reads each
+// row once per kGemmBlock tokens and costs about 1/32 of the multiply-adds of each token it serves,
+// so it pays from a few tokens on (kGemmMinTokens). K is taken kGemmKc columns at a time (a 32 KB
+// panel chunk, in L1 while the tiles walk it); between chunks a tile parks its int32 sums in a
+// stack buffer. The first tile of a chunk prefetches the rows of the next chunk or panel.
+//   w8a8: the weights are biased to unsigned in the repack (w + 128, an XOR), the activations are
+//         the signed operand; the bias comes off per output with the token's sum:
+//         sum((w + 128) a) - 128 sum(a) = sum(w a).
+//   w8a7: the 7-bit activations are the unsigned operand, the weights the signed one as stored;
+//         the zero point comes off per output: sum(q w) - z sum(w) (sum(w) in the row header).
+// Both are exact int32 (modulo 2^32 on the way, the true sum at the end), then the generic twin's
+// float expression float(s) * (scale_w * scale_x) in 16 lanes: bit-identical.
+// On one Zen 5 class core (tokens x rows x K = 128 x 768 x 768) it runs at ~410 G multiply-adds/s,
+// ~95 % of the measured vpdpbusd peak (two 512-bit vpdpbusd per cycle); see docs/formats.md.
+constexpr int kPanelVecs = 2;         // 16-row vectors per panel
+constexpr int64_t kPanelRows = 16 * kPanelVecs;
+constexpr int kGemmTokens = 12;       // tokens per register tile (12 x 2 accumulators)
+constexpr int64_t kGemmKc = 1024;     // columns per repacked chunk (a multiple of 64)
+constexpr int64_t kGemmBlock = 240;   // tokens per block (a multiple of kGemmTokens)
+// From how many tokens the GEMMs take over (below, the kernels for a few tokens read the rows from
+// memory faster: 2048 x 2048 matrices, one thread, crossovers measured at 12-16 tokens for w8a8,
+// below 8 for w8a7 against its AVX2 kernel, 16-24 for int4_gG_a8).
+constexpr int64_t kGemmMinTokens = 16;    // w8a8
+constexpr int64_t kGemmMinTokensA7 = 8;   // w8a7
+constexpr int64_t kGemmMinTokensQ4 = 24;  // int4_gG_a8
+static_assert(kGemmKc % 64 == 0 && kGemmBlock % kGemmTokens == 0, "chunk and block geometry");
+
+// Rows w[0 .. nr) (nr <= 16; missing rows read as 0) of a panel, columns [0, kc) (kc a multiple of
+// 32), into P[s * nv + v]; w8a8 (Bias) XORs every byte with 0x80.
+template <bool Bias>
+inline void repack16(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t kc, __m512i* P, int nv, int v) {
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t c = 0; c < kc; c += 64) {
+    const __mmask64 mk = w8a8_mask(c, kc);
+    __m512i r[16], a[16];
+#pragma GCC unroll 16
+    for (int n = 0; n < 16; ++n) {
+      r[n] = n < nr ? _mm512_maskz_loadu_epi8(mk, w + n * row_bytes + c) : _mm512_setzero_si512();
+      if constexpr (Bias) r[n] = _mm512_xor_si512(r[n], bias);
+    }
+    // 16 x 16 dword transpose. a[4g + e], 128-bit lane L: rows 4g .. 4g + 3 at dword 4L + e.
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const __m512i t0 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]), t1 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]);
+      const __m512i t2 = _mm512_unpacklo_epi32(r[4 * g + 2], r[4 * g + 3]);
+      const __m512i t3 = _mm512_unpackhi_epi32(r[4 * g + 2], r[4 * g + 3]);
+      a[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
+      a[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
+      a[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
+      a[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    const int64_t steps = (kc - c) / 4 < 16 ? (kc - c) / 4 : 16;
+    __m512i* out = P + (c / 4) * nv + v;
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; ++e) {  // gather lane L of a[e], a[4 + e], a[8 + e], a[12 + e]: dword 4L + e
+      const __m512i d0 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0x44), d1 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0xee);
+      const __m512i d2 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0x44);
+      const __m512i d3 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0xee);
+      const __m512i o[4] = {_mm512_shuffle_i32x4(d0, d2, 0x88), _mm512_shuffle_i32x4(d0, d2, 0xdd),
+                            _mm512_shuffle_i32x4(d1, d3, 0x88), _mm512_shuffle_i32x4(d1, d3, 0xdd)};
+#pragma GCC unroll 4
+      for (int L = 0; L < 4; ++L)
+        if (4 * L + e < steps) _mm512_store_si512(out + (4 * L + e) * nv, o[L]);
+    }
+  }
+}
+
+// One panel chunk as the tiles see it (lanes of rows that do not exist hold 0).
+struct PanelChunk {
+  const __m512i* P;          // repacked chunk, S steps of nv vectors
+  int64_t S;                 // steps of 4 columns
+  int64_t col;               // the chunk's first column
+  bool first, last;          // first / last chunk of K: start from 0 / finish the outputs
+  __m512 sw[kPanelVecs];     // weight scales
+  __m512i rsum[kPanelVecs];  // w8a7: sum of each row's int8 values
+  __mmask16 keep;            // valid lanes of the last vector
+  // Prefetch for the first tile: `pf_rows` rows of `pf_len` bytes from pf (stride row_bytes),
+  // pf_lines 64-byte lines per step.
+  const uint8_t* pf;
+  int64_t pf_rows, pf_len, pf_lines;
+  size_t row_bytes;
+};
+
+// acc += u (unsigned bytes) . s (signed bytes), four products per int32 lane. Written as inline asm
+// because with the intrinsic GCC 12 does not keep the accumulator in place: it copies each one to
+// a fresh register and stores it to the stack at every step (about half the speed).
+__attribute__((always_inline)) inline void dpbusd_asm(__m512i& acc, __m512i u, __m512i s) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+}
+
+// The exact int32 sums of 16 rows for one token, corrected, scaled and stored (lanes in `keep`).
+template <bool A7>
+inline void gemm_out(__m512i acc, int32_t corr, __m512i rsum, __m512 sw, __m512 sx, __mmask16 keep, float* y) {
+  const __m512i c = A7 ? _mm512_mullo_epi32(_mm512_set1_epi32(corr), rsum) : _mm512_set1_epi32(corr);
+  _mm512_mask_storeu_ps(y, keep, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc, c)), _mm512_mul_ps(sw, sx)));
+}
+
+// MR tokens x NV 16-row vectors over one chunk: start from 0 or from the parked sums part[i][32],
+// then park the sums again or (last chunk) correct, scale and store y[i * ldy + 16 v + lane].
+// `corr` holds per token 128 sum(a) (w8a8) or z (w8a7).
+// Not inlined, and one array per 16-row vector: inlined into its callers, or as one 2-D array, GCC
+// 12 kept the accumulators in memory.
+template <bool A7, int MR, int NV, bool Prefetch>
+__attribute__((noinline)) void gemm_tile(const PanelChunk& pc, const uint8_t* x, size_t xrb, const int32_t* corr,
+                                         int32_t* part, float* y, int64_t ldy) {
+  static_assert(NV == 1 || NV == 2, "one or two 16-row vectors");
+  __m512i acc0[MR], acc1[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    acc0[i] = pc.first ? _mm512_setzero_si512() : _mm512_load_si512(part + i * kPanelRows);
+    acc1[i] = pc.first ? _mm512_setzero_si512() : _mm512_load_si512(part + i * kPanelRows + 16);
+  }
+  const __m512i* P = pc.P;
+  const uint8_t* a = x + kActHeader + pc.col;
+  int64_t pr = 0, pcol = 0;  // prefetch position: row, byte within it
+  for (int64_t s = 0; s < pc.S; ++s) {
+    if constexpr (Prefetch) {
+      for (int64_t l = 0; l < pc.pf_lines && pr < pc.pf_rows; ++l) {
+        __builtin_prefetch(pc.pf + pr * pc.row_bytes + pcol, 0, 3);
+        if ((pcol += 64) >= pc.pf_len) pcol = 0, ++pr;
+      }
+    }
+    const __m512i w0 = _mm512_load_si512(P + s * NV);
+    const __m512i w1 = NV == 2 ? _mm512_load_si512(P + s * NV + 1) : w0;
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const __m512i ab = _mm512_set1_epi32(load_i32(a + i * xrb + 4 * s));
+      if constexpr (A7) {
+        dpbusd_asm(acc0[i], ab, w0);
+        if constexpr (NV == 2) dpbusd_asm(acc1[i], ab, w1);
+      } else {
+        dpbusd_asm(acc0[i], w0, ab);
+        if constexpr (NV == 2) dpbusd_asm(acc1[i], w1, ab);
+      }
+    }
+  }
+  if (!pc.last) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      _mm512_store_si512(part + i * kPanelRows, acc0[i]);
+      if constexpr (NV == 2) _mm512_store_si512(part + i * kPanelRows + 16, acc1[i]);
+    }
+    return;
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    const __m512 sx = _mm512_set1_ps(load_f32(x + i * xrb));
+    gemm_out<A7>(acc0[i], corr[i], pc.rsum[0], pc.sw[0], sx, NV == 1 ? pc.keep : static_cast<__mmask16>(0xffff),
+                 y + i * ldy);
+    if constexpr (NV == 2) gemm_out<A7>(acc1[i], corr[i], pc.rsum[1], pc.sw[1], sx, pc.keep, y + i * ldy + 16);
+  }
+}
+
+// Every tile of m tokens (<= kGemmBlock) over one panel chunk.
+template <bool A7, int NV>
+inline void gemm_chunk(const PanelChunk& pc, const uint8_t* x, size_t xrb, const int32_t* corr, int32_t* part,
+                       int64_t m, float* y, int64_t ldy) {
+  static_assert(kGemmTokens == 12, "tails of 1 .. 11 tokens");
+  for (int64_t i = 0; i < m;) {
+    const int64_t n = m - i < kGemmTokens ? m - i : kGemmTokens;
+    const bool pf = i == 0 && pc.pf_rows > 0;
+    auto tile = [&](auto mr) {
+      constexpr int R = decltype(mr)::value;
+      int32_t* pt = part + i * kPanelRows;
+      pf ? gemm_tile<A7, R, NV, true>(pc, x + i * xrb, xrb, corr + i, pt, y + i * ldy, ldy)
+         : gemm_tile<A7, R, NV, false>(pc, x + i * xrb, xrb, corr + i, pt, y + i * ldy, ldy);
+    };
+    switch (n) {
+      case 1: tile(std::integral_constant<int, 1>{}); break;
+      case 2: tile(std::integral_constant<int, 2>{}); break;
+      case 3: tile(std::integral_constant<int, 3>{}); break;
+      case 4: tile(std::integral_constant<int, 4>{}); break;
+      case 5: tile(std::integral_constant<int, 5>{}); break;
+      case 6: tile(std::integral_constant<int, 6>{}); break;
+      case 7: tile(std::integral_constant<int, 7>{}); break;
+      case 8: tile(std::integral_constant<int, 8>{}); break;
+      case 9: tile(std::integral_constant<int, 9>{}); break;
+      case 10: tile(std::integral_constant<int, 10>{}); break;
+      case 11: tile(std::integral_constant<int, 11>{}); break;
+      default: tile(std::integral_constant<int, 12>{}); break;
+    }
+    i += n;
+  }
+}
+
+// Rows [row_begin, row_end) x m tokens. A7 = w8a7 (header [scale][sum], unsigned activations).
+// Stack: a 32 KB panel chunk, 30 KB of parked sums.
+template <bool A7>
+void int8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m,
+                    float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const int64_t kp = round_up(k, 32);
+  const int64_t hdr = A7 ? kW8a7Header : 4;
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  alignas(64) __m512i panel[kGemmKc / 4 * kPanelVecs];
+  alignas(64) int32_t part[kGemmBlock * kPanelRows];
+  int32_t corr[kGemmBlock];
+  for (int64_t i0 = 0; i0 < m; i0 += kGemmBlock) {
+    const int64_t mc = m - i0 < kGemmBlock ? m - i0 : kGemmBlock;
+    const uint8_t* xc = xa + i0 * xrb;
+    float* yc = y + i0 * ldy;
+    for (int64_t i = 0; i < mc; ++i) {
+      const uint8_t* xi = xc + i * xrb;
+      if constexpr (A7) {
+        corr[i] = load_i32(xi + 4);  // z
+      } else {  // 128 sum(a), modulo 2^32 like the accumulators
+        const __m512i ones = _mm512_set1_epi8(1);
+        __m512i sa = _mm512_setzero_si512();
+        for (int64_t c = 0; c < kp; c += 64)
+          sa = _mm512_dpbusd_epi32(sa, ones, _mm512_maskz_loadu_epi8(w8a8_mask(c, kp), xi + kActHeader + c));
+        corr[i] = static_cast<int32_t>(128u * static_cast<uint32_t>(_mm512_reduce_add_epi32(sa)));
+      }
+    }
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanelRows) {
+      const int64_t nr = row_end - r0 < kPanelRows ? row_end - r0 : kPanelRows;
+      const int nv = static_cast<int>((nr + 15) / 16);
+      const int64_t nl = nr - 16 * (nv - 1);
+      PanelChunk pc;
+      alignas(64) float sw[kPanelRows] = {};
+      alignas(64) int32_t rs[kPanelRows] = {};
+      for (int64_t n = 0; n < nr; ++n) {
+        const uint8_t* row = w + (r0 + n) * row_bytes;
+        sw[n] = load_f32(row);
+        if constexpr (A7) rs[n] = load_i32(row + 4);
+      }
+      for (int v = 0; v < kPanelVecs; ++v) {
+        pc.sw[v] = _mm512_load_ps(sw + 16 * v);
+        pc.rsum[v] = _mm512_load_si512(rs + 16 * v);
+      }
+      pc.keep = static_cast<__mmask16>(nl == 16 ? 0xffff : (1u << nl) - 1);
+      pc.P = panel;
+      pc.row_bytes = row_bytes;
+      for (int64_t k0 = 0; k0 < kp; k0 += kGemmKc) {
+        const int64_t kc = kp - k0 < kGemmKc ? kp - k0 : kGemmKc;
+        for (int v = 0; v < nv; ++v) {
+          const int64_t n16 = nr - 16 * v < 16 ? nr - 16 * v : 16;
+          repack16<!A7>(w + (r0 + 16 * v) * row_bytes + hdr + k0, row_bytes, n16, kc, panel, nv, v);
+        }
+        pc.S = kc / 4;
+        pc.col = k0;
+        pc.first = k0 == 0;
+        pc.last = k0 + kc == kp;
+        // What comes next: this panel's next chunk, else the next panel, else (another block of
+        // tokens) the first panel again.
+        int64_t nr0 = r0, nk0 = k0 + kc;
+        if (pc.last) nr0 = r0 + kPanelRows < row_end ? r0 + kPanelRows : (i0 + mc < m ? row_begin : row_end), nk0 = 0;
+        pc.pf = w + nr0 * row_bytes + hdr + nk0;
+        pc.pf_rows = nr0 < row_end ? (row_end - nr0 < kPanelRows ? row_end - nr0 : kPanelRows) : 0;
+        pc.pf_len = kp - nk0 < kGemmKc ? kp - nk0 : kGemmKc;
+        pc.pf_lines = (pc.pf_rows * ((pc.pf_len + 63) / 64) + pc.S - 1) / pc.S;
+        if (nv == 2)
+          gemm_chunk<A7, 2>(pc, xc, xrb, corr, part, mc, yc + r0, ldy);
+        else
+          gemm_chunk<A7, 1>(pc, xc, xrb, corr, part, mc, yc + r0, ldy);
+      }
+    }
+  }
+}
 
 // ---- w8a8 matmul for a few tokens (batched decode) and prefill -------------------------------
 // vpdpbusd multiplies unsigned by signed bytes. Instead of the sign trick per (token, row) pair
@@ -114,9 +380,14 @@ inline void vnni_tile_rows(const uint8_t* const* rows, const uint8_t* next, int6
 // Batched decode (m <= 8 tokens): tiles of all m tokens x 2 rows, so each weight byte is read
 // from memory once and used by every token in the same pass, and the stream of weights keeps
 // pace with the multiply-adds (two 4-token passes over 4 rows would leave memory idle during the
-// second). Prefill (m > 8): 4 tokens x 4 rows, the rows re-read from L1 by each 4 tokens.
+// second). 9 to 15 tokens: 4 tokens x 4 rows, the rows re-read from L1 by each 4 tokens. From
+// kGemmMinTokens on (prefill): the GEMM above.
 void w8a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                       int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m >= kGemmMinTokens) {
+    int8_gemm_vnni<false>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
   const int64_t kp = round_up(k, 32);
   const __m512i ones = _mm512_set1_epi8(1);
   int32_t xsum[kTokens];
@@ -149,6 +420,242 @@ void w8a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
     }
   }
 }
+
+// w8a7: the GEMM from kGemmMinTokensA7 tokens on, the AVX2 kernels below that.
+void w8a7_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+                      int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m >= kGemmMinTokensA7) {
+    int8_gemm_vnni<true>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  static const decltype(FormatKernels::matmul) few = kernels_avx2(Spec{Kind::w8a7, 0, false}).matmul;
+  few(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+}
+
+// ---- int4_gG_a8 prefill: the same GEMM over panels of int4 codes ---------------------------------
+// The panel holds the unsigned codes q (0..15) of 32 rows in the VNNI layout above (a 64-column
+// step of 16 rows: the two sub-blocks' nibbles of each row spread to 64 bytes in column order,
+// then the 16 x 16 dword transpose), and the rows' f16 scales per group as 16-lane floats. A tile
+// of 6 tokens x 32 rows keeps per (token, 16 rows) an int32 and a float accumulator: per group the
+// int32 one starts at -8 sum(a) of the token's block (sum((q - 8) a) = sum(q a) - 8 sum(a), exact)
+// and takes G / 4 vpdpbusd of the codes (unsigned) by a 4-byte broadcast of the activations
+// (signed), then acc = fma(d_w * d_a, float(sum), acc): the generic twin's expression per lane,
+// in group order, so bit-identical. Chunks of kGemmKc columns are whole groups; between chunks a
+// tile parks its float accumulators.
+constexpr int kQ4Tokens = 6;
+
+struct Q4Chunk {
+  const __m512i* P;    // codes, S steps of nv vectors
+  const __m512* dw;    // weight scales, per group of the chunk nv vectors
+  int64_t g0, ng;      // the chunk's first group and its number of groups
+  int64_t k;           // columns of the matrix (the last group may be ragged)
+  bool first, last;
+  __mmask16 keep0, keep1;  // valid lanes of the two vectors
+  const uint8_t* pf;   // prefetch for the first tile, as PanelChunk
+  int64_t pf_rows, pf_len, pf_lines;
+  size_t row_bytes;
+};
+
+// Rows w[0 .. nr) (nr <= 16) of an int4 gG panel, columns [k0, k0 + kc) (k0 a multiple of G), as
+// codes into P[s * nv + v] (s from 0); missing rows and the pad of a ragged chunk read as 0.
+template <int G>
+inline void repack16_q4(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k0, int64_t kc, __m512i* P,
+                        int nv, int v) {
+  constexpr int64_t gb = 2 + G / 2;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  auto sub = [&](const uint8_t* row, int64_t e) {  // the 16 nibble bytes of the sub-block at column e
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (e / G) * gb + 2 + ((e % G) / 32) * 16));
+  };
+  for (int64_t c = 0; c < kc; c += 64) {
+    const bool two = c + 64 <= kc;
+    __m512i r[16], a[16];
+#pragma GCC unroll 16
+    for (int n = 0; n < 16; ++n) {
+      if (n < nr) {
+        const uint8_t* row = w + n * row_bytes;
+        const __m128i s0 = sub(row, k0 + c), s1 = two ? sub(row, k0 + c + 32) : _mm_setzero_si128();
+        const __m512i b = _mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(s0), s1, 1));
+        // 128-bit lanes [lo s0, lo s1, hi s0, hi s1] -> [lo s0, hi s0, lo s1, hi s1] = columns in order
+        const __m512i lh = _mm512_inserti64x4(_mm512_and_si512(b, low4),
+                                              _mm512_castsi512_si256(_mm512_and_si512(_mm512_srli_epi16(b, 4), low4)), 1);
+        r[n] = _mm512_shuffle_i64x2(lh, lh, 0xd8);  // (a lone sub-block leaves the upper half 0)
+      } else {
+        r[n] = _mm512_setzero_si512();
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const __m512i t0 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]), t1 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]);
+      const __m512i t2 = _mm512_unpacklo_epi32(r[4 * g + 2], r[4 * g + 3]);
+      const __m512i t3 = _mm512_unpackhi_epi32(r[4 * g + 2], r[4 * g + 3]);
+      a[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
+      a[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
+      a[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
+      a[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    const int64_t steps = two ? 16 : 8;
+    __m512i* out = P + (c / 4) * nv + v;
+#pragma GCC unroll 4
+    for (int e = 0; e < 4; ++e) {
+      const __m512i d0 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0x44), d1 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0xee);
+      const __m512i d2 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0x44);
+      const __m512i d3 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0xee);
+      const __m512i o[4] = {_mm512_shuffle_i32x4(d0, d2, 0x88), _mm512_shuffle_i32x4(d0, d2, 0xdd),
+                            _mm512_shuffle_i32x4(d1, d3, 0x88), _mm512_shuffle_i32x4(d1, d3, 0xdd)};
+#pragma GCC unroll 4
+      for (int L = 0; L < 4; ++L)
+        if (4 * L + e < steps) _mm512_store_si512(out + (4 * L + e) * nv, o[L]);
+    }
+  }
+}
+
+template <int G, int MR, bool Prefetch>
+__attribute__((noinline)) void q4_tile(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* part, float* y,
+                                       int64_t ldy) {
+  constexpr int NV = kPanelVecs;
+  static_assert(NV == 2, "two 16-row vectors");
+  const int64_t nb = actb_blocks(pc.k, G), hdr = actb_header(pc.k, G);
+  __m512 f0[MR], f1[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    f0[i] = pc.first ? _mm512_setzero_ps() : _mm512_load_ps(part + i * kPanelRows);
+    f1[i] = pc.first ? _mm512_setzero_ps() : _mm512_load_ps(part + i * kPanelRows + 16);
+  }
+  const __m512i* P = pc.P;
+  int64_t pr = 0, pcol = 0;
+  for (int64_t gi = 0; gi < pc.ng; ++gi) {
+    const int64_t g = pc.g0 + gi;
+    const int64_t n = pc.k - g * G < G ? pc.k - g * G : G;
+    const int64_t steps = round_up(n, 32) / 4;
+    __m512i s0[MR], s1[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512i c8 = _mm512_slli_epi32(_mm512_set1_epi32(load_i32(x + i * xrb + 4 * nb + 4 * g)), 3);
+      s0[i] = s1[i] = _mm512_sub_epi32(_mm512_setzero_si512(), c8);
+    }
+    const uint8_t* a = x + hdr + g * G;
+    for (int64_t s = 0; s < steps; ++s) {
+      if constexpr (Prefetch) {
+        for (int64_t l = 0; l < pc.pf_lines && pr < pc.pf_rows; ++l) {
+          __builtin_prefetch(pc.pf + pr * pc.row_bytes + pcol, 0, 3);
+          if ((pcol += 64) >= pc.pf_len) pcol = 0, ++pr;
+        }
+      }
+      const __m512i w0 = _mm512_load_si512(P + s * NV), w1 = _mm512_load_si512(P + s * NV + 1);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        const __m512i ab = _mm512_set1_epi32(load_i32(a + i * xrb + 4 * s));
+        dpbusd_asm(s0[i], w0, ab);
+        dpbusd_asm(s1[i], w1, ab);
+      }
+    }
+    P += steps * NV;
+    const __m512 dw0 = pc.dw[gi * NV], dw1 = pc.dw[gi * NV + 1];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 da = _mm512_set1_ps(load_f32(x + i * xrb + 4 * g));
+      f0[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw0, da), _mm512_cvtepi32_ps(s0[i]), f0[i]);
+      f1[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw1, da), _mm512_cvtepi32_ps(s1[i]), f1[i]);
+    }
+  }
+  if (!pc.last) {
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      _mm512_store_ps(part + i * kPanelRows, f0[i]);
+      _mm512_store_ps(part + i * kPanelRows + 16, f1[i]);
+    }
+    return;
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    _mm512_mask_storeu_ps(y + i * ldy, pc.keep0, f0[i]);
+    _mm512_mask_storeu_ps(y + i * ldy + 16, pc.keep1, f1[i]);
+  }
+}
+
+template <int G>
+inline void q4_chunk(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* part, int64_t m, float* y, int64_t ldy) {
+  static_assert(kQ4Tokens == 6 && kGemmBlock % kQ4Tokens == 0, "tails of 1 .. 5 tokens");
+  for (int64_t i = 0; i < m;) {
+    const int64_t n = m - i < kQ4Tokens ? m - i : kQ4Tokens;
+    const bool pf = i == 0 && pc.pf_rows > 0;
+    auto tile = [&](auto mr) {
+      constexpr int R = decltype(mr)::value;
+      float* pt = part + i * kPanelRows;
+      pf ? q4_tile<G, R, true>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy)
+         : q4_tile<G, R, false>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy);
+    };
+    switch (n) {
+      case 1: tile(std::integral_constant<int, 1>{}); break;
+      case 2: tile(std::integral_constant<int, 2>{}); break;
+      case 3: tile(std::integral_constant<int, 3>{}); break;
+      case 4: tile(std::integral_constant<int, 4>{}); break;
+      case 5: tile(std::integral_constant<int, 5>{}); break;
+      default: tile(std::integral_constant<int, 6>{}); break;
+    }
+    i += n;
+  }
+}
+
+// Rows [row_begin, row_end) x m tokens of int4_gG_a8. Stack: a 32 KB panel chunk, its scales
+// (<= 4 KB), 30 KB of parked float sums.
+template <int G>
+void int4a8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m,
+                      float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  static_assert(kGemmKc % G == 0, "chunks of whole groups");
+  constexpr int64_t gb = 2 + G / 2;
+  const int64_t kp = round_up(k, 32);
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  alignas(64) __m512i panel[kGemmKc / 4 * kPanelVecs];
+  alignas(64) __m512 dw[kGemmKc / G * kPanelVecs];
+  alignas(64) float part[kGemmBlock * kPanelRows];
+  alignas(64) float sc[16];
+  auto row_span = [&](int64_t k0) {  // bytes of a row that hold the chunk starting at column k0
+    const int64_t k1 = k - k0 < kGemmKc ? k : k0 + kGemmKc;
+    return (k1 - k0) / G * gb + ((k1 - k0) % G ? 2 + round_up((k1 - k0) % G, 32) / 2 : 0);
+  };
+  for (int64_t i0 = 0; i0 < m; i0 += kGemmBlock) {
+    const int64_t mc = m - i0 < kGemmBlock ? m - i0 : kGemmBlock;
+    const uint8_t* xc = xa + i0 * xrb;
+    float* yc = y + i0 * ldy;
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanelRows) {
+      const int64_t nr = row_end - r0 < kPanelRows ? row_end - r0 : kPanelRows;
+      Q4Chunk pc;
+      pc.keep0 = static_cast<__mmask16>(nr >= 16 ? 0xffff : (1u << nr) - 1);
+      pc.keep1 = static_cast<__mmask16>(nr >= 32 ? 0xffff : (nr > 16 ? (1u << (nr - 16)) - 1 : 0));
+      pc.P = panel;
+      pc.dw = dw;
+      pc.k = k;
+      pc.row_bytes = row_bytes;
+      for (int64_t k0 = 0; k0 < kp; k0 += kGemmKc) {
+        const int64_t k1 = k - k0 < kGemmKc ? k : k0 + kGemmKc;
+        pc.g0 = k0 / G;
+        pc.ng = (k1 - k0 + G - 1) / G;
+        for (int v = 0; v < kPanelVecs; ++v) {
+          const int64_t n16 = nr - 16 * v < 0 ? 0 : (nr - 16 * v < 16 ? nr - 16 * v : 16);
+          repack16_q4<G>(w + (r0 + 16 * v) * row_bytes, row_bytes, n16, k0, round_up(k1 - k0, 32), panel,
+                         kPanelVecs, v);
+          for (int64_t gi = 0; gi < pc.ng; ++gi) {
+            for (int64_t t = 0; t < 16; ++t)
+              sc[t] = t < n16 ? half_to_float(load_u16(w + (r0 + 16 * v + t) * row_bytes + (pc.g0 + gi) * gb)) : 0.f;
+            dw[gi * kPanelVecs + v] = _mm512_load_ps(sc);
+          }
+        }
+        pc.first = k0 == 0;
+        pc.last = k0 + kGemmKc >= kp;
+        int64_t nr0 = r0, nk0 = k0 + kGemmKc;
+        if (pc.last) nr0 = r0 + kPanelRows < row_end ? r0 + kPanelRows : (i0 + mc < m ? row_begin : row_end), nk0 = 0;
+        pc.pf = w + nr0 * row_bytes + nk0 / G * gb;
+        pc.pf_rows = nr0 < row_end ? (row_end - nr0 < kPanelRows ? row_end - nr0 : kPanelRows) : 0;
+        pc.pf_len = nr0 < row_end ? row_span(nk0) : 0;
+        const int64_t S = round_up(k1 - k0, 32) / 4;
+        pc.pf_lines = (pc.pf_rows * ((pc.pf_len + 63) / 64) + S - 1) / S;
+        q4_chunk<G>(pc, xc, xrb, part, mc, yc + r0, ldy);
+      }
+    }
+  }
+}
+
 
 // ---- int4_g128_a8 matmul for a few tokens (batched decode) and prefill ------------------------
 // One group of 128 is one 64-byte load of nibbles: the low nibbles are elements 32b + j and the
@@ -264,6 +771,10 @@ inline void int4a8_vnni_rows(const uint8_t* const* rows, const uint8_t* next, co
 
 void int4g128a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                             int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m >= kGemmMinTokensQ4) {
+    int4a8_gemm_vnni<128>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
   const uint8_t* xa = static_cast<const uint8_t*>(x);
   int64_t r = row_begin;
   for (; r + 4 <= row_end; r += 4) {
@@ -380,6 +891,10 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
   if (m == 1) {
     static const decltype(FormatKernels::matmul) one = kernels_avx2(Spec{Kind::int4_a8, G, false}).matmul;
     one(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  if (m >= kGemmMinTokensQ4) {
+    int4a8_gemm_vnni<G>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
   constexpr int64_t kTok = 16;
@@ -649,6 +1164,11 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
     return f;
   }
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni};
+  if (s.kind == Kind::w8a7) {
+    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmul below
+    f.matmul = w8a7_matmul_vnni;
+    return f;
+  }
   if (s.kind == Kind::int4_a8) {
     FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmuls above
     f.matmul = s.group == 128 ? int4g128a8_matmul_vnni

@@ -332,6 +332,81 @@ TEST_P(FormatTwin, EveryKernelMatchesItsGenericTwin) {
   }
 }
 
+// The int8-activation matmuls of many tokens (prefill) against the generic twin, bit for bit, on
+// the edges of their tiling: tokens around the register tile (12) and the token block (240), rows
+// around the 16-row vectors and 32-row panels, K around the 64-byte steps and the 1024-column
+// chunks, and row ranges that start inside a panel (as a thread's share may).
+void check_matmul_range(const FormatRow& f, Isa isa, const Packed& p, const Acts& a, int64_t rows, int64_t k,
+                        int64_t m, int64_t rb, int64_t re) {
+  const int64_t ldy = rows + 5;
+  std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f);
+  f.kernels[0].matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y0.data(), ldy, rb, re);
+  f.kernels_at(isa).matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y1.data(), ldy, rb, re);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t r = 0; r < ldy; ++r) {
+      if (r >= rb && r < re) {
+        ASSERT_EQ(y0[i * ldy + r], y1[i * ldy + r])
+            << "m=" << m << " k=" << k << " rows=" << rows << " range " << rb << ".." << re << " i=" << i << " r=" << r;
+      } else {
+        ASSERT_EQ(y1[i * ldy + r], 7.f) << "wrote outside rows " << rb << ".." << re << " m=" << m << " k=" << k
+                                        << " i=" << i << " r=" << r;
+      }
+    }
+}
+
+TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
+  std::mt19937 rng(23);
+  for (const char* name : {"w8a8", "w8a7", "int4_g32_a8", "int4_g64_a8", "int4_g128_a8"}) {
+    const FormatRow& f = format_by_name(name);
+    SCOPED_TRACE(std::string(name) + " at " + isa_name(GetParam()));
+    struct Shape {
+      int64_t rows, k;
+      std::vector<int64_t> ms;
+    };
+    const Shape shapes[] = {
+        // tokens: every remainder modulo the tiles of 12 (w8a8, w8a7) and 6 (int4_gG_a8) from
+        // the GEMM thresholds (8 to 24 tokens) on, and a few tokens below them
+        {33, 1, {16, 25, 30}},                  // one column
+        {17, 31, {24, 27, 32}},                 // K below one 32-column pad
+        {31, 64, {8, 26, 35}},                  // one 64-byte step
+        {48, 100, {12, 29, 34, 241}},           // ragged step; 241 = a block of 240 + 1
+        {65, 1056, {28, 31}},                   // one chunk of 1024 + a ragged 32
+        {20, 2100, {33}},                       // three chunks
+    };
+    for (const Shape& sh : shapes) {
+      auto w = gauss(sh.rows * sh.k, rng);
+      Packed p = pack_rows(f, w, sh.rows, sh.k);
+      for (int64_t m : sh.ms) {
+        auto x = gauss(m * sh.k, rng);
+        Acts a = make_acts(f, x, m, sh.k);
+        check_matmul_range(f, GetParam(), p, a, sh.rows, sh.k, m, 0, sh.rows);
+        check_matmul_range(f, GetParam(), p, a, sh.rows, sh.k, m, 16 < sh.rows ? 16 : 0, sh.rows);  // a thread's share
+        check_matmul_range(f, GetParam(), p, a, sh.rows, sh.k, m, sh.rows / 3, sh.rows - sh.rows / 4);
+      }
+    }
+  }
+}
+
+// The largest magnitudes: every weight and activation at +-127 (w8a8 / w8a7 int32 sums near
+// 127 * 127 * K, the w8a8 bias and the w8a7 zero point at their extremes), bit for bit.
+TEST_P(FormatTwin, PrefillExtremeValuesMatchTheGenericTwin) {
+  std::mt19937 rng(29);
+  std::bernoulli_distribution coin(0.5);
+  for (const char* name : {"w8a8", "w8a7", "int4_g32_a8", "int4_g128_a8"}) {
+    const FormatRow& f = format_by_name(name);
+    SCOPED_TRACE(std::string(name) + " at " + isa_name(GetParam()));
+    const int64_t rows = 37, k = 2080, m = 14;
+    std::vector<float> w(rows * k), x(m * k);
+    for (int64_t r = 0; r < rows; ++r)  // rows of one sign, rows of mixed signs
+      for (int64_t c = 0; c < k; ++c) w[r * k + c] = r % 3 == 0 ? 1.f : (r % 3 == 1 ? -1.f : (coin(rng) ? 1.f : -1.f));
+    for (int64_t i = 0; i < m; ++i)  // all positive, all negative, mixed
+      for (int64_t c = 0; c < k; ++c) x[i * k + c] = i % 3 == 0 ? 2.f : (i % 3 == 1 ? -2.f : (coin(rng) ? 2.f : -2.f));
+    Packed p = pack_rows(f, w, rows, k);
+    Acts a = make_acts(f, x, m, k);
+    check_matmul_range(f, GetParam(), p, a, rows, k, m, 0, rows);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, FormatTwin, ::testing::ValuesIn(all_isas()), test::isa_param_name);
 
 TEST(Formats, GenericKernelsEqualUnpackPlusF32Math) {
@@ -827,7 +902,8 @@ TEST(Formats, W8a7ActivationsWithinHalfAStepAndZeroExact) {
 
 TEST(Formats, MatmulRunnerEveryFormatAtOneAndTwoThreads) {
   std::mt19937 rng(61);
-  const int64_t rows = 70, cols = 172, m = 6;
+  const int64_t rows = 70, cols = 172;
+  for (int64_t m : {6, 29})  // a few tokens; prefill (the int8-activation GEMMs)
   for (const FormatRow& f : format_table()) {
     SCOPED_TRACE(f.name);
     auto w = gauss(rows * cols, rng);
@@ -858,6 +934,35 @@ TEST(Formats, MatmulRunnerEveryFormatAtOneAndTwoThreads) {
               ASSERT_NEAR(yv[r], s, t) << isa_name(isa) << " threads=" << threads;
             }
           }
+      }
+  }
+}
+
+// Prefill through MatmulRunner at 1, 2 and 3 threads (shares of 16 rows, the last one ragged)
+// equals the generic kernel on one thread bit for bit.
+TEST(Formats, PrefillThreadSplitsMatchOneGenericThread) {
+  std::mt19937 rng(67);
+  const int64_t rows = 83, cols = 300, m = 27;
+  for (const char* name : {"w8a8", "w8a7", "int4_g32_a8", "int4_g64_a8", "int4_g128_a8"}) {
+    const FormatRow& f = format_by_name(name);
+    SCOPED_TRACE(name);
+    auto w = gauss(rows * cols, rng);
+    auto x = gauss(m * cols, rng);
+    WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
+    std::vector<float> y0(m * rows);
+    {
+      ThreadPool pool(1);
+      MatmulRunner run(pool, Isa::generic);
+      run.matmul(wm, x.data(), cols, m, y0.data(), rows);
+    }
+    for (Isa isa : supported_isas())
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        MatmulRunner run(pool, isa);
+        std::vector<float> y(m * rows, -1.f);
+        run.matmul(wm, x.data(), cols, m, y.data(), rows);
+        for (int64_t j = 0; j < m * rows; ++j)
+          ASSERT_EQ(y[j], y0[j]) << isa_name(isa) << " threads=" << threads << " i=" << j / rows << " r=" << j % rows;
       }
   }
 }
