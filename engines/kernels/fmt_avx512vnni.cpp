@@ -25,6 +25,7 @@ struct Dot64Vnni {
 };
 
 #include "engines/kernels/fmt_w8a8_512.inc"
+#include "engines/kernels/fmt_int4a8_512.inc"
 
 // ---- w8a8 matmul for a few tokens (batched decode) and prefill -------------------------------
 // vpdpbusd multiplies unsigned by signed bytes. Instead of the sign trick per (token, row) pair
@@ -434,7 +435,8 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
 FormatKernels kernels_avx512vnni(const Spec& s) {
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni};
   if (s.kind == Kind::int4_a8) {
-    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmuls above
+    FormatKernels f = kernels_avx2(s);  // the AVX2 quantiser; the matvec and matmuls here
+    f.matvec = s.group == 128 ? int4a8_matvec_512<128> : (s.group == 64 ? int4a8_matvec_512<64> : int4a8_matvec_512<32>);
     f.matmul = s.group == 128 ? int4g128a8_matmul_vnni
                               : (s.group == 64 ? int4a8_matmul_vnni<64> : int4a8_matmul_vnni<32>);
     return f;
