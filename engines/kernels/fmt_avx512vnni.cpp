@@ -29,6 +29,7 @@ struct Dot64Vnni {
 };
 
 #include "engines/kernels/fmt_w8a8_512.inc"
+#include "engines/kernels/fmt_int4a8_512.inc"
 
 // ---- w8a8 / w8a7 prefill: a register-blocked vpdpbusd GEMM over repacked weight panels ---------
 // Per call, each panel of up to 32 adjacent weight rows is repacked (per 16 rows, a 16 x 16 dword
@@ -1170,7 +1171,8 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
     return f;
   }
   if (s.kind == Kind::int4_a8) {
-    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmuls above
+    FormatKernels f = kernels_avx2(s);  // the AVX2 quantiser; the matvec and matmuls here
+    f.matvec = s.group == 128 ? int4a8_matvec_512<128> : (s.group == 64 ? int4a8_matvec_512<64> : int4a8_matvec_512<32>);
     f.matmul = s.group == 128 ? int4g128a8_matmul_vnni
                               : (s.group == 64 ? int4a8_matmul_vnni<64> : int4a8_matmul_vnni<32>);
     return f;

@@ -387,6 +387,42 @@ TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
   }
 }
 
+// The int4_gG_a8 matvec works 16 rows at a time (AVX-512 VNNI) or 8 (AVX2) with one group of G
+// per step: every row count from 1 to 33 around those steps, K with full groups only, a ragged
+// last group of one partial sub-block, and (G = 64, 128) a ragged group of more than one
+// sub-block; ranges [row_begin, row_end) of every start and end that are not multiples of 16
+// (a thread's share of rows), bit for bit against the generic twin, nothing written past the range.
+TEST_P(FormatTwin, Int4A8MatvecRowTailsRaggedGroupsAndRowRanges) {
+  std::mt19937 rng(5);
+  for (int g : {32, 64, 128}) {
+    const FormatRow& f = format_by_name("int4_g" + std::to_string(g) + "_a8");
+    const FormatKernels& fast = f.kernels_at(GetParam());
+    const FormatKernels& ref = f.kernels[0];
+    for (int64_t k : {int64_t{2} * g, int64_t{3} * g + 5, int64_t{g} + g / 2 + 9, int64_t{7}}) {
+      for (int64_t rows = 1; rows <= 33; ++rows) {
+        SCOPED_TRACE("int4_g" + std::to_string(g) + "_a8 at " + isa_name(GetParam()) + " k=" +
+                     std::to_string(k) + " rows=" + std::to_string(rows));
+        Packed p = pack_rows(f, gauss(rows * k, rng), rows, k);
+        Acts a = make_acts(f, gauss(k, rng), 1, k);
+        std::vector<std::pair<int64_t, int64_t>> ranges = {{0, rows}};
+        if (rows > 1) ranges.push_back({1, rows});
+        if (rows > 2) ranges.push_back({rows / 2, rows});        // second thread of two
+        if (rows > 3) ranges.push_back({0, rows / 2 + 1});       // first thread of two
+        if (rows > 20) ranges.push_back({3, rows - 2});
+        if (rows > 18) ranges.push_back({17, 18});
+        for (const auto& [rb, re] : ranges) {
+          std::vector<float> y0(rows + 1, -1.f), y1(rows + 1, -1.f);
+          ref.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y0.data(), rb, re);
+          fast.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y1.data(), rb, re);
+          for (int64_t r = rb; r < re; ++r)
+            ASSERT_EQ(y0[r - rb], y1[r - rb]) << "rows [" << rb << ", " << re << ") r=" << r;
+          for (int64_t i = re - rb; i <= rows; ++i) ASSERT_EQ(y1[i], -1.f) << "wrote past its rows, i=" << i;
+        }
+      }
+    }
+  }
+}
+
 // The largest magnitudes: every weight and activation at +-127 (w8a8 / w8a7 int32 sums near
 // 127 * 127 * K, the w8a8 bias and the w8a7 zero point at their extremes), bit for bit.
 TEST_P(FormatTwin, PrefillExtremeValuesMatchTheGenericTwin) {
