@@ -29,6 +29,16 @@ struct Dot64Vnni {
 };
 
 #include "engines/kernels/fmt_w8a8_512.inc"
+
+// Calls tile(std::integral_constant<int, R>{}) with R = min(n, N), n >= 1: the GEMMs' register
+// tile for the tokens that are left.
+template <int N, typename F>
+inline void with_tile_rows(int64_t n, F&& tile) {
+  if constexpr (N > 1) {
+    if (n < N) return with_tile_rows<N - 1>(n, tile);
+  }
+  tile(std::integral_constant<int, N>{});
+}
 #include "engines/kernels/fmt_int4a8_512.inc"
 
 // ---- w8a8 / w8a7 prefill: a register-blocked vpdpbusd GEMM over repacked weight panels ---------
@@ -203,20 +213,7 @@ inline void gemm_chunk(const PanelChunk& pc, const uint8_t* x, size_t xrb, const
       pf ? gemm_tile<A7, R, NV, true>(pc, x + i * xrb, xrb, corr + i, pt, y + i * ldy, ldy)
          : gemm_tile<A7, R, NV, false>(pc, x + i * xrb, xrb, corr + i, pt, y + i * ldy, ldy);
     };
-    switch (n) {
-      case 1: tile(std::integral_constant<int, 1>{}); break;
-      case 2: tile(std::integral_constant<int, 2>{}); break;
-      case 3: tile(std::integral_constant<int, 3>{}); break;
-      case 4: tile(std::integral_constant<int, 4>{}); break;
-      case 5: tile(std::integral_constant<int, 5>{}); break;
-      case 6: tile(std::integral_constant<int, 6>{}); break;
-      case 7: tile(std::integral_constant<int, 7>{}); break;
-      case 8: tile(std::integral_constant<int, 8>{}); break;
-      case 9: tile(std::integral_constant<int, 9>{}); break;
-      case 10: tile(std::integral_constant<int, 10>{}); break;
-      case 11: tile(std::integral_constant<int, 11>{}); break;
-      default: tile(std::integral_constant<int, 12>{}); break;
-    }
+    with_tile_rows<12>(n, tile);
     i += n;
   }
 }
@@ -586,14 +583,7 @@ inline void q4_chunk(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* par
       pf ? q4_tile<G, R, true>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy)
          : q4_tile<G, R, false>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy);
     };
-    switch (n) {
-      case 1: tile(std::integral_constant<int, 1>{}); break;
-      case 2: tile(std::integral_constant<int, 2>{}); break;
-      case 3: tile(std::integral_constant<int, 3>{}); break;
-      case 4: tile(std::integral_constant<int, 4>{}); break;
-      case 5: tile(std::integral_constant<int, 5>{}); break;
-      default: tile(std::integral_constant<int, 6>{}); break;
-    }
+    with_tile_rows<6>(n, tile);
     i += n;
   }
 }

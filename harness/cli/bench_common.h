@@ -6,7 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "engines/core/cpu.h"
+#include "engines/models/llama.h"
+#include "engines/runtime/session.h"
 #include "harness/cli/engine_options.h"
+#include "harness/lib/run_record.h"
 
 namespace cibench::cli {
 namespace cmd_bench {
@@ -49,6 +53,10 @@ void warn_if_not_release();
 
 // The head of every --output json: which cibench, which build, which CPU.
 nlohmann::json json_provenance();
+
+// The columns every `bench` row stores (docs/schema.md): the build, the shape, the medians.
+Fields bench_row_fields(const BenchArgs& a, const std::string& fmt, int threads, KvMode kv, Isa isa, const Stats& p,
+                        const Stats& d, const LlamaModel& model);
 
 int run_batch_bench(const BenchArgs& a);
 int run_spec_bench(const BenchArgs& a);

@@ -59,6 +59,28 @@ Stats stats(std::vector<double> v) {
 }
 
 
+Fields bench_row_fields(const BenchArgs& a, const std::string& fmt, int threads, KvMode kv, Isa isa, const Stats& p,
+                        const Stats& d, const LlamaModel& model) {
+  return Fields{{"format", fmt},
+                {"sparsity", 0.0},
+                {"threads", int64_t{threads}},
+                {"workers", int64_t{1}},
+                {"kv_mode", std::string(kv_mode_name(kv))},
+                {"isa_requested", a.engine.isa.empty() ? std::string("auto") : a.engine.isa},
+                {"isa_used", std::string(isa_name(isa))},
+                {"repetitions", int64_t{a.reps}},
+                {"prompt_tokens", int64_t{a.prompt_tokens}},
+                {"output_tokens", int64_t{a.decode_tokens}},
+                {"prefill_tokens_per_s", p.median},
+                {"prefill_tokens_per_s_sd", a.reps > 1 ? SqlValue(p.stddev) : sql_null()},
+                {"decode_tokens_per_s", d.median},
+                {"decode_tokens_per_s_sd", a.reps > 1 ? SqlValue(d.stddev) : sql_null()},
+                {"weight_bytes", static_cast<int64_t>(model.weight_bytes())},
+                {"streamed_bytes_per_token", static_cast<int64_t>(model.streamed_bytes_per_token())},
+                {"acc_unavailable_reason", std::string("bench measures speed only (cibench recipes or a "
+                                                       "scenario's [accuracy] measures quality)")}};
+}
+
 int run_bench(BenchArgs a) {
   using clock = std::chrono::steady_clock;
   if (a.models.empty()) a.models = {"synthetic:tinystories-110m"};
@@ -158,24 +180,7 @@ int run_bench(BenchArgs a) {
         }
         rows.push_back(row);
         if (stored) {
-          Fields f{{"format", fmt},
-                   {"sparsity", 0.0},
-                   {"threads", int64_t{threads}},
-                   {"workers", int64_t{1}},
-                   {"kv_mode", std::string(kv_mode_name(so.kv_mode))},
-                   {"isa_requested", a.engine.isa.empty() ? std::string("auto") : a.engine.isa},
-                   {"isa_used", std::string(isa_name(isa))},
-                   {"repetitions", int64_t{a.reps}},
-                   {"prompt_tokens", int64_t{a.prompt_tokens}},
-                   {"output_tokens", int64_t{a.decode_tokens}},
-                   {"prefill_tokens_per_s", p.median},
-                   {"prefill_tokens_per_s_sd", a.reps > 1 ? SqlValue(p.stddev) : sql_null()},
-                   {"decode_tokens_per_s", d.median},
-                   {"decode_tokens_per_s_sd", a.reps > 1 ? SqlValue(d.stddev) : sql_null()},
-                   {"weight_bytes", static_cast<int64_t>(model.weight_bytes())},
-                   {"streamed_bytes_per_token", static_cast<int64_t>(model.streamed_bytes_per_token())},
-                   {"acc_unavailable_reason", std::string("bench measures speed only (cibench recipes or a "
-                                                          "scenario's [accuracy] measures quality)")}};
+          Fields f = bench_row_fields(a, fmt, threads, so.kv_mode, isa, p, d, model);
           if (probe) {
             f.emplace_back("read_bandwidth_gb_s", row["read_bandwidth_gb_per_s"].get<double>());
             f.emplace_back("decode_roofline_tokens_per_s", row["decode_roofline_tokens_per_s"].get<double>());

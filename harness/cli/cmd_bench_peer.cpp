@@ -260,22 +260,8 @@ int run_peer_bench(const BenchArgs& a_in) {
           row["samples"] = samples;
           rows.push_back(row);
           if (stored) {
-            Fields f{{"format", fmt},
-                     {"sparsity", 0.0},
-                     {"threads", int64_t{threads}},
-                     {"workers", int64_t{1}},
-                     {"kv_mode", std::string(kv_mode_name(so.kv_mode))},
-                     {"isa_requested", a.engine.isa.empty() ? std::string("auto") : a.engine.isa},
-                     {"isa_used", std::string(isa_name(isa))},
-                     {"repetitions", int64_t{a.reps}},
-                     {"prompt_tokens", int64_t{a.prompt_tokens}},
-                     {"output_tokens", int64_t{a.decode_tokens}},
-                     {"prefill_tokens_per_s", p.median},
-                     {"prefill_tokens_per_s_sd", a.reps > 1 ? SqlValue(p.stddev) : sql_null()},
-                     {"decode_tokens_per_s", d.median},
-                     {"decode_tokens_per_s_sd", a.reps > 1 ? SqlValue(d.stddev) : sql_null()},
-                     {"weight_bytes", static_cast<int64_t>(model.weight_bytes())},
-                     {"streamed_bytes_per_token", static_cast<int64_t>(model.streamed_bytes_per_token())},
+            Fields f = bench_row_fields(a, fmt, threads, so.kv_mode, isa, p, d, model);
+            const Fields peer_fields{
                      {"peer_engine", std::string("llama.cpp")},
                      {"peer_version", str("build ", identity.build_number, ", commit ", identity.build_commit, ", binary ", peer_hash)},
                      {"peer_binary", fs::absolute(peer.binary).string()},
@@ -295,9 +281,8 @@ int run_peer_bench(const BenchArgs& a_in) {
                      {"peer_decode_ratio", rt.ratio},
                      {"peer_decode_ratio_lo", rt.lo},
                      {"peer_decode_ratio_hi", rt.hi},
-                     {"peer_samples", samples.dump()},
-                     {"acc_unavailable_reason", std::string("bench measures speed only (cibench recipes or a "
-                                                            "scenario's [accuracy] measures quality)")}};
+                     {"peer_samples", samples.dump()}};
+            f.insert(f.end(), peer_fields.begin(), peer_fields.end());
             if (probe) {
               f.emplace_back("read_bandwidth_gb_s", row["read_bandwidth_gb_per_s"].get<double>());
               f.emplace_back("decode_roofline_tokens_per_s", row["read_bandwidth_gb_per_s"].get<double>() * 1e9 / bytes_per_token);
