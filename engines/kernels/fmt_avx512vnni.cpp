@@ -30,6 +30,21 @@ struct Dot64Vnni {
 
 #include "engines/kernels/fmt_w8a8_512.inc"
 
+// The GEMM repacks' transpose step: for each group g of four 512-bit rows r[4g .. 4g + 3],
+// a[4g + e] holds, in 128-bit lane L, the dword 4L + e of those four rows (rows 4g .. 4g + 3).
+inline void transpose_4x4_dwords(const __m512i (&r)[16], __m512i (&a)[16]) {
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    const __m512i t0 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]), t1 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(r[4 * g + 2], r[4 * g + 3]);
+    const __m512i t3 = _mm512_unpackhi_epi32(r[4 * g + 2], r[4 * g + 3]);
+    a[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
+    a[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
+    a[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
+    a[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+  }
+}
+
 // Calls tile(std::integral_constant<int, R>{}) with R = min(n, N), n >= 1: the GEMMs' register
 // tile for the tokens that are left.
 template <int N, typename F>
@@ -87,16 +102,7 @@ inline void repack16(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t kc,
       if constexpr (Bias) r[n] = _mm512_xor_si512(r[n], bias);
     }
     // 16 x 16 dword transpose. a[4g + e], 128-bit lane L: rows 4g .. 4g + 3 at dword 4L + e.
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const __m512i t0 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]), t1 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]);
-      const __m512i t2 = _mm512_unpacklo_epi32(r[4 * g + 2], r[4 * g + 3]);
-      const __m512i t3 = _mm512_unpackhi_epi32(r[4 * g + 2], r[4 * g + 3]);
-      a[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
-      a[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
-      a[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
-      a[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
-    }
+    transpose_4x4_dwords(r, a);
     const int64_t steps = (kc - c) / 4 < 16 ? (kc - c) / 4 : 16;
     __m512i* out = P + (c / 4) * nv + v;
 #pragma GCC unroll 4
@@ -481,16 +487,7 @@ inline void repack16_q4(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t 
         r[n] = _mm512_setzero_si512();
       }
     }
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; ++g) {
-      const __m512i t0 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]), t1 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]);
-      const __m512i t2 = _mm512_unpacklo_epi32(r[4 * g + 2], r[4 * g + 3]);
-      const __m512i t3 = _mm512_unpackhi_epi32(r[4 * g + 2], r[4 * g + 3]);
-      a[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
-      a[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
-      a[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
-      a[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
-    }
+    transpose_4x4_dwords(r, a);
     const int64_t steps = two ? 16 : 8;
     __m512i* out = P + (c / 4) * nv + v;
 #pragma GCC unroll 4

@@ -2,11 +2,15 @@
 // Helpers shared by the tests: where ../shared is, and skipping when it is absent.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "engines/core/cpu.h"
 
@@ -57,6 +61,37 @@ inline double gamma_f32(double n) { return n * kF32U / (1.0 - n * kF32U); }
 inline double f32_dot_pair_bound(int64_t k, double sum_abs_products) {
   return 2.0 * gamma_f32(static_cast<double>(k)) * sum_abs_products;
 }
+
+// A fresh directory under the system temp dir (named by `tag`, the pid and a counter), removed
+// with everything in it.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag = "test") {
+    static int counter = 0;
+    path_ = std::filesystem::temp_directory_path() /
+            ("cibench_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::string str() const { return path_.string(); }
+  // Names of everything in the folder, sorted.
+  std::vector<std::string> listing() const {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(path_)) out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace cibench::test
 
