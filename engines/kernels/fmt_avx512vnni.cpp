@@ -1078,10 +1078,12 @@ inline void bf16dp_tile(const uint8_t* const* rows, const uint8_t* next, size_t 
   }
   if (c < c1) bf16dp_step<MR, NR, true>(acc, rows, x, xrb, c, bf16_mask(c, k));
   if constexpr (MR == 4 && NR == 4) {
-    const __m512 s = reduce16(&acc[0][0]);
-#pragma GCC unroll 4
+    // lanes 4i .. 4i + 3 hold token i's four rows (through memory: the lane index of
+    // _mm512_extractf32x4_ps must be an immediate, which an unoptimised build does not see)
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, reduce16(&acc[0][0]));
     for (int i = 0; i < MR; ++i) {
-      __m128 v = _mm512_extractf32x4_ps(s, i);
+      __m128 v = _mm_load_ps(lanes + 4 * i);
       float* out = y + i * ldy;
       if (accumulate) v = _mm_add_ps(_mm_loadu_ps(out), v);
       _mm_storeu_ps(out, v);
