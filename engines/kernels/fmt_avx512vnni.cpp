@@ -30,9 +30,12 @@ struct Dot64Vnni {
 
 #include "engines/kernels/fmt_w8a8_512.inc"
 
-// The GEMM repacks' transpose step: for each group g of four 512-bit rows r[4g .. 4g + 3],
-// a[4g + e] holds, in 128-bit lane L, the dword 4L + e of those four rows (rows 4g .. 4g + 3).
-inline void transpose_4x4_dwords(const __m512i (&r)[16], __m512i (&a)[16]) {
+// The GEMM repacks' transpose: 16 rows r of 16 dwords (4 bytes = 4 columns each) become the
+// VNNI layout, dword step j (columns 4j .. 4j + 3) of the 16 rows in one vector, stored at
+// out[j * stride] for j < steps.
+inline void store_vnni_columns(const __m512i (&r)[16], int64_t steps, __m512i* out, int64_t stride) {
+  // a[4g + e], 128-bit lane L: rows 4g .. 4g + 3 at dword 4L + e
+  __m512i a[16];
 #pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     const __m512i t0 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]), t1 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]);
@@ -42,6 +45,17 @@ inline void transpose_4x4_dwords(const __m512i (&r)[16], __m512i (&a)[16]) {
     a[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
     a[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
     a[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+  }
+#pragma GCC unroll 4
+  for (int e = 0; e < 4; ++e) {  // gather lane L of a[e], a[4 + e], a[8 + e], a[12 + e]: dword 4L + e
+    const __m512i d0 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0x44), d1 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0xee);
+    const __m512i d2 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0x44);
+    const __m512i d3 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0xee);
+    const __m512i o[4] = {_mm512_shuffle_i32x4(d0, d2, 0x88), _mm512_shuffle_i32x4(d0, d2, 0xdd),
+                          _mm512_shuffle_i32x4(d1, d3, 0x88), _mm512_shuffle_i32x4(d1, d3, 0xdd)};
+#pragma GCC unroll 4
+    for (int L = 0; L < 4; ++L)
+      if (4 * L + e < steps) _mm512_store_si512(out + (4 * L + e) * stride, o[L]);
   }
 }
 
@@ -95,27 +109,14 @@ inline void repack16(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t kc,
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t c = 0; c < kc; c += 64) {
     const __mmask64 mk = w8a8_mask(c, kc);
-    __m512i r[16], a[16];
+    __m512i r[16];
 #pragma GCC unroll 16
     for (int n = 0; n < 16; ++n) {
       r[n] = n < nr ? _mm512_maskz_loadu_epi8(mk, w + n * row_bytes + c) : _mm512_setzero_si512();
       if constexpr (Bias) r[n] = _mm512_xor_si512(r[n], bias);
     }
-    // 16 x 16 dword transpose. a[4g + e], 128-bit lane L: rows 4g .. 4g + 3 at dword 4L + e.
-    transpose_4x4_dwords(r, a);
-    const int64_t steps = (kc - c) / 4 < 16 ? (kc - c) / 4 : 16;
-    __m512i* out = P + (c / 4) * nv + v;
-#pragma GCC unroll 4
-    for (int e = 0; e < 4; ++e) {  // gather lane L of a[e], a[4 + e], a[8 + e], a[12 + e]: dword 4L + e
-      const __m512i d0 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0x44), d1 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0xee);
-      const __m512i d2 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0x44);
-      const __m512i d3 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0xee);
-      const __m512i o[4] = {_mm512_shuffle_i32x4(d0, d2, 0x88), _mm512_shuffle_i32x4(d0, d2, 0xdd),
-                            _mm512_shuffle_i32x4(d1, d3, 0x88), _mm512_shuffle_i32x4(d1, d3, 0xdd)};
-#pragma GCC unroll 4
-      for (int L = 0; L < 4; ++L)
-        if (4 * L + e < steps) _mm512_store_si512(out + (4 * L + e) * nv, o[L]);
-    }
+    // the 16 x 16 dword transpose into the panel (store_vnni_columns)
+    store_vnni_columns(r, (kc - c) / 4 < 16 ? (kc - c) / 4 : 16, P + (c / 4) * nv + v, nv);
   }
 }
 
@@ -472,7 +473,7 @@ inline void repack16_q4(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t 
   };
   for (int64_t c = 0; c < kc; c += 64) {
     const bool two = c + 64 <= kc;
-    __m512i r[16], a[16];
+    __m512i r[16];
 #pragma GCC unroll 16
     for (int n = 0; n < 16; ++n) {
       if (n < nr) {
@@ -487,20 +488,7 @@ inline void repack16_q4(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t 
         r[n] = _mm512_setzero_si512();
       }
     }
-    transpose_4x4_dwords(r, a);
-    const int64_t steps = two ? 16 : 8;
-    __m512i* out = P + (c / 4) * nv + v;
-#pragma GCC unroll 4
-    for (int e = 0; e < 4; ++e) {
-      const __m512i d0 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0x44), d1 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0xee);
-      const __m512i d2 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0x44);
-      const __m512i d3 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0xee);
-      const __m512i o[4] = {_mm512_shuffle_i32x4(d0, d2, 0x88), _mm512_shuffle_i32x4(d0, d2, 0xdd),
-                            _mm512_shuffle_i32x4(d1, d3, 0x88), _mm512_shuffle_i32x4(d1, d3, 0xdd)};
-#pragma GCC unroll 4
-      for (int L = 0; L < 4; ++L)
-        if (4 * L + e < steps) _mm512_store_si512(out + (4 * L + e) * nv, o[L]);
-    }
+    store_vnni_columns(r, two ? 16 : 8, P + (c / 4) * nv + v, nv);
   }
 }
 
