@@ -24,7 +24,14 @@ namespace cibench {
 
 namespace fs = std::filesystem;
 
-const char* bert_arch_name(BertArch a) { return a == BertArch::bert ? "bert" : "distilbert"; }
+const char* bert_arch_name(BertArch a) {
+  switch (a) {
+    case BertArch::bert: return "bert";
+    case BertArch::distilbert: return "distilbert";
+    case BertArch::roberta: return "roberta";
+  }
+  return "?";
+}
 
 const char* bert_activation_name(BertActivation a) {
   switch (a) {
@@ -66,6 +73,9 @@ void BertConfig::validate(const std::string& origin) const {
     bad(str("layer_norm_eps must be > 0, got ", layer_norm_eps));
   if (arch == BertArch::distilbert && type_vocab_size != 0)
     bad("DistilBERT has no token type embeddings");
+  if (position_offset < 0 || position_offset >= max_positions)
+    bad(str("position offset ", position_offset, " leaves no position of the ", max_positions,
+            " for a token"));
   if (!labels.empty() && static_cast<int>(labels.size()) != num_labels)
     bad(str(labels.size(), " label names for ", num_labels, " labels"));
 }
@@ -233,9 +243,9 @@ BertSession::BertSession(const BertModel& model, const BertSessionOptions& opts)
   isa_ = opts.isa < 0 ? active_isa() : static_cast<Isa>(opts.isa);
   CIBENCH_CHECK(opts.isa < 0 || isa_supported(isa_), "ISA ", isa_name(isa_),
                 " is not supported on this CPU");
-  max_length_ = opts.max_length > 0 ? opts.max_length : c.max_positions;
-  CIBENCH_CHECK(max_length_ <= c.max_positions, "max_length ", max_length_,
-                " exceeds the model's ", c.max_positions, " positions");
+  max_length_ = opts.max_length > 0 ? opts.max_length : c.max_length();
+  CIBENCH_CHECK(max_length_ <= c.max_length(), "max_length ", max_length_,
+                " exceeds the model's ", c.max_length(), " positions");
   CIBENCH_CHECK(opts.max_batch >= 1, "max_batch must be at least 1, got ", opts.max_batch);
   pool_ = std::make_unique<ThreadPool>(opts.threads, opts.pin_threads);
   mm_ = std::make_unique<MatmulRunner>(*pool_, isa_);
@@ -334,7 +344,7 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const int64_t t = r % L;
     float* xr = x + r * h;
     const float* we = model_.word_embeddings.data() + static_cast<int64_t>(ids[r]) * h;
-    const float* pe = model_.position_embeddings.data() + t * h;
+    const float* pe = model_.position_embeddings.data() + (t + c.position_offset) * h;
     for (int64_t i = 0; i < h; ++i) xr[i] = we[i] + pe[i];
     if (c.type_vocab_size > 0) {
       const float* te = model_.type_embeddings.data() + (token_types ? token_types[r] : 0) * h;
@@ -454,7 +464,7 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
   mm_->matmul(model_.head_dense, cls, h, B, pooled, h);
   for (int64_t b = 0; b < B; ++b) {
     float* p = pooled + b * h;
-    if (c.arch == BertArch::bert)
+    if (c.arch != BertArch::distilbert)
       for (int64_t i = 0; i < h; ++i) p[i] = std::tanh(p[i] + model_.head_dense_b[i]);
     else
       for (int64_t i = 0; i < h; ++i) p[i] = std::max(0.0f, p[i] + model_.head_dense_b[i]);

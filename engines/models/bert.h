@@ -1,9 +1,11 @@
 #pragma once
 // BERT-family encoders for sequence classification: BERT (post-LayerNorm, GELU, absolute
-// positions, token types, tanh pooler, linear classifier) and DistilBERT (no token types, a
-// ReLU pre-classifier instead of the pooler), loaded from Hugging Face folders
-// (BertForSequenceClassification / DistilBertForSequenceClassification) or built from a seed
-// (synthetic:distilbert-base, synthetic:bert-base, ...).
+// positions, token types, tanh pooler, linear classifier), DistilBERT (no token types, a
+// ReLU pre-classifier instead of the pooler) and RoBERTa / XLM-RoBERTa (BERT's encoder with
+// positions numbered from padding_idx + 1 and a dense + tanh + out_proj head on <s>), loaded
+// from Hugging Face folders (BertForSequenceClassification, DistilBertForSequenceClassification,
+// RobertaForSequenceClassification, XLMRobertaForSequenceClassification) or built from a seed
+// (synthetic:distilbert-base, synthetic:bert-base, synthetic:roberta-base, ...).
 //
 // The attention and feed-forward projections are WeightMatrix objects packed in any row of the
 // format table; embeddings, LayerNorms, the pooler/pre-classifier and the classifier stay f32.
@@ -26,7 +28,7 @@
 namespace cibench {
 
 
-enum class BertArch { bert, distilbert };
+enum class BertArch { bert, distilbert, roberta };
 using BertActivation = Activation;  // feed-forward activation (engines/kernels/kernels.h)
 const char* bert_arch_name(BertArch a);
 const char* bert_activation_name(BertActivation a);
@@ -38,7 +40,10 @@ struct BertConfig {
   int n_heads = 0;          // num_attention_heads (n_heads)
   int intermediate = 0;     // intermediate_size (hidden_dim)
   int vocab_size = 0;
-  int max_positions = 0;    // max_position_embeddings: the longest sequence
+  int max_positions = 0;    // max_position_embeddings: rows of the position table
+  // Token t reads position row t + position_offset: 0 for BERT/DistilBERT; RoBERTa and XLM-R
+  // number the positions of real tokens from padding_idx + 1 (fairseq's convention), so 2 there.
+  int position_offset = 0;
   int type_vocab_size = 0;  // token types (0 for DistilBERT)
   float layer_norm_eps = 1e-12f;
   BertActivation activation = BertActivation::gelu;
@@ -47,6 +52,7 @@ struct BertConfig {
   int pad_token_id = 0;
 
   int head_dim() const { return hidden / n_heads; }
+  int max_length() const { return max_positions - position_offset; }  // the longest sequence
   int64_t parameter_count() const;
   // Throws FileError(origin, ...) when the shape is impossible.
   void validate(const std::string& origin) const;
@@ -61,7 +67,8 @@ struct BertConfig {
 //   layers.{i}.ffn_in.weight [intermediate, hidden], .bias [intermediate]
 //   layers.{i}.ffn_out.weight [hidden, intermediate], .bias [hidden]
 //   layers.{i}.ffn_norm.weight / .bias [hidden]
-//   head.dense.weight [hidden, hidden], .bias [hidden]  (BERT pooler, DistilBERT pre_classifier)
+//   head.dense.weight [hidden, hidden], .bias [hidden]  (BERT pooler, DistilBERT pre_classifier,
+//                                                        RoBERTa classifier.dense)
 //   head.classifier.weight [num_labels, hidden], .bias [num_labels]
 // Optional (written by the quantisation recipes, never by a Hugging Face folder):
 //   layers.{i}.qkv_in_norm.weight / .bias [hidden]  the LayerNorm parameters that produce the
@@ -157,7 +164,7 @@ BertModel build_bert(const BertSource& src, const BertBuildOptions& opts = {});
 struct BertSessionOptions {
   int threads = 1;
   bool pin_threads = false;
-  int max_length = 0;  // longest sequence (0 = the model's max_positions)
+  int max_length = 0;  // longest sequence (0 = the model's max_length())
   int max_batch = 1;   // most sequences in one padded batch
   int isa = -1;        // -1 = active_isa(); otherwise an Isa value
   // Calibration: sees the rows entering each projection, named "layers.{i}.query" (the q/k/v

@@ -63,8 +63,10 @@ BertActivation parse_activation(const std::string& name, const std::string& cfg,
 // Hugging Face tensor names of each canonical tensor.
 std::map<std::string, std::string> hf_names(const BertConfig& c) {
   std::map<std::string, std::string> m;
-  const bool bert = c.arch == BertArch::bert;
-  const std::string e = bert ? "bert.embeddings." : "distilbert.embeddings.";
+  // RoBERTa / XLM-R keep BERT's module names under "roberta."
+  const bool bert = c.arch != BertArch::distilbert, roberta = c.arch == BertArch::roberta;
+  const std::string root = roberta ? "roberta." : "bert.";
+  const std::string e = bert ? root + "embeddings." : "distilbert.embeddings.";
   m["embeddings.word"] = e + "word_embeddings.weight";
   m["embeddings.position"] = e + "position_embeddings.weight";
   if (bert) m["embeddings.token_type"] = e + "token_type_embeddings.weight";
@@ -74,7 +76,7 @@ std::map<std::string, std::string> hf_names(const BertConfig& c) {
     const std::string q = "layers." + std::to_string(l) + ".";
     std::map<std::string, std::string> parts;
     if (bert) {
-      const std::string p = "bert.encoder.layer." + std::to_string(l) + ".";
+      const std::string p = root + "encoder.layer." + std::to_string(l) + ".";
       parts = {{"query", p + "attention.self.query"},
                {"key", p + "attention.self.key"},
                {"value", p + "attention.self.value"},
@@ -99,18 +101,19 @@ std::map<std::string, std::string> hf_names(const BertConfig& c) {
       m[q + k + ".bias"] = v + ".bias";
     }
   }
-  const std::string hd = bert ? "bert.pooler.dense" : "pre_classifier";
+  const std::string hd = roberta ? "classifier.dense" : bert ? "bert.pooler.dense" : "pre_classifier";
+  const std::string cl = roberta ? "classifier.out_proj" : "classifier";
   m["head.dense.weight"] = hd + ".weight";
   m["head.dense.bias"] = hd + ".bias";
-  m["head.classifier.weight"] = "classifier.weight";
-  m["head.classifier.bias"] = "classifier.bias";
+  m["head.classifier.weight"] = cl + ".weight";
+  m["head.classifier.bias"] = cl + ".bias";
   return m;
 }
 
 // The shape each canonical tensor must have: {rows, cols} for matrices, {n} for vectors.
 
 std::string describe_config(const BertConfig& c) {
-  return c.arch == BertArch::bert
+  return c.arch != BertArch::distilbert
              ? str("hidden_size ", c.hidden, ", intermediate_size ", c.intermediate,
                    ", vocab_size ", c.vocab_size, ", max_position_embeddings ", c.max_positions,
                    ", type_vocab_size ", c.type_vocab_size, ", ", c.num_labels, " labels")
@@ -137,21 +140,25 @@ BertSource open_hf_bert(const std::string& spec) {
   BertConfig& c = src.config;
   const std::string model_type = hf::get_string(j, "model_type", cfg, "");
   bool bert = model_type == "bert", distil = model_type == "distilbert";
+  bool roberta = model_type == "roberta" || model_type == "xlm-roberta";
   if (const auto* ar = hf::field(j, "architectures"); ar && ar->is_array())
     for (const auto& a : *ar) {
       if (!a.is_string()) continue;
-      bert = bert || a.get<std::string>() == "BertForSequenceClassification";
-      distil = distil || a.get<std::string>() == "DistilBertForSequenceClassification";
+      const std::string name = a.get<std::string>();
+      bert = bert || name == "BertForSequenceClassification";
+      distil = distil || name == "DistilBertForSequenceClassification";
+      roberta = roberta || name == "RobertaForSequenceClassification" ||
+                name == "XLMRobertaForSequenceClassification";
     }
-  if (bert == distil)
-    throw FileError(cfg, str("not a BERT or DistilBERT classifier (model_type ",
+  if (int(bert) + int(distil) + int(roberta) != 1)
+    throw FileError(cfg, str("not a BERT, DistilBERT or RoBERTa/XLM-R classifier (model_type ",
                              hf::field(j, "model_type") ? j["model_type"].dump() : "absent",
                              ", architectures ",
                              hf::field(j, "architectures") ? j["architectures"].dump() : "absent",
                              ")"));
   const int d512 = 512;
-  if (bert) {
-    c.arch = BertArch::bert;
+  if (bert || roberta) {
+    c.arch = roberta ? BertArch::roberta : BertArch::bert;
     c.hidden = hf::get_int(j, "hidden_size", cfg);
     c.n_layers = hf::get_int(j, "num_hidden_layers", cfg);
     c.n_heads = hf::get_int(j, "num_attention_heads", cfg);
@@ -181,7 +188,15 @@ BertSource open_hf_bert(const std::string& spec) {
   c.vocab_size = hf::get_int(j, "vocab_size", cfg);
   c.max_positions = hf::get_int(j, "max_position_embeddings", cfg, &d512);
   const int zero = 0;
-  c.pad_token_id = hf::get_int(j, "pad_token_id", cfg, &zero);
+  c.pad_token_id = hf::get_int(j, "pad_token_id", cfg, roberta ? nullptr : &zero);
+  // RoBERTa's position ids: padding_idx + 1 + t for real tokens (create_position_ids_from_input_ids
+  // of the Hugging Face model, fairseq's make_positions).
+  if (roberta) {
+    if (c.pad_token_id < 0 || c.pad_token_id + 1 >= c.max_positions)
+      throw FileError(cfg, str("'pad_token_id' = ", c.pad_token_id, " leaves no position of the ",
+                               c.max_positions, " (max_position_embeddings) for a token"));
+    c.position_offset = c.pad_token_id + 1;
+  }
   // Labels: id2label when present ({"0": "negative", ...}), else the classifier's rows.
   if (const auto* id2 = hf::field(j, "id2label")) {
     if (!id2->is_object() || id2->empty())
@@ -207,10 +222,11 @@ BertSource open_hf_bert(const std::string& spec) {
   auto st = std::make_shared<const SafetensorsFile>(weights);
   src.weights_path = weights;
   if (c.num_labels == 0) {
-    const SafetensorInfo* cls = st->find("classifier.weight");
-    if (!cls) throw FileError(weights, "missing tensor 'classifier.weight'");
+    const std::string cls_name = roberta ? "classifier.out_proj.weight" : "classifier.weight";
+    const SafetensorInfo* cls = st->find(cls_name);
+    if (!cls) throw FileError(weights, str("missing tensor '", cls_name, "'"));
     if (cls->shape.size() != 2 || cls->shape[0] <= 0 || cls->shape[0] > (1 << 16))
-      throw FileError(weights, str("tensor 'classifier.weight' has shape ",
+      throw FileError(weights, str("tensor '", cls_name, "' has shape ",
                                    shape_str(cls->shape), "; expected [num_labels, hidden]"));
     c.num_labels = static_cast<int>(cls->shape[0]);
   }
@@ -248,12 +264,15 @@ BertSource open_hf_bert(const std::string& spec) {
   }
   // A tensor the config does not account for (a layer beyond num_hidden_layers, a head the engine
   // lacks) means the config and the weights disagree: refuse rather than run a prefix of the
-  // model. position_ids are an index buffer, not weights.
+  // model. position_ids are an index buffer, not weights; a RoBERTa pooler (saved by some
+  // conversions) is unused by RobertaForSequenceClassification, whose head reads <s> itself.
   std::vector<std::string> unused;
   std::set<std::string> mapped;
   for (const auto& [canon, hf] : src.source_names) mapped.insert(hf);
   for (const auto& [name, info] : st->tensors())
-    if (!mapped.count(name) && name.find("position_ids") == std::string::npos) unused.push_back(name);
+    if (!mapped.count(name) && name.find("position_ids") == std::string::npos &&
+        !(roberta && name.rfind("roberta.pooler.", 0) == 0))
+      unused.push_back(name);
   if (!unused.empty()) throw unaccounted_tensors(weights, str(cfg, " (", describe_config(c), ")"), unused);
   // Every value finite, as the Llama loaders check: a NaN would only show as wrong labels.
   std::vector<float> buf;
@@ -307,7 +326,14 @@ BertConfig preset_config(BertArch arch, int hidden, int layers, int heads, int i
   c.intermediate = inter;
   c.vocab_size = 30522;
   c.max_positions = 512;
-  c.type_vocab_size = arch == BertArch::bert ? 2 : 0;
+  c.type_vocab_size = arch == BertArch::bert ? 2 : arch == BertArch::roberta ? 1 : 0;
+  if (arch == BertArch::roberta) {  // roberta-base's vocabulary, positions and LayerNorm eps
+    c.vocab_size = 50265;
+    c.max_positions = 514;
+    c.pad_token_id = 1;
+    c.position_offset = 2;
+    c.layer_norm_eps = 1e-5f;
+  }
   c.num_labels = 2;
   c.labels = {"LABEL_0", "LABEL_1"};
   return c;
@@ -391,6 +417,10 @@ const std::vector<BertPreset>& bert_presets() {
        preset_config(BertArch::bert, 128, 2, 2, 512)},
       {"distilbert-mini", "a small DistilBERT (256, 2 layers, 4 heads, FFN 1024) for tests",
        preset_config(BertArch::distilbert, 256, 2, 4, 1024)},
+      {"roberta-base", "RoBERTa-base shape (768, 12 layers, 12 heads, FFN 3072, vocab 50265, positions from 2)",
+       preset_config(BertArch::roberta, 768, 12, 12, 3072)},
+      {"roberta-mini", "a small RoBERTa (256, 2 layers, 4 heads, FFN 1024, positions from 2) for tests",
+       preset_config(BertArch::roberta, 256, 2, 4, 1024)},
   };
   return p;
 }
@@ -411,7 +441,7 @@ bool is_bert_spec(const std::string& spec) {
   try {
     const auto j = nlohmann::json::parse(read_file(cfg.string()));
     const std::string mt = j.value("model_type", "");
-    return mt == "bert" || mt == "distilbert";
+    return mt == "bert" || mt == "distilbert" || mt == "roberta" || mt == "xlm-roberta";
   } catch (const std::exception&) {
     return false;
   }

@@ -1,13 +1,15 @@
 // The readable reference forward pass of the BERT-family encoder: plain scalar FP32 over one
 // sequence, no threads, no kernels table, no packed formats. The oracle for BertSession.
 //
-//   x = LayerNorm(word[id] + position[t] + token_type[tt])             embeddings
+//   x = LayerNorm(word[id] + position[t + offset] + token_type[tt])    embeddings (offset:
+//                                                                        RoBERTa's 2, else 0)
 //   for each layer:                                                      (post-LayerNorm)
 //     q, k, v = x Wq^T + bq, x Wk^T + bk, x Wv^T + bv
 //     per head: a = softmax(q k^T / sqrt(head_dim) + mask) v
 //     x = LayerNorm(x + a Wo^T + bo)
 //     x = LayerNorm(x + act(x W1^T + b1) W2^T + b2)
 //   BERT:       logits = Wc tanh(Wp x[0] + bp) + bc                      pooler + classifier
+//   RoBERTa:    the same (classifier.dense, classifier.out_proj)
 //   DistilBERT: logits = Wc relu(Wp x[0] + bp) + bc                      pre_classifier + classifier
 #include <cmath>
 
@@ -117,8 +119,8 @@ std::vector<Real> BertReferenceT<Real>::forward(const std::vector<int>& ids,
                                                 const std::vector<int>& token_types) const {
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t h = c_.hidden, f = c_.intermediate, nh = c_.n_heads, hd = c_.head_dim();
-  CIBENCH_CHECK(n >= 1 && n <= c_.max_positions, "sequence length ", n, " is outside 1..",
-                c_.max_positions);
+  CIBENCH_CHECK(n >= 1 && n <= c_.max_length(), "sequence length ", n, " is outside 1..",
+                c_.max_length());
   CIBENCH_CHECK(mask.empty() || static_cast<int64_t>(mask.size()) == n, "mask length ",
                 mask.size(), " differs from the sequence length ", n);
   CIBENCH_CHECK(token_types.empty() || static_cast<int64_t>(token_types.size()) == n,
@@ -130,7 +132,7 @@ std::vector<Real> BertReferenceT<Real>::forward(const std::vector<int>& ids,
     CIBENCH_CHECK(ids[t] >= 0 && ids[t] < c_.vocab_size, "token id ", ids[t], " out of range");
     const int tt = token_types.empty() ? 0 : token_types[t];
     for (int64_t i = 0; i < h; ++i) {
-      Real e = word[ids[t] * h + i] + position[t * h + i];
+      Real e = word[ids[t] * h + i] + position[(t + c_.position_offset) * h + i];
       if (c_.type_vocab_size > 0) e += token_type[tt * h + i];
       x[t * h + i] = e;
     }
@@ -189,7 +191,7 @@ std::vector<Real> BertReferenceT<Real>::forward(const std::vector<int>& ids,
   std::vector<Real> pooled(h), logits(c_.num_labels);
   linear(head_w, head_b, &x[0], h, h, pooled.data());
   for (int64_t i = 0; i < h; ++i)
-    pooled[i] = c_.arch == BertArch::bert ? std::tanh(pooled[i]) : std::max(Real(0), pooled[i]);
+    pooled[i] = c_.arch != BertArch::distilbert ? std::tanh(pooled[i]) : std::max(Real(0), pooled[i]);
   linear(cls_w, cls_b, pooled.data(), h, c_.num_labels, logits.data());
   return logits;
 }

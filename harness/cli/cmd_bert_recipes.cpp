@@ -132,8 +132,8 @@ int run_bert_recipes(const BertRecipesArgs& a) {
   const LoadedSentences cs = load_sentences(SentenceSlice::parse(a.calib));
   const LoadedSentences es = load_sentences(SentenceSlice::parse(a.eval));
   check_disjoint(cs, es);
-  CIBENCH_CHECK(a.max_length >= 2 && a.max_length <= src.config.max_positions, "--max-length ",
-                a.max_length, " is outside 2..", src.config.max_positions);
+  CIBENCH_CHECK(a.max_length >= 2 && a.max_length <= src.config.max_length(), "--max-length ",
+                a.max_length, " is outside 2..", src.config.max_length());
   auto encode = [&](const LoadedSentences& s) {
     std::vector<std::vector<int>> ids;
     for (const auto& e : s.items) ids.push_back(tok.encode(e.text, a.max_length));

@@ -108,8 +108,8 @@ int run_bench(const ClassifyArgs& a, const BertModel& model,
   } else {
     uint64_t s = a.seed * 0x9e3779b97f4a7c15ull + 1;
     for (int len : a.lengths) {
-      CIBENCH_CHECK(len >= 2 && len <= c.max_positions, "--lengths: ", len, " is outside 2..",
-                    c.max_positions);
+      CIBENCH_CHECK(len >= 2 && len <= c.max_length(), "--lengths: ", len, " is outside 2..",
+                    c.max_length());
       std::vector<int> ids(len);
       for (int& id : ids) {
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
@@ -197,8 +197,8 @@ int run_classify(const ClassifyArgs& a) {
   if (!a.input.empty()) examples = read_examples(a.input);
   for (const std::string& t : a.texts) examples.push_back({t, -1});
   if (a.limit > 0 && examples.size() > static_cast<size_t>(a.limit)) examples.resize(a.limit);
-  CIBENCH_CHECK(a.max_length >= 2 && a.max_length <= c.max_positions, "--max-length ",
-                a.max_length, " is outside 2..", c.max_positions);
+  CIBENCH_CHECK(a.max_length >= 2 && a.max_length <= c.max_length(), "--max-length ",
+                a.max_length, " is outside 2..", c.max_length());
 
   std::vector<std::vector<int>> ids;
   if (!examples.empty()) {
@@ -283,8 +283,9 @@ const RegisterCommand reg{
      [](CLI::App& sub) -> std::function<int()> {
        auto a = std::make_shared<ClassifyArgs>();
        sub.add_option("-m,--model", a->model,
-                      "Hugging Face BERT/DistilBERT classifier folder, or synthetic:NAME[@seed] "
-                      "(distilbert-base, bert-base, bert-mini, bert-tiny, distilbert-mini)")
+                      "Hugging Face BERT/DistilBERT/RoBERTa/XLM-R classifier folder, or synthetic:NAME[@seed] "
+                      "(distilbert-base, bert-base, bert-mini, bert-tiny, distilbert-mini, roberta-base, "
+                      "roberta-mini)")
            ->capture_default_str();
        sub.add_option("--vocab", a->vocab, "vocab.txt or .gguf (default: vocab.txt beside the model)");
        sub.add_option("-i,--input", a->input,

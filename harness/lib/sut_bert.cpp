@@ -43,8 +43,8 @@ BertSut::BertSut(std::shared_ptr<const BertModel> model, std::shared_ptr<const C
                  const BertSutOptions& o)
     : model_(std::move(model)), in_(std::move(inputs)), o_(o) {
   CIBENCH_CHECK(o_.workers >= 1 && o_.threads >= 1 && o_.max_batch >= 1, "classifier SUT: workers, threads and max_batch must be >= 1");
-  CIBENCH_CHECK(o_.shape != Shape::padded || (o_.pad_to >= 2 && o_.pad_to <= model_->config.max_positions),
-                "classifier SUT: pad_to ", o_.pad_to, " outside [2, ", model_->config.max_positions, "] (the model's positions)");
+  CIBENCH_CHECK(o_.shape != Shape::padded || (o_.pad_to >= 2 && o_.pad_to <= model_->config.max_length()),
+                "classifier SUT: pad_to ", o_.pad_to, " outside [2, ", model_->config.max_length(), "] (the model's positions)");
   if (o_.cache) cache_ = std::make_unique<ResultCache>(o_.cache_entries, o_.cache_bytes);
   workers_.resize(static_cast<size_t>(o_.workers));
 }
@@ -70,7 +70,7 @@ void BertSut::start_worker(int w) {
   so.pin_threads = o_.pin_threads;
   so.isa = o_.isa;
   so.max_batch = o_.max_batch;
-  so.max_length = o_.shape == Shape::padded ? o_.pad_to : std::min(model_->config.max_positions, std::max(2, in_->max_length));
+  so.max_length = o_.shape == Shape::padded ? o_.pad_to : std::min(model_->config.max_length(), std::max(2, in_->max_length));
   wk->session = std::make_unique<BertSession>(*model_, so);
   wk->seq.resize(static_cast<size_t>(o_.max_batch));
   workers_[static_cast<size_t>(w)] = std::move(wk);
@@ -156,7 +156,7 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
     throw ScenarioError(sc.model_pos.message(e.what()));
   }
   auto in = std::make_shared<ClassifierInputs>();
-  in->max_length = src_.config.max_positions;
+  in->max_length = src_.config.max_length();
   in->pad_id = src_.config.pad_token_id;
   const bool synthetic = src_.container == "synthetic";
   // The tokenizer: model.tokenizer (a vocab.txt or a Hugging Face folder), else the model's folder.
@@ -219,9 +219,9 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
   bool padded = false;
   for (const Shape s : sc.shapes) padded |= s == Shape::padded;
   if (padded) {
-    if (sc.classifier.pad_to > src_.config.max_positions)
+    if (sc.classifier.pad_to > src_.config.max_length())
       throw ScenarioError(sc.pos("classifier.pad_to").message(str("pad_to ", sc.classifier.pad_to, " > the model's ",
-                                                                  src_.config.max_positions, " positions")));
+                                                                  src_.config.max_length(), " positions")));
     if (in->longest() > sc.classifier.pad_to)
       throw ScenarioError(sc.pos("classifier.pad_to").message(str("the longest sample has ", in->longest(),
                                                                   " tokens > pad_to ", sc.classifier.pad_to, " (padding never truncates)")));
@@ -269,7 +269,7 @@ BertSutOptions ClassifierBench::sut_options(const Variant& v) const {
 std::vector<int> ClassifierBench::predict_all(const BertModel& m, int threads) const {
   BertSessionOptions so;
   so.threads = threads;
-  so.max_length = std::min(m.config.max_positions, std::max(2, inputs_->longest()));
+  so.max_length = std::min(m.config.max_length(), std::max(2, inputs_->longest()));
   BertSession s(m, so);
   std::vector<int> out;
   out.reserve(static_cast<size_t>(inputs_->size()));

@@ -605,6 +605,151 @@ void expect_file_error(F&& f, const std::string& path, const std::string& needle
   }
 }
 
+// The Hugging Face names of BertForSequenceClassification (prefix "bert.", pooler) or
+// RobertaForSequenceClassification (prefix "roberta.", classifier.dense / out_proj), written out
+// independently of the loader's own table.
+std::vector<std::pair<std::string, std::string>> bert_hf_names(int layers, bool roberta) {
+  const std::string root = roberta ? "roberta." : "bert.";
+  std::vector<std::pair<std::string, std::string>> v = {
+      {"embeddings.word", root + "embeddings.word_embeddings.weight"},
+      {"embeddings.position", root + "embeddings.position_embeddings.weight"},
+      {"embeddings.token_type", root + "embeddings.token_type_embeddings.weight"},
+      {"embeddings.norm.weight", root + "embeddings.LayerNorm.weight"},
+      {"embeddings.norm.bias", root + "embeddings.LayerNorm.bias"},
+      {"head.dense.weight", roberta ? "classifier.dense.weight" : "bert.pooler.dense.weight"},
+      {"head.dense.bias", roberta ? "classifier.dense.bias" : "bert.pooler.dense.bias"},
+      {"head.classifier.weight", roberta ? "classifier.out_proj.weight" : "classifier.weight"},
+      {"head.classifier.bias", roberta ? "classifier.out_proj.bias" : "classifier.bias"}};
+  const std::pair<const char*, const char*> parts[] = {
+      {"query", "attention.self.query"},        {"key", "attention.self.key"},
+      {"value", "attention.self.value"},        {"attn_out", "attention.output.dense"},
+      {"attn_norm", "attention.output.LayerNorm"}, {"ffn_in", "intermediate.dense"},
+      {"ffn_out", "output.dense"},              {"ffn_norm", "output.LayerNorm"}};
+  for (int l = 0; l < layers; ++l)
+    for (const auto& [canon, hf] : parts)
+      for (const char* wb : {".weight", ".bias"})
+        v.emplace_back("layers." + std::to_string(l) + "." + canon + wb,
+                       root + "encoder.layer." + std::to_string(l) + "." + hf + wb);
+  return v;
+}
+
+// A RobertaForSequenceClassification folder of the weights of `src`, with `pad` as padding_idx.
+// The position table gets pad + 1 leading rows (filled with a marker no real token may read),
+// and the token-type table keeps its first row: RoBERTa numbers the positions of real tokens
+// from padding_idx + 1 and has one token type. With the same encoder and head, its logits are
+// the BERT model's, position t reading the row BERT reads at t.
+void write_roberta_folder(const BertSource& src, int pad, const std::string& dir, bool xlm = false) {
+  const BertConfig& c = src.config;
+  std::vector<StTensor> ts;
+  for (const auto& [canon, hf] : bert_hf_names(c.n_layers, true)) {
+    const TensorSource& t = src.tensor(canon);
+    std::vector<float> v = t.read_all();
+    int64_t rows = t.rows;
+    if (canon == "embeddings.position") {
+      v.insert(v.begin(), static_cast<size_t>((pad + 1) * t.cols), 1e4f);
+      rows += pad + 1;
+    } else if (canon == "embeddings.token_type") {
+      v.resize(static_cast<size_t>(t.cols));
+      rows = 1;
+    }
+    const bool vector = canon.find(".bias") != std::string::npos || canon.find("norm.weight") != std::string::npos;
+    ts.push_back({hf, vector ? std::vector<int64_t>{t.cols} : std::vector<int64_t>{rows, t.cols}, std::move(v)});
+  }
+  write_safetensors(dir + "/model.safetensors", ts);
+  nlohmann::json cfg = {{"architectures", {xlm ? "XLMRobertaForSequenceClassification" : "RobertaForSequenceClassification"}},
+                        {"model_type", xlm ? "xlm-roberta" : "roberta"},
+                        {"hidden_act", "gelu"},
+                        {"hidden_size", c.hidden},
+                        {"intermediate_size", c.intermediate},
+                        {"num_attention_heads", c.n_heads},
+                        {"num_hidden_layers", c.n_layers},
+                        {"max_position_embeddings", c.max_positions + pad + 1},
+                        {"type_vocab_size", 1},
+                        {"layer_norm_eps", c.layer_norm_eps},
+                        {"pad_token_id", pad},
+                        {"bos_token_id", 0},
+                        {"eos_token_id", 2},
+                        {"vocab_size", c.vocab_size},
+                        {"position_embedding_type", "absolute"},
+                        {"id2label", {{"0", "negative"}, {"1", "positive"}}}};
+  std::ofstream(dir + "/config.json") << cfg.dump(2);
+}
+
+TEST(Bert, RobertaFolderIsBertWithPositionsFromPaddingIdxPlusOne) {
+  // bert-tiny's shape, random weights: the RoBERTa folder holds the same encoder and head.
+  const BertSource bert = open_bert_source("synthetic:bert-tiny@5");
+  const BertConfig& c = bert.config;
+  for (const bool xlm : {false, true}) {
+    SCOPED_TRACE(xlm ? "xlm-roberta" : "roberta");
+    const ScratchDir scratch(xlm ? "xlmr" : "roberta");
+    write_roberta_folder(bert, 1, scratch.path, xlm);
+    const BertSource rob = open_bert_source(scratch.path);
+    EXPECT_TRUE(is_bert_spec(scratch.path));
+    EXPECT_EQ(rob.config.arch, BertArch::roberta);
+    EXPECT_EQ(rob.config.position_offset, 2);
+    EXPECT_EQ(rob.config.max_positions, c.max_positions + 2);
+    EXPECT_EQ(rob.config.max_length(), c.max_positions);
+    EXPECT_EQ(rob.config.type_vocab_size, 1);
+    EXPECT_EQ(rob.config.labels, (std::vector<std::string>{"negative", "positive"}));
+    EXPECT_STREQ(bert_arch_name(rob.config.arch), "roberta");
+
+    // The oracle: the same logits as BERT's reference (the leading rows, 1e4 everywhere, would
+    // swamp the LayerNorm input of any token that read them).
+    const BertReference rb(bert), rr(rob);
+    const std::vector<int> ids = random_ids(9, 37, c.vocab_size);
+    const std::vector<float> lb = rb.forward(ids, {}, {}), lr = rr.forward(ids, {}, {});
+    ASSERT_EQ(lr.size(), lb.size());
+    for (size_t i = 0; i < lb.size(); ++i) EXPECT_EQ(lr[i], lb[i]) << "label " << i;
+
+    // The session at every ISA level: the same as BERT's session at that level (the same packed
+    // weights and order of operations; only the position row's index differs).
+    const BertModel mb = build_bert(bert), mr = build_bert(rob);
+    for (Isa isa : supported_isas()) {
+      SCOPED_TRACE(isa_name(isa));
+      BertSessionOptions o;
+      o.isa = static_cast<int>(isa);
+      BertSession sb(mb, o), sr(mr, o);
+      EXPECT_EQ(sr.max_length(), c.max_positions);
+      const float* pb = sb.classify(ids.data(), 37);
+      const std::vector<float> vb(pb, pb + c.num_labels);
+      const float* pr = sr.classify(ids.data(), 37);
+      for (int i = 0; i < c.num_labels; ++i) EXPECT_EQ(pr[i], vb[i]) << "label " << i;
+      // The longest sequence reads the last row of the table, and one more does not fit.
+      const std::vector<int> longest = random_ids(10, c.max_positions, c.vocab_size);
+      const float* pl = sr.classify(longest.data(), c.max_positions);
+      EXPECT_TRUE(std::isfinite(pl[0]));
+      EXPECT_THROW(sr.classify(random_ids(11, c.max_positions + 1, c.vocab_size).data(), c.max_positions + 1), Error);
+    }
+  }
+}
+
+TEST(Bert, RobertaPresetAndBadPaddingIdx) {
+  const BertSource s = open_bert_source("synthetic:roberta-mini@3");
+  EXPECT_EQ(s.config.arch, BertArch::roberta);
+  EXPECT_EQ(s.config.position_offset, 2);
+  EXPECT_EQ(s.config.max_length(), 512);
+  EXPECT_EQ(s.config.vocab_size, 50265);
+  const BertModel m = build_bert(s);
+  BertSession session(m, {});
+  const std::vector<int> ids = random_ids(4, 20, s.config.vocab_size);
+  const float* logits = session.classify(ids.data(), 20);
+  const std::vector<float> ref = BertReference(s).forward(ids, {}, {});
+  // Same f32 model, kernels vs sequential sums: within the rounding of 2-layer f32 arithmetic.
+  for (int i = 0; i < s.config.num_labels; ++i) EXPECT_NEAR(logits[i], ref[i], 1e-3 * (1 + std::fabs(ref[i])));
+
+  // padding_idx at the end of the position table leaves no position for a token.
+  const BertSource bert = open_bert_source("synthetic:bert-tiny@5");
+  const ScratchDir scratch("roberta_bad");
+  write_roberta_folder(bert, 1, scratch.path);
+  nlohmann::json cfg = nlohmann::json::parse(read_file(scratch.path + "/config.json"));
+  cfg["pad_token_id"] = cfg["max_position_embeddings"].get<int>() - 1;
+  std::ofstream(scratch.path + "/config.json") << cfg.dump(2);
+  expect_file_error([&] { open_bert_source(scratch.path); }, scratch.path + "/config.json", "pad_token_id");
+  cfg.erase("pad_token_id");
+  std::ofstream(scratch.path + "/config.json") << cfg.dump(2);
+  expect_file_error([&] { open_bert_source(scratch.path); }, scratch.path + "/config.json", "pad_token_id");
+}
+
 TEST(Bert, BadFilesAreFileErrorsNamingTheFile) {
   const char* kTiny = "models/bert-tiny-sst2";
   CIBENCH_REQUIRE_SHARED(std::string(kTiny) + "/model.safetensors");
