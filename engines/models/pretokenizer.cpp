@@ -317,6 +317,10 @@ struct SplitRegex::Impl {
   struct Ctx {
     const SplitText& t;
     size_t begin, end;
+    // Matching steps left: a pattern that backtracks exponentially (say "(a|a)*b") is stopped
+    // with an error instead of running for hours. Real pre-tokenizer patterns take a few steps
+    // per code point.
+    mutable size_t budget;
   };
 
   bool one(const Node& n, const Ctx& x, size_t i) const {
@@ -324,6 +328,9 @@ struct SplitRegex::Impl {
   }
 
   bool match(int id, const Ctx& x, size_t i, Cont k) const {
+    if (x.budget-- == 0)
+      throw Error(str("pre-tokenizer regex \"", pattern, "\" backtracks too much on a piece of ",
+                      x.end - x.begin, " characters"));
     const Node& n = nodes[static_cast<size_t>(id)];
     switch (n.op) {
       case Op::set:
@@ -398,7 +405,7 @@ const std::string& SplitRegex::pattern() const { return impl_->pattern; }
 
 bool SplitRegex::search(const SplitText& text, size_t begin, size_t end, size_t from,
                         size_t& match_begin, size_t& match_end) const {
-  const Impl::Ctx x{text, begin, end};
+  const Impl::Ctx x{text, begin, end, 1000000 + 256 * (end - begin)};
   for (size_t s = from; s < end; ++s) {
     size_t e = s;
     // Empty matches are not pieces: a path that ends where it started counts as a failure.

@@ -42,7 +42,8 @@ class SplitRegex {
 
   // Splits the piece [begin, end) of `text`: every non-empty match, left to right, becomes a
   // piece and so does every stretch between matches (Hugging Face's "Isolated" behaviour,
-  // llama.cpp's unicode_regex_split). Appends the piece lengths to `out`.
+  // llama.cpp's unicode_regex_split). Appends the piece lengths to `out`. Throws Error when a
+  // pattern backtracks exponentially (more than 10^6 + 256 n steps for one search on n characters).
   void split(const SplitText& text, size_t begin, size_t end, std::vector<size_t>& out) const;
 
   // The first match at or after `from` within [begin, end): its start and end, or false.

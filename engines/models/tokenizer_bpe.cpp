@@ -307,9 +307,23 @@ using nlohmann::json;
 }
 
 std::string dump(const json& j) {
-  std::string s = j.dump();
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
   if (s.size() > 80) s = s.substr(0, 77) + "...";
   return s;
+}
+
+// obj[name] as a bool / string, `fallback` when absent or null; another type is an error naming
+// `key` (the path of obj) and the name.
+bool opt_bool(const std::string& path, const json& obj, const std::string& key, const char* name, bool fallback) {
+  if (!obj.is_object() || !obj.contains(name) || obj[name].is_null()) return fallback;
+  if (!obj[name].is_boolean()) json_fail(path, str(key, ".", name), str("expected true or false, got ", dump(obj[name])));
+  return obj[name].get<bool>();
+}
+
+std::string opt_string(const std::string& path, const json& obj, const std::string& key, const char* name) {
+  if (!obj.is_object() || !obj.contains(name) || obj[name].is_null()) return std::string();
+  if (!obj[name].is_string()) json_fail(path, str(key, ".", name), str("expected a string, got ", dump(obj[name])));
+  return obj[name].get<std::string>();
 }
 
 // A regex that matches `s` literally.
@@ -336,14 +350,14 @@ void read_pre_tokenizer(const std::string& path, const json& pt, const std::stri
   } else if (type == "ByteLevel") {
     if (byte_level) json_fail(path, key, "a second ByteLevel pre-tokenizer");
     byte_level = true;
-    if (pt.value("add_prefix_space", false)) spec.add_prefix_space = true;
-    if (pt.value("use_regex", true)) spec.patterns.push_back(bpe::kGpt2Pattern);
+    if (opt_bool(path, pt, key, "add_prefix_space", false)) spec.add_prefix_space = true;
+    if (opt_bool(path, pt, key, "use_regex", true)) spec.patterns.push_back(bpe::kGpt2Pattern);
   } else if (type == "Split") {
     if (byte_level) json_fail(path, key, "a Split after the ByteLevel pre-tokenizer is not supported");
-    const std::string behavior = pt.value("behavior", "");
+    const std::string behavior = opt_string(path, pt, key, "behavior");
     if (behavior != "Isolated")
       json_fail(path, key + ".behavior", str("is \"", behavior, "\"; only \"Isolated\" is supported"));
-    if (pt.value("invert", false)) json_fail(path, key + ".invert", "is true; only false is supported");
+    if (opt_bool(path, pt, key, "invert", false)) json_fail(path, key + ".invert", "is true; only false is supported");
     const json& pat = pt.contains("pattern") ? pt["pattern"] : json();
     if (pat.is_object() && pat.contains("Regex") && pat["Regex"].is_string()) {
       spec.patterns.push_back(pat["Regex"].get<std::string>());
@@ -359,7 +373,7 @@ void read_pre_tokenizer(const std::string& path, const json& pt, const std::stri
     }
   } else if (type == "Digits") {
     if (byte_level) json_fail(path, key, "Digits after the ByteLevel pre-tokenizer is not supported");
-    spec.patterns.push_back(pt.value("individual_digits", false) ? "\\p{N}" : "\\p{N}+");
+    spec.patterns.push_back(opt_bool(path, pt, key, "individual_digits", false) ? "\\p{N}" : "\\p{N}+");
   } else {
     json_fail(path, key + ".type", str("is \"", type, "\"; supported: ByteLevel, Split, Digits, Sequence"));
   }
@@ -453,7 +467,9 @@ std::unique_ptr<Tokenizer> bpe_from_gguf(const GgufFile& g) {
   return make_bpe_tokenizer(std::move(spec));
 }
 
-std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path) {
+namespace {
+
+std::unique_ptr<Tokenizer> read_tokenizer_json(const std::string& path) {
   json j;
   try {
     j = json::parse(read_file(path));
@@ -463,10 +479,10 @@ std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path) {
   if (!j.is_object()) throw FileError(path, "expected a JSON object at the top level");
   if (!j.contains("model") || !j["model"].is_object()) json_fail(path, "model", "missing or not an object");
   const json& model = j["model"];
-  const std::string type = model.value("type", std::string());
+  const std::string type = opt_string(path, model, "model", "type");
   if (type != "BPE")
     json_fail(path, "model.type", str("is \"", type, "\"; only \"BPE\" (byte-level) is supported"));
-  if (model.value("byte_fallback", false))
+  if (opt_bool(path, model, "model", "byte_fallback", false))
     json_fail(path, "model.byte_fallback", "is true (a SentencePiece-style BPE); only byte-level BPE is supported");
   for (const char* k : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (model.contains(k) && !model[k].is_null() && !(model[k].is_string() && model[k].get<std::string>().empty()))
@@ -477,7 +493,7 @@ std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path) {
   spec.kind = "bpe";
   spec.mode = bpe::RegexMode::unicode;
   spec.pre.clear();
-  spec.ignore_merges = model.value("ignore_merges", false);
+  spec.ignore_merges = opt_bool(path, model, "model", "ignore_merges", false);
 
   // Vocabulary: model.vocab {token: id} plus added_tokens [{id, content, special}].
   if (!model.contains("vocab") || !model["vocab"].is_object()) json_fail(path, "model.vocab", "missing or not an object");
@@ -486,8 +502,13 @@ std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path) {
   std::vector<std::string> tokens;
   std::vector<int> types;
   std::vector<char> seen;
+  // Ids are dense: none can reach the number of entries.
+  const json* added_list = j.contains("added_tokens") ? &j["added_tokens"] : nullptr;
+  const int64_t n_entries =
+      static_cast<int64_t>(vocab.size() + (added_list && added_list->is_array() ? added_list->size() : 0));
   auto put = [&](int64_t id, const std::string& text, int t, const std::string& key) {
-    if (id < 0 || id >= (int64_t{1} << 24)) json_fail(path, key, str("id ", id, " is out of range"));
+    if (id < 0 || id >= n_entries)
+      json_fail(path, key, str("id ", id, " is out of range (the file has ", n_entries, " tokens)"));
     const size_t i = static_cast<size_t>(id);
     if (i >= tokens.size()) {
       tokens.resize(i + 1);
@@ -518,7 +539,7 @@ std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path) {
       if (content.empty()) json_fail(path, key + ".content", "is empty");
       // Hugging Face matches added tokens in the text verbatim: special ones are control tokens
       // (as llama.cpp's converter marks them), the others user-defined.
-      put(a["id"].get<int64_t>(), content, a.value("special", false) ? kControl : kUserDefined, key);
+      put(a["id"].get<int64_t>(), content, opt_bool(path, a, key, "special", false) ? kControl : kUserDefined, key);
     }
   }
   for (size_t i = 0; i < seen.size(); ++i)
@@ -558,7 +579,7 @@ std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path) {
   // Normalizer: none, or NFC (not applied: see docs/formats.md, "Tokenizers").
   if (j.contains("normalizer") && !j["normalizer"].is_null()) {
     const json& nz = j["normalizer"];
-    const std::string nt = nz.is_object() ? nz.value("type", std::string()) : std::string();
+    const std::string nt = nz.is_object() && nz.contains("type") && nz["type"].is_string() ? nz["type"].get<std::string>() : std::string();
     if (nt != "NFC") json_fail(path, "normalizer", str("is ", dump(nz), "; only null or NFC is supported"));
   }
   // Pre-tokenizer: ByteLevel, or Split/Digits pieces followed by ByteLevel.
@@ -573,17 +594,17 @@ std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path) {
   // template (a leading special token is the BOS that encoding adds).
   if (j.contains("post_processor") && j["post_processor"].is_object()) {
     std::vector<const json*> procs{&j["post_processor"]};
-    if (j["post_processor"].value("type", std::string()) == "Sequence" && j["post_processor"].contains("processors") &&
+    if (opt_string(path, j["post_processor"], "post_processor", "type") == "Sequence" && j["post_processor"].contains("processors") &&
         j["post_processor"]["processors"].is_array()) {
       procs.clear();
       for (const json& p : j["post_processor"]["processors"]) procs.push_back(&p);
     }
     for (const json* p : procs) {
-      if (!p->is_object() || p->value("type", std::string()) != "TemplateProcessing") continue;
+      if (!p->is_object() || !p->contains("type") || (*p)["type"] != "TemplateProcessing") continue;
       if (!p->contains("single") || !(*p)["single"].is_array() || (*p)["single"].empty()) continue;
       const json& first = (*p)["single"][0];
       if (first.is_object() && first.contains("SpecialToken") && first["SpecialToken"].is_object()) {
-        const std::string name = first["SpecialToken"].value("id", std::string());
+        const std::string name = opt_string(path, first["SpecialToken"], "post_processor.single[0].SpecialToken", "id");
         auto it = ids.find(name);
         if (it == ids.end())
           json_fail(path, "post_processor.single[0]", str("\"", name, "\" is not a token of the vocabulary"));
@@ -613,6 +634,17 @@ std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path) {
     if (it != ids.end()) spec.unk = it->second;
   }
   return make_bpe_tokenizer(std::move(spec));
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path) {
+  try {
+    return read_tokenizer_json(path);
+  } catch (const json::exception& e) {
+    // A value of an unexpected type that no check names.
+    throw FileError(path, str("unexpected JSON content: ", e.what()));
+  }
 }
 
 }  // namespace cibench::tokenizer_detail

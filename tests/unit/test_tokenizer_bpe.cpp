@@ -369,6 +369,14 @@ TEST(BpeRegex, SyntaxSubset) {
   EXPECT_EQ(pieces_of("~", {"\\p{S}"}, bpe::RegexMode::unicode), (Pieces{"~"}));
   EXPECT_EQ(pieces_of("a~", {"\\p{S}|a"}, bpe::RegexMode::llama_cpp), (Pieces{"a", "~"}));
 
+  // Exponential backtracking is stopped with an error.
+  try {
+    pieces_of(std::string(40, 'a'), {"(a|a)*b"});
+    ADD_FAILURE() << "no error for an exponential pattern";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("backtracks too much"), std::string::npos) << e.what();
+  }
+
   for (const char* bad : {"(?<=a)b", "a{2,1}", "\\d+", "[abc", "a)", "(a", "a+?", "*a", "\\p{Xy}", "[z-a]"}) {
     try {
       bpe::SplitRegex r(bad);
