@@ -247,9 +247,12 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
   if (nv != static_cast<size_t>(c.vocab_size) || vocab.scores.size() != nv || vocab.types.size() != nv)
     throw Error(str("the vocabulary has ", nv, " tokens, ", vocab.scores.size(), " scores and ",
                     vocab.types.size(), " types; the model's vocabulary is ", c.vocab_size));
+  const bool bpe = vocab.model == "gpt2";  // byte-level BPE: no unknown token needed
+  if (bpe && vocab.pre.empty())
+    throw Error("the byte-level BPE vocabulary has no GGUF pre-tokenizer name (tokenizer.ggml.pre) to write");
   for (const auto& [what, id] : {std::pair<const char*, int>{"BOS", c.bos_id}, {"EOS", c.eos_id},
                                  {"unknown", vocab.unk_id}})
-    if (id < 0 || id >= c.vocab_size)
+    if ((id >= 0 || !bpe || std::string(what) != "unknown") && (id < 0 || id >= c.vocab_size))
       throw Error(str("the ", what, " token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
   for (size_t i = 0; i < nv; ++i)
     if (!std::isfinite(vocab.scores[i])) throw Error(str("vocabulary score ", i, " is not finite"));
@@ -305,8 +308,12 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
   kv.kv_u32("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim()));
   kv.kv_f32("llama.rope.freq_base", c.rope_theta);
   kv.kv_u32("llama.vocab_size", static_cast<uint32_t>(c.vocab_size));
-  kv.kv_str("tokenizer.ggml.model", "llama");
-  kv.kv_str("tokenizer.ggml.pre", "default");
+  kv.kv_str("tokenizer.ggml.model", bpe ? "gpt2" : "llama");
+  kv.kv_str("tokenizer.ggml.pre", bpe ? vocab.pre : "default");
+  if (bpe) {
+    kv.kv_array_header("tokenizer.ggml.merges", GgufType::string, vocab.merges.size());
+    for (const std::string& m : vocab.merges) kv.string(m);
+  }
   kv.kv_array_header("tokenizer.ggml.tokens", GgufType::string, nv);
   for (const std::string& t : vocab.tokens) kv.string(t);
   kv.kv_array_header("tokenizer.ggml.scores", GgufType::f32, nv);
@@ -315,7 +322,7 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
   for (int32_t t : vocab.types) kv.pod(t);
   kv.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(c.bos_id));
   kv.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_id));
-  kv.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(vocab.unk_id));
+  if (vocab.unk_id >= 0) kv.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(vocab.unk_id));
 
   // Header, metadata, tensor directory, padding to the data section.
   Bytes head;

@@ -310,13 +310,21 @@ std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, int vocab_siz
     throw FileError(path, str("vocabulary size hint ", vocab_size_hint, " is negative"));
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw FileError(path, "tokenizer file does not exist");
-  if (std::filesystem::is_directory(path, ec))
-    throw FileError(path, "is a directory, not a tokenizer file");
+  if (std::filesystem::is_directory(path, ec)) {
+    // A Hugging Face model folder: its tokenizer.json, else its SentencePiece tokenizer.model.
+    for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
+      const std::filesystem::path f = std::filesystem::path(path) / name;
+      if (std::filesystem::is_regular_file(f, ec)) return open_tokenizer(f.string(), vocab_size_hint);
+    }
+    throw FileError(path, "is a directory without tokenizer.json or tokenizer.model");
+  }
   if (ext == ".bin") return tokenizer_detail::open_llama2c(path, vocab_size_hint);
   if (ext == ".model") return tokenizer_detail::open_sentencepiece(path);
   if (ext == ".gguf") return tokenizer_detail::open_gguf_vocab(path);
+  if (ext == ".json") return tokenizer_detail::open_tokenizer_json(path);
   throw FileError(path, str("unknown tokenizer file type '", ext,
-                            "' (expected .bin for llama2.c, .model for SentencePiece, .gguf)"));
+                            "' (expected .bin for llama2.c, .model for SentencePiece, .gguf, "
+                            ".json for a Hugging Face tokenizer.json, or a model folder)"));
 }
 
 }  // namespace cibench

@@ -1,6 +1,7 @@
 #pragma once
-// Tokenizers for the Llama family: llama2.c tokenizer.bin, SentencePiece tokenizer.model
-// (libsentencepiece) and the vocabulary inside a GGUF file.
+// Tokenizers: llama2.c tokenizer.bin, SentencePiece tokenizer.model (libsentencepiece), the
+// vocabulary inside a GGUF file (SentencePiece-style "llama" or byte-level BPE "gpt2") and
+// Hugging Face tokenizer.json files with a byte-level BPE model.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,10 +11,14 @@ namespace cibench {
 
 class GgufFile;
 
-// A SentencePiece-style vocabulary as GGUF stores it (tokenizer.ggml.tokens / scores /
-// token_type): what `cibench export-gguf` writes.
+// A vocabulary as GGUF stores it (tokenizer.ggml.tokens / scores / token_type, and for byte-level
+// BPE merges and the pre-tokenizer name): what `cibench export-gguf` writes.
 struct VocabPieces {
-  std::vector<std::string> tokens;  // (vocab) piece text, spaces as U+2581 "▁"
+  std::string model = "llama";      // tokenizer.ggml.model: "llama" (SentencePiece) or "gpt2" (BPE)
+  std::string pre;                  // tokenizer.ggml.pre of a BPE vocabulary ("" when it has no name)
+  std::vector<std::string> merges;  // BPE merges "a b", by rank
+  std::vector<std::string> tokens;  // (vocab) piece text: spaces as U+2581 "▁" (SentencePiece) or
+                                    // bytes as GPT-2's printable characters (BPE)
   std::vector<float> scores;        // (vocab) merge priority
   // (vocab) llama.cpp's token types: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused,
   // 6 byte (<0xAB>)
@@ -28,22 +33,27 @@ class Tokenizer {
   // space prefix for SentencePiece-style vocabularies, byte fallback for unknown bytes).
   virtual std::vector<int> encode(const std::string& text, bool add_bos, bool add_eos) const = 0;
   // The text of `token` when it follows `prev` (the leading space after BOS is dropped, byte
-  // tokens <0xAB> become the raw byte), as llama2.c prints it.
+  // tokens <0xAB> become the raw byte), as llama2.c prints it. A byte-level BPE token is its bytes
+  // (a character split across tokens comes out whole once the pieces are concatenated); control
+  // tokens print as "".
   virtual std::string decode(int prev, int token) const = 0;
   virtual int vocab_size() const = 0;
   virtual int bos_id() const = 0;
   virtual int eos_id() const = 0;
-  virtual std::string kind() const = 0;  // "llama2c", "sentencepiece", "gguf-spm"
+  // "llama2c", "sentencepiece", "gguf-spm", "gguf-bpe" (GGUF byte-level BPE), "bpe" (tokenizer.json)
+  virtual std::string kind() const = 0;
   // Every piece with its score and type, in id order.
   virtual VocabPieces pieces() const = 0;
 };
 
-// Opens a tokenizer by file: *.bin (llama2.c), *.model (SentencePiece), *.gguf (its vocabulary).
+// Opens a tokenizer by file: *.bin (llama2.c), *.model (SentencePiece), *.gguf (its vocabulary),
+// *.json (Hugging Face tokenizer.json, byte-level BPE), or a folder holding tokenizer.json or
+// tokenizer.model (a Hugging Face model folder).
 // `vocab_size_hint` > 0 is the model's vocabulary size (llama2.c files do not store it).
 // Throws FileError naming the file and the problem.
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, int vocab_size_hint = 0);
 
-// The vocabulary of an already opened GGUF file (tokenizer.ggml.model "llama" only).
+// The vocabulary of an already opened GGUF file (tokenizer.ggml.model "llama" or "gpt2").
 // Throws FileError naming the file and the problem.
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& gguf);
 

@@ -1,4 +1,5 @@
-// The vocabulary inside a GGUF file (tokenizer.ggml.model "llama") and the SentencePiece-BPE
+// The vocabulary inside a GGUF file (tokenizer.ggml.model "llama"; "gpt2" goes to
+// tokenizer_bpe.cpp) and the SentencePiece-BPE
 // encoder of llama.cpp's llm_tokenizer_spm: spaces escaped as U+2581, an optional "▁" prefix,
 // UTF-8 characters merged pairwise by the merged piece's score, unknown symbols as byte pieces.
 #include <algorithm>
@@ -279,9 +280,10 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GgufFile& g) {
   if (!g.has("tokenizer.ggml.model"))
     throw FileError(path, "GGUF file has no vocabulary (no tokenizer.ggml.model)");
   const std::string& model = g.get("tokenizer.ggml.model").as_string("tokenizer.ggml.model", path);
+  if (model == "gpt2") return bpe_from_gguf(g);
   if (model != "llama")
     throw FileError(path, str("tokenizer.ggml.model is '", model,
-                              "'; only 'llama' (SentencePiece) vocabularies are supported"));
+                              "'; supported: 'llama' (SentencePiece) and 'gpt2' (byte-level BPE)"));
 
   const GgufValue& tv = get_array(g, "tokenizer.ggml.tokens", 0);
   const size_t n = tv.array.size();

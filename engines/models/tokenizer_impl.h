@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engines/models/pretokenizer.h"
 #include "engines/models/tokenizer.h"
 
 namespace cibench::tokenizer_detail {
@@ -42,5 +43,25 @@ std::string unescape_spaces(const std::string& s);
 std::unique_ptr<Tokenizer> open_llama2c(const std::string& path, int vocab_size_hint);
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path);
 std::unique_ptr<Tokenizer> open_gguf_vocab(const std::string& path);
+
+// Everything a byte-level BPE tokenizer is made of (tokenizer_bpe.cpp).
+struct BpeSpec {
+  std::string path;  // the file, for errors
+  std::string kind;  // "gguf-bpe" or "bpe"
+  std::vector<std::string> tokens;  // (vocab) token text in GPT-2's byte characters
+  std::vector<int> types;           // (vocab) llama.cpp token types (3 control, 4 user-defined)
+  std::vector<std::pair<std::string, std::string>> merges;  // by rank
+  std::vector<std::string> patterns;  // pre-tokenizer regexes, applied in turn
+  std::string pre;                    // the GGUF pre-tokenizer name, "" if none
+  bpe::RegexMode mode = bpe::RegexMode::unicode;
+  bool ignore_merges = false;     // a piece that is a whole token is taken as it is
+  bool add_prefix_space = false;  // ByteLevel add_prefix_space
+  bool add_bos = false, add_eos = false;  // what encode(..., true, true) may add
+  int bos = -1, eos = -1, unk = -1;
+};
+// Throws FileError (spec.path) for a pattern it cannot compile.
+std::unique_ptr<Tokenizer> make_bpe_tokenizer(BpeSpec spec);
+std::unique_ptr<Tokenizer> bpe_from_gguf(const GgufFile& gguf);
+std::unique_ptr<Tokenizer> open_tokenizer_json(const std::string& path);
 
 }  // namespace cibench::tokenizer_detail

@@ -1,5 +1,5 @@
 // Fuzz target for the other readers of user files: each input is written to a scratch folder and
-// read as a llama2.c tokenizer.bin, a WordPiece vocab.txt (and a HF tokenizer folder), a labelled
+// read as a llama2.c tokenizer.bin, a Hugging Face tokenizer.json (byte-level BPE), a WordPiece vocab.txt (and a HF tokenizer folder), a labelled
 // sentence TSV, a replay file of sample indices, a Hugging Face config.json (Llama and BERT
 // folders without weights: the config is read and checked first) and a .cbq quantised model
 // (which, when it loads, also runs a prefill and a step). A
@@ -56,6 +56,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rejecting_errors([&] {
     auto tok = cibench::open_tokenizer(s.at("tok.bin"), 0);
     const auto ids = tok->encode("Once upon a time, there was a little cat.", true, false);
+    for (size_t i = 1; i < ids.size(); ++i) tok->decode(ids[i - 1], ids[i]);
+  });
+  write(s.at("tokenizer.json"), data, size);
+  rejecting_errors([&] {
+    auto tok = cibench::open_tokenizer(s.at("tokenizer.json"), 0);
+    const auto ids = tok->encode("Once upon a time, there's 12345 na\xC3\xAFve cats!\n\n  <x>", true, true);
     for (size_t i = 1; i < ids.size(); ++i) tok->decode(ids[i - 1], ids[i]);
   });
   write(s.at("vocab.txt"), data, size);

@@ -1,6 +1,6 @@
 # The fuzz entry points driven by deterministic mutations of seed files (any compiler): fuzz_smoke
 # (llama2.c, GGUF and safetensors model files; the stories260K files), fuzz_smoke_scenario
-# (scenario TOML; the shipped scenarios), fuzz_smoke_text (tokenizers, vocab.txt, TSV, replay,
+# (scenario TOML; the shipped scenarios), fuzz_smoke_text (tokenizers, tokenizer.json, vocab.txt, TSV, replay,
 # config.json, .cbq), fuzz_smoke_bert (BERT/DistilBERT safetensors; tests/fuzz/corpus) and
 # fuzz_smoke_store (the results store; the release fixtures). Included from tests/CMakeLists.txt,
 # and from tests/fuzz when only fuzzing. Under a sanitizer (about 10x slower) the slow ones run
@@ -62,6 +62,7 @@ if(NOT TARGET fuzz_smoke_text)
   target_link_libraries(fuzz_smoke_text PRIVATE cibench_harness)
   add_test(NAME fuzz.smoke_text COMMAND fuzz_smoke_text --iterations ${CIBENCH_FUZZ_TEXT_ITERATIONS}
            ${CIBENCH_SHARED_DIR}/models/stories260K/tok512.bin
+           ${CMAKE_CURRENT_LIST_DIR}/corpus/tokenizer.json
            ${CIBENCH_SHARED_DIR}/models/bert-tiny-sst2/vocab.txt
            ${CIBENCH_SHARED_DIR}/models/bert-tiny-sst2/config.json
            ${CIBENCH_SHARED_DIR}/models/stories260K/hf/config.json
