@@ -14,6 +14,7 @@
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
 #include "engines/models/bert.h"
+#include "engines/models/classifier_tokenizer.h"
 #include "engines/models/wordpiece.h"
 #include "engines/quant/bert_recipes.h"
 #include "harness/cli/command.h"
@@ -122,11 +123,10 @@ int run_bert_recipes(const BertRecipesArgs& a) {
   std::string vocab = a.vocab;
   if (vocab.empty()) {
     const fs::path p(a.model);
-    vocab = ((fs::is_directory(p) ? p : p.parent_path()) / "vocab.txt").string();
+    vocab = (fs::is_directory(p) ? p : p.parent_path()).string();  // the folder's vocabulary
   }
-  const WordPieceTokenizer tok = fs::path(vocab).filename() == "vocab.txt"
-                                     ? WordPieceTokenizer::from_hf_folder(fs::path(vocab).parent_path().string())
-                                     : WordPieceTokenizer::from_vocab_txt(vocab);
+  const auto tok_ptr = open_classifier_tokenizer(vocab);
+  const ClassifierTokenizer& tok = *tok_ptr;
   CIBENCH_CHECK(tok.vocab_size() <= src.config.vocab_size, vocab, " has ", tok.vocab_size(),
                 " pieces but the model's vocabulary is ", src.config.vocab_size);
   const LoadedSentences cs = load_sentences(SentenceSlice::parse(a.calib));

@@ -16,6 +16,7 @@
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
 #include "engines/models/bert.h"
+#include "engines/models/classifier_tokenizer.h"
 #include "engines/models/wordpiece.h"
 #include "harness/cli/command.h"
 #include "harness/lib/build_info.h"
@@ -39,7 +40,7 @@ struct ClassifyArgs {
   std::string isa;
   int threads = 1;
   bool pin = false;
-  int max_length = 128;
+  int max_length = 0;  // 0: 128, or the model's longest sequence when shorter
   int limit = 0;
   bool json = false;
   // --bench
@@ -82,8 +83,10 @@ std::string default_vocab(const std::string& model) {
   if (model.rfind("synthetic:", 0) == 0) return "";
   const fs::path p(model);
   const fs::path dir = fs::is_directory(p) ? p : p.parent_path();
-  const fs::path v = dir / "vocab.txt";
-  return fs::exists(v) ? v.string() : "";
+  // BERT/DistilBERT: vocab.txt; RoBERTa: tokenizer.json; XLM-R: sentencepiece.bpe.model.
+  for (const char* name : {"vocab.txt", "tokenizer.json", "sentencepiece.bpe.model"})
+    if (fs::exists(dir / name)) return (dir / name).string();
+  return "";
 }
 
 std::string fmt_ms(double ms) {
@@ -188,11 +191,12 @@ int run_bench(const ClassifyArgs& a, const BertModel& model,
   return 0;
 }
 
-int run_classify(const ClassifyArgs& a) {
+int run_classify(ClassifyArgs a) {
   const BertBuildOptions bo = build_options(a);
   const BertModel model = build_bert(open_bert_source(a.model), bo);
   const BertConfig& c = model.config;
 
+  if (a.max_length == 0) a.max_length = std::min(128, c.max_length());
   std::vector<Example> examples;
   if (!a.input.empty()) examples = read_examples(a.input);
   for (const std::string& t : a.texts) examples.push_back({t, -1});
@@ -204,19 +208,15 @@ int run_classify(const ClassifyArgs& a) {
   if (!examples.empty()) {
     const std::string vocab = a.vocab.empty() ? default_vocab(a.model) : a.vocab;
     if (vocab.empty())
-      throw Error(str("no vocabulary for ", a.model, ": pass --vocab vocab.txt (or a .gguf)"));
-    const bool gguf = vocab.size() > 5 && vocab.compare(vocab.size() - 5, 5, ".gguf") == 0;
+      throw Error(str("no vocabulary for ", a.model,
+                      ": pass --vocab vocab.txt, tokenizer.json, sentencepiece.bpe.model or a .gguf"));
     // A vocab.txt picks up its folder's tokenizer_config.json (lower-casing, accents).
-    const WordPieceTokenizer tok =
-        gguf ? WordPieceTokenizer::from_gguf(vocab)
-        : fs::path(vocab).filename() == "vocab.txt"
-            ? WordPieceTokenizer::from_hf_folder(fs::path(vocab).parent_path().string())
-            : WordPieceTokenizer::from_vocab_txt(vocab);
-    CIBENCH_CHECK(tok.vocab_size() <= c.vocab_size, vocab, " has ", tok.vocab_size(),
+    const auto tok = open_classifier_tokenizer(vocab);
+    CIBENCH_CHECK(tok->vocab_size() <= c.vocab_size, vocab, " has ", tok->vocab_size(),
                   " pieces but the model's vocabulary is ", c.vocab_size);
-    if (const std::string w = vocab_size_warning(vocab, tok.vocab_size(), c.vocab_size); !w.empty())
+    if (const std::string w = vocab_size_warning(vocab, tok->vocab_size(), c.vocab_size); !w.empty())
       std::cerr << "cibench: warning: " << w << "\n";
-    for (const Example& e : examples) ids.push_back(tok.encode(e.text, a.max_length));
+    for (const Example& e : examples) ids.push_back(tok->encode(e.text, a.max_length));
   }
   if (a.bench) return run_bench(a, model, ids);
   CIBENCH_CHECK(!examples.empty(), "nothing to classify: give --input FILE or --text TEXT (or --bench)");
@@ -287,7 +287,9 @@ const RegisterCommand reg{
                       "(distilbert-base, bert-base, bert-mini, bert-tiny, distilbert-mini, roberta-base, "
                       "roberta-mini)")
            ->capture_default_str();
-       sub.add_option("--vocab", a->vocab, "vocab.txt or .gguf (default: vocab.txt beside the model)");
+       sub.add_option("--vocab", a->vocab,
+                      "vocab.txt or .gguf (WordPiece), tokenizer.json (RoBERTa), sentencepiece.bpe.model "
+                      "(XLM-R); default: the one beside the model");
        sub.add_option("-i,--input", a->input,
                       "TSV with a header naming `sentence` (and `label`), or one sentence per line");
        sub.add_option("--text", a->texts, "a sentence to classify (repeatable)");
@@ -300,8 +302,8 @@ const RegisterCommand reg{
        sub.add_option("--isa", a->isa, "force an instruction-set level");
        sub.add_option("-T,--threads", a->threads, "threads")->capture_default_str();
        sub.add_flag("--pin", a->pin, "pin thread i to CPU i");
-       sub.add_option("--max-length", a->max_length, "truncate to this many tokens ([CLS]/[SEP] included)")
-           ->capture_default_str();
+       sub.add_option("--max-length", a->max_length, "truncate to this many tokens ([CLS]/[SEP] included; default 128, or the model's longest "
+                      "sequence when shorter)");
        sub.add_option("--limit", a->limit, "classify at most this many input sentences (0 = all)")
            ->check(CLI::Range(0, 1000000000));
        sub.add_flag("--json", a->json, "one JSON line per sentence (or per bench case) and a summary");

@@ -159,17 +159,13 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
   in->max_length = src_.config.max_length();
   in->pad_id = src_.config.pad_token_id;
   const bool synthetic = src_.container == "synthetic";
-  // The tokenizer: model.tokenizer (a vocab.txt or a Hugging Face folder), else the model's folder.
+  // The tokenizer: model.tokenizer (a vocab.txt, tokenizer.json, sentencepiece.bpe.model, .gguf or a
+  // Hugging Face folder), else the model's folder.
   std::string tok = sc.tokenizer;
   if (tok.empty() && !synthetic) tok = sc.model;
   if (!tok.empty()) {
     try {
-      const fs::path p(tok);
-      in->tokenizer = std::make_shared<const WordPieceTokenizer>(
-          fs::is_directory(p) ? WordPieceTokenizer::from_hf_folder(tok)
-          : p.filename() == "vocab.txt" && fs::exists(p.parent_path() / "tokenizer_config.json")
-              ? WordPieceTokenizer::from_hf_folder(p.parent_path().string())
-              : WordPieceTokenizer::from_vocab_txt(tok));
+      in->tokenizer = open_classifier_tokenizer(tok);
     } catch (const Error& e) {
       throw ScenarioError(sc.pos(sc.tokenizer.empty() ? "model.source" : "model.tokenizer").message(e.what()));
     }
@@ -184,7 +180,7 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
   }
   if (sc.workload_source == "eval") {
     if (!in->tokenizer)
-      throw ScenarioError(sc.pos("workload.source").message("sentences need a WordPiece vocabulary: set model.tokenizer"));
+      throw ScenarioError(sc.pos("workload.source").message("sentences need the classifier's vocabulary: set model.tokenizer"));
     std::vector<LabelledText> rows;
     try {
       rows = read_labelled_sentences(sc.eval_set);

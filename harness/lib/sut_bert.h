@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engines/models/bert.h"
+#include "engines/models/classifier_tokenizer.h"
 #include "engines/models/wordpiece.h"
 #include "harness/lib/classifier_stats.h"
 #include "engines/models/sentences.h"
@@ -35,7 +36,7 @@ struct ClassifierInputs {
   std::vector<std::string> texts;           // empty for id inputs
   std::vector<int> labels;                  // per sample, -1 when unlabelled (empty: none)
   std::vector<std::vector<int>> ids;        // [CLS] ... [SEP] per sample (also for texts)
-  std::shared_ptr<const WordPieceTokenizer> tokenizer;  // null for id inputs
+  std::shared_ptr<const ClassifierTokenizer> tokenizer;  // null for id inputs
   int max_length = 128;                     // truncation length of the tokenizer
   int pad_id = 0;
 
