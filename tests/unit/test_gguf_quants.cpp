@@ -449,8 +449,12 @@ TEST(GgufKQuantConversion, CompactFormatsReportTheirError) {
       // max/8 (about 9 % for Gaussian rows). Nonzero: none of these layouts is a GGUF block's.
       const double rel = c.relative_rms();
       EXPECT_GT(rel, 0.0);
-      if (std::string(fmt) == "bf16") EXPECT_LT(rel, std::ldexp(1.0, -9));
-      if (std::string(fmt) == "int8") EXPECT_LT(rel, 0.05);
+      if (std::string(fmt) == "bf16") {
+        EXPECT_LT(rel, std::ldexp(1.0, -9));
+      }
+      if (std::string(fmt) == "int8") {
+        EXPECT_LT(rel, 0.05);
+      }
       if (std::string(fmt) == "int4_g32") {
         EXPECT_GT(rel, 0.01);
         EXPECT_LT(rel, 0.25);
