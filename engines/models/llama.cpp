@@ -56,7 +56,7 @@ double WeightConversion::relative_rms() const {
 
 void WeightConversion::add(const WeightConversion& o) {
   if (format.empty()) format = o.format;
-  else if (!o.format.empty() && format != o.format && format.find(o.format) == std::string::npos)
+  else if (!o.format.empty() && ("," + format + ",").find("," + o.format + ",") == std::string::npos)
     format += "," + o.format;
   for (const std::string& s : o.stored_types)
     if (std::find(stored_types.begin(), stored_types.end(), s) == stored_types.end())
@@ -232,12 +232,18 @@ LlamaModel build_llama(const LlamaSource& src, const LlamaBuildOptions& opts) {
     L.w3 = pack_tensor(src, p + "w3", ff, opts.sparsity, cf);
   }
   const std::string& fo = opts.format_for("output");
-  if (c.tied_output && (quantised || native_rows(src.tensor("tok_embeddings"), format_by_name(fo)))) {
-    // From the stored embeddings: copied when their rows are the format's, measured.
-    m.output = pack_tensor(src, "tok_embeddings", fo, 0.0, co, "output");
-  } else if (c.tied_output) {
-    m.output = pack_matrix("output", m.tok_embeddings.data(), c.vocab_size, c.dim,
-                           format_by_name(fo));
+  if (c.tied_output) {
+    const TensorSource& emb = src.tensor("tok_embeddings");
+    if (native_rows(emb, format_by_name(fo))) {
+      m.output = pack_tensor(src, "tok_embeddings", fo, 0.0, co, "output");  // the stored rows, copied
+    } else {
+      m.output = pack_matrix("output", m.tok_embeddings.data(), c.vocab_size, c.dim,
+                             format_by_name(fo));
+      if (co) {
+        co->format = fo;
+        measure_conversion(emb, m.output, co);
+      }
+    }
   } else {
     m.output = pack_tensor(src, "output", fo, 0.0, co);  // the head is never pruned
   }

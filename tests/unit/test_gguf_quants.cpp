@@ -462,6 +462,19 @@ TEST(GgufKQuantConversion, CompactFormatsReportTheirError) {
     }
     EXPECT_NE(m.conversion_summary().find("overall"), std::string::npos);
   }
+  // A tied head is packed from the embeddings (Q8_0 here): its conversion is theirs.
+  LlamaSource tied = open_llama_source(kFixture);
+  tied.config.tied_output = true;
+  tied.tensors.erase("output");
+  LlamaBuildOptions o;
+  o.format = "int8";
+  const LlamaModel m = build_llama(tied, o);
+  const WeightConversion& out = m.conversion.at("output");
+  EXPECT_EQ(out.stored_types, std::vector<std::string>{"Q8_0"});
+  EXPECT_EQ(out.tensors, 1);
+  const TensorSource& emb = tied.tensor("tok_embeddings");
+  const double want = repack_error(emb.read_all(), emb.rows, emb.cols, "int8");
+  EXPECT_NEAR(out.relative_rms(), want, 1e-9 * want);
 }
 
 // ---- GGUF Q4_0 into int4_g32: the same bytes -----------------------------------------------------
