@@ -23,7 +23,7 @@ case "$mode" in
     cmake --preset asan-parsers -DCIBENCH_SHARED_DIR="$shared" >/dev/null
     cmake --build build/asan-parsers -j "$jobs" --target cibench cibench_tests fuzz_smoke fuzz_smoke_scenario fuzz_smoke_text fuzz_smoke_bert fuzz_smoke_store
     ctest --test-dir build/asan-parsers --output-on-failure --no-tests=error -j "$jobs" \
-      -R 'Loaders|Tokenizer|WordPiece|HarnessScenario|InconsistentModels|fuzz' ;;
+      -R 'Loaders|GgmlKQuant|GgufKQuant|GgufQ4_0|Tokenizer|WordPiece|HarnessScenario|InconsistentModels|fuzz' ;;
   --asan)
     cmake --preset asan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
     cmake --build build/asan -j "$jobs"

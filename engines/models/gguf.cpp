@@ -312,6 +312,7 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_shared<const Mappe
     const uint64_t blocks = numel / tr->block_size;
     if (blocks > std::numeric_limits<uint64_t>::max() / tr->block_bytes)
       r.fail(str("tensor '", ti.name, "' ", dims_str(ti.dims), " is too large"));
+    // blocks * block_bytes bytes: the whole blocks the dimensions imply, no more, no fewer.
     ti.nbytes = static_cast<size_t>(blocks * tr->block_bytes);
     ti.offset = r.get<uint64_t>("tensor offset");
     tensors_.push_back(std::move(ti));
@@ -335,7 +336,8 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_shared<const Mappe
       r.fail(str("tensor '", ti.name, "' offset ", ti.offset, " is not a multiple of the alignment ",
                  alignment));
     if (ti.offset > data_size || ti.nbytes > data_size - ti.offset)
-      r.fail(str("tensor '", ti.name, "' data [", ti.offset, ", +", ti.nbytes,
+      r.fail(str("tensor '", ti.name, "' (", ggml_type_name(ti.ggml_type), ", ", dims_str(ti.dims),
+                 ") data [", ti.offset, ", +", ti.nbytes,
                  " bytes) runs past the end of the file: the data section holds ", data_size,
                  " bytes from offset ", data_start));
     ti.data = file_->data() + data_start + ti.offset;

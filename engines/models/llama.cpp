@@ -1,6 +1,8 @@
 #include "engines/models/llama.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "engines/core/error.h"
 #include "engines/core/prune.h"
@@ -48,24 +50,120 @@ size_t LlamaModel::streamed_bytes_per_token() const {
   return b;
 }
 
+double WeightConversion::relative_rms() const {
+  return ref_sq > 0.0 ? std::sqrt(err_sq / ref_sq) : (err_sq > 0.0 ? INFINITY : 0.0);
+}
+
+void WeightConversion::add(const WeightConversion& o) {
+  if (format.empty()) format = o.format;
+  else if (!o.format.empty() && ("," + format + ",").find("," + o.format + ",") == std::string::npos)
+    format += "," + o.format;
+  for (const std::string& s : o.stored_types)
+    if (std::find(stored_types.begin(), stored_types.end(), s) == stored_types.end())
+      stored_types.push_back(s);
+  std::sort(stored_types.begin(), stored_types.end());
+  tensors += o.tensors;
+  copied += o.copied;
+  err_sq += o.err_sq;
+  ref_sq += o.ref_sq;
+}
+
+WeightConversion LlamaModel::conversion_overall() const {
+  WeightConversion all;
+  for (const auto& [cls, c] : conversion) all.add(c);
+  return all;
+}
+
+std::string LlamaModel::conversion_summary() const {
+  if (conversion.empty()) return "";
+  auto pct = [](double r) {
+    char b[32];
+    std::snprintf(b, sizeof b, r == 0.0 ? "%.0f %%" : "%.3g %%", 100.0 * r);
+    return std::string(b);
+  };
+  std::string s;
+  for (const auto& [cls, c] : conversion) {
+    std::string types;
+    for (const std::string& t : c.stored_types) types += (types.empty() ? "" : ",") + t;
+    s += str(s.empty() ? "" : ", ", cls, " ", types, " -> ", c.format, " ", pct(c.relative_rms()),
+             c.copied == c.tensors ? " (copied)" : "");
+  }
+  return s + ", overall " + pct(conversion_overall().relative_rms());
+}
+
 namespace {
 
+// Adds to `conv` how far the packed rows of `w` are from the rows `t` delivers.
+void measure_conversion(const TensorSource& t, const WeightMatrix& w, WeightConversion* conv) {
+  const int64_t cols = t.cols;
+  const int64_t block_rows = std::max<int64_t>(1, (1 << 20) / cols);
+  std::vector<float> ref(static_cast<size_t>(std::min(block_rows, t.rows) * cols));
+  std::vector<float> got(static_cast<size_t>(cols));
+  for (int64_t r0 = 0; r0 < t.rows; r0 += block_rows) {
+    const int64_t n = std::min(block_rows, t.rows - r0);
+    t.read(r0, n, ref.data());
+    for (int64_t r = 0; r < n; ++r) {
+      w.format->unpack_row(w.row(r0 + r), cols, got.data());
+      const float* x = ref.data() + r * cols;
+      for (int64_t i = 0; i < cols; ++i) {
+        const double e = static_cast<double>(got[i]) - static_cast<double>(x[i]);
+        conv->err_sq += e * e;
+        conv->ref_sq += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+      }
+    }
+  }
+  const std::string type = t.stored_type.empty() ? "float" : t.stored_type;
+  if (std::find(conv->stored_types.begin(), conv->stored_types.end(), type) == conv->stored_types.end()) {
+    conv->stored_types.push_back(type);
+    std::sort(conv->stored_types.begin(), conv->stored_types.end());
+  }
+  conv->tensors += 1;
+}
+
+// Whether rows of `format` are the rows of `t`'s native layout byte for byte (the same pack and
+// unpack: int4_g32 and int4_g32_a8 share their weight rows).
+bool native_rows(const TensorSource& t, const FormatRow& format) {
+  if (t.native_format.empty() || !t.read_native) return false;
+  const FormatRow& native = format_by_name(t.native_format);
+  return format.pack_row == native.pack_row && format.unpack_row == native.unpack_row &&
+         format.row_bytes == native.row_bytes && !format.packed_row_bytes;
+}
+
 // Packs one projection; with sparsity > 0 it is magnitude-pruned first. Every pruning pattern
-// works within a row, so pruning happens row block by row block as the rows are read.
+// works within a row, so pruning happens row block by row block as the rows are read. When the
+// source's stored rows already are rows of the format, they are copied. With `conv`, the
+// conversion error is added to it.
 WeightMatrix pack_tensor(const LlamaSource& src, const std::string& tensor_name,
-                         const std::string& fmt_name, double sparsity) {
+                         const std::string& fmt_name, double sparsity,
+                         WeightConversion* conv = nullptr, const std::string& matrix_name = "") {
   const TensorSource& t = src.tensor(tensor_name);
   const FormatRow& format = format_by_name(fmt_name);
   WeightMatrix w;
-  if (sparsity <= 0.0) {
-    w = pack_matrix(tensor_name, t.rows, t.cols, format, t.read);
+  const std::string& wname = matrix_name.empty() ? tensor_name : matrix_name;
+  if (sparsity <= 0.0 && native_rows(t, format)) {
+    w.name = wname;
+    w.rows = t.rows;
+    w.cols = t.cols;
+    w.format = &format;
+    w.row_bytes = format.row_bytes(t.cols);
+    w.storage = AlignedBuffer(w.bytes());
+    const int64_t block_rows = std::max<int64_t>(1, static_cast<int64_t>((size_t{1} << 22) / w.row_bytes));
+    for (int64_t r0 = 0; r0 < t.rows; r0 += block_rows)
+      t.read_native(r0, std::min(block_rows, t.rows - r0), w.storage.data() + r0 * w.row_bytes);
+    if (conv) conv->copied += 1;
+  } else if (sparsity <= 0.0) {
+    w = pack_matrix(wname, t.rows, t.cols, format, t.read);
   } else {
     const std::string pattern = prune_pattern_for_format(fmt_name);
     const int64_t cols = t.cols;
-    w = pack_matrix(tensor_name, t.rows, cols, format, [&](int64_t r0, int64_t n, float* dst) {
+    w = pack_matrix(wname, t.rows, cols, format, [&](int64_t r0, int64_t n, float* dst) {
       t.read(r0, n, dst);
       prune_magnitude(dst, n, cols, sparsity, pattern);
     });
+  }
+  if (conv) {
+    if (conv->format.empty()) conv->format = fmt_name;
+    measure_conversion(t, w, conv);
   }
   if (format.quantize_act_static) {
     // Static activation quantisation: the calibrated scale travels as a 1 x 1 tensor
@@ -109,26 +207,50 @@ LlamaModel build_llama(const LlamaSource& src, const LlamaBuildOptions& opts) {
   m.final_norm = src.tensor("norm").read_all();
   const std::string& fa = opts.format_for("attention");
   const std::string& ff = opts.format_for("ffn");
+  // Quantised source weights (GGUF blocks) are re-quantised by the formats: measure how far.
+  bool quantised = false;
+  for (const auto& [name, t] : src.tensors)
+    if (!t.stored_type.empty() && name != "norm" && name.find("_norm") == std::string::npos &&
+        (name != "tok_embeddings" || c.tied_output))
+      quantised = true;
+  WeightConversion conv_attn, conv_ffn, conv_out;
+  WeightConversion* ca = quantised ? &conv_attn : nullptr;
+  WeightConversion* cf = quantised ? &conv_ffn : nullptr;
+  WeightConversion* co = quantised ? &conv_out : nullptr;
   m.layers.resize(c.n_layers);
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     LlamaLayer& L = m.layers[l];
     L.attention_norm = src.tensor(p + "attention_norm").read_all();
     L.ffn_norm = src.tensor(p + "ffn_norm").read_all();
-    L.wq = pack_tensor(src, p + "wq", fa, opts.sparsity);
-    L.wk = pack_tensor(src, p + "wk", fa, opts.sparsity);
-    L.wv = pack_tensor(src, p + "wv", fa, opts.sparsity);
-    L.wo = pack_tensor(src, p + "wo", fa, opts.sparsity);
-    L.w1 = pack_tensor(src, p + "w1", ff, opts.sparsity);
-    L.w2 = pack_tensor(src, p + "w2", ff, opts.sparsity);
-    L.w3 = pack_tensor(src, p + "w3", ff, opts.sparsity);
+    L.wq = pack_tensor(src, p + "wq", fa, opts.sparsity, ca);
+    L.wk = pack_tensor(src, p + "wk", fa, opts.sparsity, ca);
+    L.wv = pack_tensor(src, p + "wv", fa, opts.sparsity, ca);
+    L.wo = pack_tensor(src, p + "wo", fa, opts.sparsity, ca);
+    L.w1 = pack_tensor(src, p + "w1", ff, opts.sparsity, cf);
+    L.w2 = pack_tensor(src, p + "w2", ff, opts.sparsity, cf);
+    L.w3 = pack_tensor(src, p + "w3", ff, opts.sparsity, cf);
   }
   const std::string& fo = opts.format_for("output");
   if (c.tied_output) {
-    m.output = pack_matrix("output", m.tok_embeddings.data(), c.vocab_size, c.dim,
-                           format_by_name(fo));
+    const TensorSource& emb = src.tensor("tok_embeddings");
+    if (native_rows(emb, format_by_name(fo))) {
+      m.output = pack_tensor(src, "tok_embeddings", fo, 0.0, co, "output");  // the stored rows, copied
+    } else {
+      m.output = pack_matrix("output", m.tok_embeddings.data(), c.vocab_size, c.dim,
+                             format_by_name(fo));
+      if (co) {
+        co->format = fo;
+        measure_conversion(emb, m.output, co);
+      }
+    }
   } else {
-    m.output = pack_tensor(src, "output", fo, 0.0);  // the head is never pruned
+    m.output = pack_tensor(src, "output", fo, 0.0, co);  // the head is never pruned
+  }
+  if (quantised) {
+    m.conversion["attention"] = conv_attn;
+    m.conversion["ffn"] = conv_ffn;
+    m.conversion["output"] = conv_out;
   }
   return m;
 }

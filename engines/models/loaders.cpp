@@ -522,12 +522,9 @@ LlamaSource open_gguf(const std::string& path) {
     const GgufTensorInfo* ti = g->find_tensor(name);
     if (!ti) throw FileError(path, str("missing tensor '", name, "'"));
     used.insert(name);
-    // F32 0, F16 1, Q4_0 2, Q8_0 8, BF16 30; quantised blocks are dequantised on reading.
-    if (ti->ggml_type != 0 && ti->ggml_type != 1 && ti->ggml_type != 2 && ti->ggml_type != 8 &&
-        ti->ggml_type != 30)
-      throw FileError(path, str("tensor '", name, "' has type ",
-                                GgufFile::ggml_type_name(ti->ggml_type),
-                                "; cibench reads F32/F16/BF16/Q8_0/Q4_0 GGUF tensors"));
+    if (!ggml_type_readable(ti->ggml_type))
+      throw FileError(path, str("tensor '", name, "' has type ", GgufFile::ggml_type_name(ti->ggml_type),
+                                "; cibench reads ", ggml_readable_types(), " GGUF tensors"));
     std::vector<int64_t> dims = ti->dims;
     while (dims.size() > 1 && dims.back() == 1) dims.pop_back();
     const std::vector<int64_t> want =
@@ -542,28 +539,20 @@ LlamaSource open_gguf(const std::string& path) {
     const int64_t t_rows = t.rows;
     const uint32_t type = ti->ggml_type;
     const uint8_t* base = ti->data;
-    t.read = [g, name, base, type, t_rows, cols](int64_t r0, int64_t n, float* dst) {
+    // The GGUF reader checked that a row is whole blocks, so row r0 starts a block.
+    const size_t row_bytes = static_cast<size_t>(cols / ggml_block_values(type)) * ggml_block_bytes(type);
+    t.read = [g, name, base, type, t_rows, cols, row_bytes](int64_t r0, int64_t n, float* dst) {
       check_rows(name, t_rows, r0, n);
-      const size_t first = static_cast<size_t>(r0 * cols), count = static_cast<size_t>(n * cols);
-      if (type == 0) {
-        std::memcpy(dst, base + first * 4, count * 4);
-        return;
-      }
-      // The GGUF reader checked that a row is whole blocks, so `first` starts a block.
-      if (type == 8) {
-        dequantize_q8_0(base + first / kGgmlBlock * kQ8_0BlockBytes, static_cast<int64_t>(count), dst);
-        return;
-      }
-      if (type == 2) {
-        dequantize_q4_0(base + first / kGgmlBlock * kQ4_0BlockBytes, static_cast<int64_t>(count), dst);
-        return;
-      }
-      const uint8_t* s = base + first * 2;
-      for (size_t i = 0; i < count; ++i) {
-        const uint16_t h = static_cast<uint16_t>(s[2 * i] | (s[2 * i + 1] << 8));
-        dst[i] = type == 1 ? f16_to_f32(h) : bf16_to_f32(h);
-      }
+      dequantize_ggml(type, base + static_cast<size_t>(r0) * row_bytes, n * cols, dst);
     };
+    if (ggml_block_values(type) > 1) t.stored_type = GgufFile::ggml_type_name(type);
+    if (type == kGgmlQ4_0) {  // Q4_0 blocks are int4_g32 groups byte for byte
+      t.native_format = "int4_g32";
+      t.read_native = [g, name, base, t_rows, row_bytes](int64_t r0, int64_t n, uint8_t* dst) {
+        check_rows(name, t_rows, r0, n);
+        std::memcpy(dst, base + static_cast<size_t>(r0) * row_bytes, static_cast<size_t>(n) * row_bytes);
+      };
+    }
     return t;
   };
 

@@ -77,6 +77,13 @@ Fields bench_row_fields(const BenchArgs& a, const std::string& fmt, int threads,
                 {"decode_tokens_per_s_sd", a.reps > 1 ? SqlValue(d.stddev) : sql_null()},
                 {"weight_bytes", static_cast<int64_t>(model.weight_bytes())},
                 {"streamed_bytes_per_token", static_cast<int64_t>(model.streamed_bytes_per_token())},
+                {"weight_conversion_rel_rms",
+                 model.conversion.empty() ? sql_null() : SqlValue(model.conversion_overall().relative_rms())},
+                {"weight_conversion",
+                 model.conversion.empty() ? sql_null() : SqlValue(weight_conversion_json(model).dump())},
+                {"weight_conversion_reason",
+                 model.conversion.empty() ? SqlValue(std::string("the source stores no quantised weights"))
+                                          : sql_null()},
                 {"acc_unavailable_reason", std::string("bench measures speed only (cibench recipes or a "
                                                        "scenario's [accuracy] measures quality)")}};
 }
@@ -121,6 +128,7 @@ int run_bench(BenchArgs a) {
         require_llama_memory(str("cibench bench on ", spec, " in ", fmt), src.config, eo.build_options(), so);
       }
       LlamaModel model = build_llama(src, eo.build_options());
+      if (!model.conversion.empty()) std::fprintf(stderr, "%s\n", weight_conversion_line(model).c_str());
       std::mt19937 rng(static_cast<uint32_t>(a.seed));
       std::uniform_int_distribution<int> tokd(3, model.config.vocab_size - 1);
       std::vector<int> prompt(a.prompt_tokens);
@@ -168,6 +176,7 @@ int run_bench(BenchArgs a) {
         row["decode_tokens_per_s_median"] = d.median;
         row["decode_tokens_per_s_stddev"] = d.stddev;
         row["weight_bytes"] = model.weight_bytes();
+        row["weight_conversion"] = weight_conversion_json(model);
         row["streamed_bytes_per_token"] = model.streamed_bytes_per_token();
         row["rss_bytes"] = current_rss_bytes();  // model + session; the bandwidth probe is freed
         if (probe) {

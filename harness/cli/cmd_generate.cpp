@@ -46,6 +46,7 @@ int run_generate(const GenerateArgs& a) {
     require_llama_memory(str("cibench generate on ", a.engine.model), src.config, bo,
                          a.engine.session_options(a.threads));
     model = build_llama(src, bo);
+    if (!a.json && !model.conversion.empty()) std::fprintf(stderr, "%s\n", weight_conversion_line(model).c_str());
   }
   if (cbq && bo.format != "f32" && bo.format != model.build.format_for("attention"))
     throw Error(str(a.engine.model, " holds ", model.build.describe(), " weights; --format ", bo.format, " cannot apply"));
@@ -121,6 +122,7 @@ int run_generate(const GenerateArgs& a) {
     if (decode_steps > 0) j["decode_tokens_per_s"] = decode_steps / decode_s;
     else j["decode_tokens_per_s"] = nullptr;  // nothing was decoded: unmeasured, not zero
     j["weight_bytes"] = model.weight_bytes();
+    j["weight_conversion"] = weight_conversion_json(model);
     j["peak_rss_bytes"] = peak_rss_bytes();
     j["cibench_commit"] = build_info().commit;
     std::cout << j.dump() << "\n";

@@ -2,6 +2,7 @@
 // Options shared by the commands that build and run a Llama model directly (generate, bench):
 // model spec, weight formats (with per-class overrides), sparsity, ISA, threads, KV mode.
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <vector>
@@ -31,5 +32,12 @@ struct EngineOptions {
 // unreadable.
 long long peak_rss_bytes();
 long long current_rss_bytes();
+
+// How far the packed weights are from a quantised source's values (GGUF blocks re-quantised by
+// the chosen formats, LlamaModel::conversion): per class and "overall", each {stored_types,
+// format, relative_rms, tensors, copied}. null when the source holds no quantised weight.
+nlohmann::json weight_conversion_json(const LlamaModel& m);
+// The line `generate` and `bench` print for it on stderr; empty when there is none.
+std::string weight_conversion_line(const LlamaModel& m);
 
 }  // namespace cibench::cli

@@ -332,6 +332,13 @@ ALTER TABLE variants ADD COLUMN peer_decode_ratio_hi REAL;
 ALTER TABLE variants ADD COLUMN peer_roofline_fraction REAL;
 ALTER TABLE variants ADD COLUMN peer_samples TEXT;
 )SQL"},
+    {12, "variants: the conversion of a quantised source's weights (GGUF blocks) into the variant's formats: "
+         "weight_conversion_rel_rms (relative RMS error of the packed weights against the stored values, all "
+         "classes), weight_conversion (JSON per class), weight_conversion_reason (why they are NULL)", R"SQL(
+ALTER TABLE variants ADD COLUMN weight_conversion_rel_rms REAL;
+ALTER TABLE variants ADD COLUMN weight_conversion TEXT;
+ALTER TABLE variants ADD COLUMN weight_conversion_reason TEXT;
+)SQL"},
 };
 }  // namespace
 

@@ -39,6 +39,13 @@ if(TARGET cibench AND NOT TEST fuzz.seed_gguf_q8_0)
   set_tests_properties(fuzz.smoke_gguf_quant PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
                        FIXTURES_REQUIRED fuzz_gguf_quant_seed)
 endif()
+# The GGUF loader's K-quant and legacy block types (Q2_K..Q6_K, Q4_1, Q5_0, Q5_1, Q8_0): the fixture
+# llama-quantize wrote (tests/fixtures/gguf/kquant-mix.gguf, one tensor per type), mutated.
+if(NOT TEST fuzz.smoke_gguf_kquant)
+  add_test(NAME fuzz.smoke_gguf_kquant COMMAND fuzz_smoke --iterations 2000
+           ${CMAKE_SOURCE_DIR}/tests/fixtures/gguf/kquant-mix.gguf)
+  set_tests_properties(fuzz.smoke_gguf_kquant PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+endif()
 # The scenario reader (TOML + every key), seeded with the shipped scenarios.
 if(NOT TARGET fuzz_smoke_scenario)
   add_executable(fuzz_smoke_scenario ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp

@@ -690,11 +690,11 @@ TEST(LoadersBadFiles, GgufUnsupportedTensorType) {
   auto b = read_bytes(shared(kGguf));
   const size_t type_at = after_gguf_string(b, "blk.0.attn_q.weight") + 4 + 8 + 8;
   ASSERT_EQ(get<uint32_t>(b, type_at), 0u);
-  put<uint32_t>(b, type_at, 3);  // Q4_1
-  write_bytes(tmp.file("q4.gguf"), b);
-  expect_open_fails(tmp.file("q4.gguf"),
-                    {"tensor 'blk.0.attn_q.weight' has type Q4_1; cibench reads "
-                     "F32/F16/BF16/Q8_0/Q4_0 GGUF tensors"});
+  put<uint32_t>(b, type_at, 20);  // IQ4_NL: 32-value blocks of 18 bytes, a type cibench does not read
+  write_bytes(tmp.file("iq4.gguf"), b);
+  expect_open_fails(tmp.file("iq4.gguf"),
+                    {"tensor 'blk.0.attn_q.weight' has type IQ4_NL; cibench reads "
+                     "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K GGUF tensors"});
   put<uint32_t>(b, type_at, 12);  // Q4_K: 64 columns are not a whole 256-value block
   write_bytes(tmp.file("q4k.gguf"), b);
   expect_open_fails(tmp.file("q4k.gguf"), {"blk.0.attn_q.weight", "Q4_K", "block size 256"});
