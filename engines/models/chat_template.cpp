@@ -23,7 +23,7 @@ const Family kFamilies[] = {
     {"chatml", true},         {"llama2", true},         {"llama2-sys", true},   {"llama2-sys-bos", true},
     {"llama2-sys-strip", true}, {"mistral-v1", true},   {"mistral-v3", true},   {"mistral-v3-tekken", true},
     {"mistral-v7", true},     {"phi3", true},           {"phi4", true},         {"falcon3", true},
-    {"zephyr", true},         {"monarch", false},       {"gemma", true},        {"orion", false},
+    {"zephyr", true},         {"zephyr-eos", true},     {"monarch", false},       {"gemma", true},        {"orion", false},
     {"openchat", true},       {"vicuna", true},         {"vicuna-orca", true},  {"deepseek", true},
     {"deepseek2", true},      {"deepseek3", true},      {"command-r", true},    {"llama3", true},
     {"chatglm3", false},      {"chatglm4", false},      {"glmedge", false},     {"minicpm", false},
@@ -106,7 +106,12 @@ std::string detect_chat_template(const std::string& tmpl) {
     return "llama2";
   }
   if (has("<|assistant|>") && has("<|end|>")) return "phi3";
-  if (has("<|assistant|>") && has("<|user|>")) return has("</s>") ? "falcon3" : "glmedge";
+  if (has("<|assistant|>") && has("<|user|>")) {
+    if (has("</s>")) return "falcon3";
+    // Zephyr-7B and TinyLlama-Chat end each turn with eos_token (llama.cpp takes them for
+    // GLM-Edge, whose template has no end of turn).
+    return has("eos_token") ? "zephyr-eos" : "glmedge";
+  }
   if (has("<|user|>") && has("<|endoftext|>")) return "zephyr";
   if (has("bos_token + message['role']")) return "monarch";
   if (has("<start_of_turn>")) return "gemma";
@@ -209,6 +214,9 @@ std::vector<TextSegment> render_chat(const std::string& name, const std::vector<
     if (add_ass) o.t("<|assistant|>\n");
   } else if (name == "zephyr") {
     for (const auto& m : chat) o.t("<|" + m.role + "|>\n").c(m.content).t("<|endoftext|>\n");
+    if (add_ass) o.t("<|assistant|>\n");
+  } else if (name == "zephyr-eos") {
+    for (const auto& m : chat) o.t("<|" + m.role + "|>\n").c(m.content).t("</s>\n");
     if (add_ass) o.t("<|assistant|>\n");
   } else if (name == "gemma") {
     // No system turn: the system text opens the next user turn.

@@ -27,7 +27,8 @@ struct ChatTemplateText {
 
 // The names cibench renders: chatml, command-r, deepseek, falcon3, gemma, llama2, llama2-sys,
 // llama2-sys-bos, llama2-sys-strip, llama3, mistral-v1, mistral-v3, mistral-v3-tekken,
-// mistral-v7, openchat, phi3, phi4, vicuna, vicuna-orca, zephyr.
+// mistral-v7, openchat, phi3, phi4, vicuna, vicuna-orca, zephyr, zephyr-eos (Zephyr-7B and
+// TinyLlama-Chat: zephyr with "</s>" for eos_token, not a llama.cpp name).
 const std::vector<std::string>& chat_template_names();
 std::string chat_template_names_joined();  // "chatml, command-r, ..."
 
