@@ -76,6 +76,70 @@ std::string decode_piece(const PieceTable& pieces, int bos, int prev, int token)
   return s;
 }
 
+// ---------------------------------------------------------------- control and user-defined pieces
+
+std::vector<SpecialPiece> special_pieces(const std::vector<std::string>& texts, const std::vector<int>& types) {
+  std::vector<SpecialPiece> out;
+  for (size_t i = 0; i < texts.size() && i < types.size(); ++i) {
+    if (texts[i].empty()) continue;
+    const int t = types[i];
+    if (t == 2 || t == 3) out.push_back(SpecialPiece{static_cast<int>(i), true});
+    else if (t == 4) out.push_back(SpecialPiece{static_cast<int>(i), false});
+  }
+  // Longest first, as llama.cpp's special-token cache is ordered.
+  std::stable_sort(out.begin(), out.end(), [&](const SpecialPiece& a, const SpecialPiece& b) {
+    return texts[static_cast<size_t>(a.id)].size() > texts[static_cast<size_t>(b.id)].size();
+  });
+  return out;
+}
+
+std::vector<Fragment> partition_specials(const std::vector<TextSegment>& segments,
+                                         const std::vector<SpecialPiece>& specials,
+                                         const std::vector<std::string>& texts, std::string& joined) {
+  struct Part {
+    Fragment f;
+    bool special;  // raw text from a special segment
+  };
+  std::vector<Part> parts;
+  joined.clear();
+  for (const TextSegment& seg : segments) {
+    if (seg.text.empty()) continue;
+    parts.push_back(Part{Fragment{-1, joined.size(), seg.text.size()}, seg.special});
+    joined += seg.text;
+  }
+  std::vector<Part> next;
+  for (const SpecialPiece& sp : specials) {
+    const std::string& t = texts[static_cast<size_t>(sp.id)];
+    next.clear();
+    for (const Part& p : parts) {
+      if (p.f.token >= 0 || (sp.control && !p.special)) {
+        next.push_back(p);
+        continue;
+      }
+      size_t start = p.f.off;
+      const size_t end = p.f.off + p.f.len;
+      for (;;) {
+        const size_t hit = joined.find(t, start);
+        if (hit == std::string::npos || hit + t.size() > end) break;
+        if (hit > start) next.push_back(Part{Fragment{-1, start, hit - start}, p.special});
+        next.push_back(Part{Fragment{sp.id, hit, t.size()}, p.special});
+        start = hit + t.size();
+      }
+      if (start < end) next.push_back(Part{Fragment{-1, start, end - start}, p.special});
+    }
+    parts.swap(next);
+  }
+  std::vector<Fragment> out;
+  out.reserve(parts.size());
+  for (const Part& p : parts) {
+    if (p.f.token < 0 && !out.empty() && out.back().token < 0 && out.back().off + out.back().len == p.f.off)
+      out.back().len += p.f.len;
+    else
+      out.push_back(p.f);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------- llama2.c tokenizer.bin
 
 namespace {
@@ -301,6 +365,13 @@ std::unique_ptr<Tokenizer> open_llama2c(const std::string& path, int vocab_size_
 }  // namespace tokenizer_detail
 
 // ---------------------------------------------------------------- front door
+
+std::vector<int> Tokenizer::encode_segments(const std::vector<TextSegment>& segments, bool add_bos,
+                                            bool add_eos) const {
+  std::string text;
+  for (const TextSegment& s : segments) text += s.text;
+  return encode(text, add_bos, add_eos);
+}
 
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path, int vocab_size_hint) {
   std::string ext = std::filesystem::path(path).extension().string();

@@ -26,12 +26,33 @@ struct VocabPieces {
   int bos_id = 1, eos_id = 2, unk_id = 0;
 };
 
+// One stretch of a text to encode (see Tokenizer::encode_segments): text written by a chat
+// template, where the vocabulary's control pieces ("<|im_start|>", "</s>") are single tokens, or
+// plain text such as a user's message, where they are not.
+struct TextSegment {
+  std::string text;
+  bool special = false;  // control pieces in `text` are matched as their tokens
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
   // Text to ids. Adds BOS/EOS when asked. Follows the vocabulary's own conventions (a dummy
   // space prefix for SentencePiece-style vocabularies, byte fallback for unknown bytes).
+  // Control pieces in `text` are encoded as text (llama.cpp's parse_special = false).
   virtual std::vector<int> encode(const std::string& text, bool add_bos, bool add_eos) const = 0;
+  // The segments encoded as one text: a control or unknown piece (type 3 or 2) that appears whole
+  // inside a `special` segment becomes its single id, in plain segments it stays text;
+  // user-defined pieces (type 4) are matched everywhere, as encode() does. The plain stretches
+  // between matched pieces are encoded together, across segment boundaries, so segments without
+  // control pieces give exactly encode() of their concatenation. Vocabularies without control
+  // pieces beyond BOS/EOS (llama2.c) encode the concatenation as plain text.
+  virtual std::vector<int> encode_segments(const std::vector<TextSegment>& segments, bool add_bos,
+                                           bool add_eos) const;
+  // encode() with control pieces matched everywhere (llama.cpp's parse_special = true).
+  std::vector<int> encode_special(const std::string& text, bool add_bos, bool add_eos) const {
+    return encode_segments({TextSegment{text, true}}, add_bos, add_eos);
+  }
   // The text of `token` when it follows `prev` (the leading space after BOS is dropped, byte
   // tokens <0xAB> become the raw byte), as llama2.c prints it. A byte-level BPE token is its bytes
   // (a character split across tokens comes out whole once the pieces are concatenated); control

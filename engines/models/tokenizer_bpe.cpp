@@ -97,47 +97,25 @@ class BpeTokenizer final : public Tokenizer {
       } else {
         decoded_[i] = byte_decode(s_.tokens[i]);
       }
-      if (t == kUserDefined && !s_.tokens[i].empty()) user_defined_.push_back(i);
     }
-    std::stable_sort(user_defined_.begin(), user_defined_.end(),
-                     [&](int a, int b) { return s_.tokens[a].size() > s_.tokens[b].size(); });
+    specials_ = special_pieces(s_.tokens, s_.types);
   }
 
   std::vector<int> encode(const std::string& text, bool add_bos, bool add_eos) const override {
+    return encode_segments({TextSegment{text, false}}, add_bos, add_eos);
+  }
+
+  std::vector<int> encode_segments(const std::vector<TextSegment>& segments, bool add_bos,
+                                   bool add_eos) const override {
     std::vector<int> out;
     if (add_bos && s_.add_bos) {
       if (s_.bos < 0) throw Error(str(s_.path, ": the vocabulary asks for a BOS token but names none"));
       out.push_back(s_.bos);
     }
-    // Fragments: raw text, or a user-defined token cut out of it first (llama.cpp's
-    // tokenizer_st_partition without parse_special; Hugging Face's non-special added tokens).
-    struct Fragment {
-      int token;  // -1 for raw text
-      size_t off, len;
-    };
-    std::vector<Fragment> frags;
-    if (!text.empty()) frags.push_back(Fragment{-1, 0, text.size()});
-    for (int id : user_defined_) {
-      const std::string& t = s_.tokens[id];
-      std::vector<Fragment> next;
-      for (const Fragment& f : frags) {
-        if (f.token >= 0) {
-          next.push_back(f);
-          continue;
-        }
-        size_t start = f.off;
-        const size_t end = f.off + f.len;
-        for (;;) {
-          const size_t hit = text.find(t, start);
-          if (hit == std::string::npos || hit + t.size() > end) break;
-          if (hit > start) next.push_back(Fragment{-1, start, hit - start});
-          next.push_back(Fragment{id, hit, t.size()});
-          start = hit + t.size();
-        }
-        if (start < end) next.push_back(Fragment{-1, start, end - start});
-      }
-      frags.swap(next);
-    }
+    // Fragments: raw text, or a piece cut out of it first (llama.cpp's tokenizer_st_partition;
+    // Hugging Face's added tokens): control pieces only in special segments.
+    std::string text;
+    const std::vector<Fragment> frags = partition_specials(segments, specials_, s_.tokens, text);
     for (const Fragment& f : frags) {
       if (f.token >= 0) {
         out.push_back(f.token);
@@ -271,7 +249,7 @@ class BpeTokenizer final : public Tokenizer {
   std::unordered_map<std::string, int> ranks_;
   std::vector<bpe::SplitRegex> patterns_;
   std::vector<std::string> decoded_;
-  std::vector<int> user_defined_;  // longest text first
+  std::vector<SpecialPiece> specials_;  // control, unknown and user-defined pieces, longest first
 };
 
 // ---------------------------------------------------------------- GGUF

@@ -56,12 +56,8 @@ class GgufSpmTokenizer final : public Tokenizer {
       if (types_[i] == kControl) k = PieceKind::control;
       else if (types_[i] == kByte) k = PieceKind::byte;
       pieces_.add(unescape_spaces(tokens_[i]), k);
-      if (types_[i] == kUserDefined && !tokens_[i].empty()) user_defined_.push_back(i);
     }
-    // Longest first, as llama.cpp's special-token cache is ordered.
-    std::stable_sort(user_defined_.begin(), user_defined_.end(), [&](int a, int b) {
-      return tokens_[a].size() > tokens_[b].size();
-    });
+    specials_ = special_pieces(tokens_, types_);
     for (int b = 0; b < 256; ++b) {
       char name[8];
       std::snprintf(name, sizeof name, "<0x%02X>", b);
@@ -70,7 +66,11 @@ class GgufSpmTokenizer final : public Tokenizer {
     }
   }
 
-  std::vector<int> encode(const std::string& text, bool add_bos, bool add_eos) const override;
+  std::vector<int> encode(const std::string& text, bool add_bos, bool add_eos) const override {
+    return encode_segments({TextSegment{text, false}}, add_bos, add_eos);
+  }
+  std::vector<int> encode_segments(const std::vector<TextSegment>& segments, bool add_bos,
+                                   bool add_eos) const override;
 
   std::string decode(int prev, int token) const override {
     return decode_piece(pieces_, bos_, prev, token);
@@ -104,7 +104,7 @@ class GgufSpmTokenizer final : public Tokenizer {
   int bos_, eos_, unk_;
   bool add_space_prefix_;
   std::unordered_map<std::string, int> token_to_id_;
-  std::vector<int> user_defined_;  // ids of user-defined pieces, longest text first
+  std::vector<SpecialPiece> specials_;  // control, unknown and user-defined pieces, longest first
   int byte_token_[256];
   PieceTable pieces_;
 };
@@ -185,43 +185,18 @@ void GgufSpmTokenizer::tokenize_fragment(const std::string& text, std::vector<in
   }
 }
 
-std::vector<int> GgufSpmTokenizer::encode(const std::string& text, bool add_bos,
-                                          bool add_eos) const {
+std::vector<int> GgufSpmTokenizer::encode_segments(const std::vector<TextSegment>& segments, bool add_bos,
+                                                   bool add_eos) const {
   std::vector<int> out;
-  out.reserve(text.size() + 3);
   if (add_bos) {
     if (bos_ < 0) throw Error(str(path_, ": vocabulary has no BOS token"));
     out.push_back(bos_);
   }
-  // Fragments: raw text, or a user-defined piece cut out of it before tokenizing (llama.cpp's
-  // tokenizer_st_partition without parse_special: control and unknown pieces stay text).
-  struct Fragment {
-    int token;  // -1 for raw text
-    size_t off, len;
-  };
-  std::vector<Fragment> frags;
-  if (!text.empty()) frags.push_back(Fragment{-1, 0, text.size()});
-  for (int id : user_defined_) {
-    const std::string& t = tokens_[id];
-    std::vector<Fragment> next;
-    for (const Fragment& f : frags) {
-      if (f.token >= 0) {
-        next.push_back(f);
-        continue;
-      }
-      size_t start = f.off;
-      const size_t end = f.off + f.len;
-      for (;;) {
-        const size_t hit = text.find(t, start);
-        if (hit == std::string::npos || hit + t.size() > end) break;
-        if (hit > start) next.push_back(Fragment{-1, start, hit - start});
-        next.push_back(Fragment{id, hit, t.size()});
-        start = hit + t.size();
-      }
-      if (start < end) next.push_back(Fragment{-1, start, end - start});
-    }
-    frags.swap(next);
-  }
+  // Fragments: raw text, or a piece cut out of it before tokenizing (llama.cpp's
+  // tokenizer_st_partition: control and unknown pieces only in special segments).
+  std::string text;
+  const std::vector<Fragment> frags = partition_specials(segments, specials_, tokens_, text);
+  out.reserve(out.size() + text.size() + 2);
 
   // As llama.cpp: the prefix space goes before the first text and after each user-defined piece.
   bool prev_special = true;

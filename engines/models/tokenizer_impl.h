@@ -40,6 +40,31 @@ int parse_byte_piece(const std::string& s);
 // Replaces every U+2581 "▁" by a space.
 std::string unescape_spaces(const std::string& s);
 
+// A piece matched in the text before it is tokenized: control and unknown pieces (only inside
+// special segments) and user-defined pieces (everywhere).
+struct SpecialPiece {
+  int id;
+  bool control;  // control or unknown: matched only inside special segments
+};
+
+// A stretch of the joined text: a matched piece (token >= 0) or raw text to tokenize.
+struct Fragment {
+  int token;  // -1 for raw text
+  size_t off, len;
+};
+
+// llama.cpp's tokenizer_st_partition over segments: joins them into `joined` and cuts out every
+// occurrence of each piece in `specials` (in that order: longest text first) from the raw
+// stretches it may appear in; adjacent raw stretches are merged afterwards. `texts` is the
+// vocabulary's piece text by id.
+std::vector<Fragment> partition_specials(const std::vector<TextSegment>& segments,
+                                         const std::vector<SpecialPiece>& specials,
+                                         const std::vector<std::string>& texts, std::string& joined);
+
+// The ids of `types` (llama.cpp token types) that partition_specials matches, with their kind,
+// longest text first (ties by id).
+std::vector<SpecialPiece> special_pieces(const std::vector<std::string>& texts, const std::vector<int>& types);
+
 std::unique_ptr<Tokenizer> open_llama2c(const std::string& path, int vocab_size_hint);
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path);
 std::unique_ptr<Tokenizer> open_gguf_vocab(const std::string& path);

@@ -25,7 +25,11 @@ class SentencePieceTokenizer final : public Tokenizer {
       pieces_.add(unescape_spaces(sp_.IdToPiece(i)), k);
       if (!std::isfinite(sp_.GetScore(i)))  // the unigram model ranks segmentations by score
         throw FileError(path, str("SentencePiece piece ", i, " has a non-finite score (", sp_.GetScore(i), ")"));
+      texts_.push_back(sp_.IdToPiece(i));
+      types_.push_back(sp_.IsControl(i) ? 3 : sp_.IsUnknown(i) ? 2 : 1);
     }
+    // (User-defined pieces are the library's own business: Encode matches them.)
+    specials_ = special_pieces(texts_, types_);
   }
 
   std::vector<int> encode(const std::string& text, bool add_bos, bool add_eos) const override {
@@ -35,6 +39,33 @@ class SentencePieceTokenizer final : public Tokenizer {
     if (add_bos) {
       if (bos_id() < 0) throw Error(str(path_, ": SentencePiece model has no BOS piece"));
       ids.insert(ids.begin(), bos_id());
+    }
+    if (add_eos) {
+      if (eos_id() < 0) throw Error(str(path_, ": SentencePiece model has no EOS piece"));
+      ids.push_back(eos_id());
+    }
+    return ids;
+  }
+
+  // Each raw stretch between control pieces is encoded by the library (with its dummy prefix).
+  std::vector<int> encode_segments(const std::vector<TextSegment>& segments, bool add_bos,
+                                   bool add_eos) const override {
+    std::string text;
+    const std::vector<Fragment> frags = partition_specials(segments, specials_, texts_, text);
+    std::vector<int> ids;
+    if (add_bos) {
+      if (bos_id() < 0) throw Error(str(path_, ": SentencePiece model has no BOS piece"));
+      ids.push_back(bos_id());
+    }
+    for (const Fragment& f : frags) {
+      if (f.token >= 0) {
+        ids.push_back(f.token);
+        continue;
+      }
+      std::vector<int> part;
+      const auto st = sp_.Encode(text.substr(f.off, f.len), &part);
+      if (!st.ok()) throw Error(str(path_, ": SentencePiece encode failed: ", st.ToString()));
+      ids.insert(ids.end(), part.begin(), part.end());
     }
     if (add_eos) {
       if (eos_id() < 0) throw Error(str(path_, ": SentencePiece model has no EOS piece"));
@@ -72,6 +103,9 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string path_;
   sentencepiece::SentencePieceProcessor sp_;
   PieceTable pieces_;
+  std::vector<std::string> texts_;  // (vocab) piece text as the library stores it
+  std::vector<int> types_;          // (vocab) 3 control, 2 unknown, 1 otherwise
+  std::vector<SpecialPiece> specials_;
 };
 
 }  // namespace

@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
+#include "engines/models/chat_template.h"
 #include "engines/models/llama.h"
 #include "engines/models/tokenizer.h"
 #include "engines/runtime/sampler.h"
@@ -25,6 +27,10 @@ struct GenerateArgs {
   EngineOptions engine;
   std::string tokenizer;
   std::string prompt;
+  std::string chat;           // a user message rendered with the chat template
+  std::string system;         // the system message before it
+  std::string chat_template;  // a template name that overrides the detected one
+  bool show_prompt = false;
   int steps = 256;
   float temperature = 0.0f;
   float top_p = 0.9f;
@@ -58,6 +64,11 @@ int run_generate(const GenerateArgs& a) {
                     " tokens but the model's vocabulary is ", c.vocab_size));
   if (!tok && !a.prompt.empty())
     throw Error("--prompt needs --tokenizer (the model has no tokenizer of its own)");
+  const bool chat = !a.chat.empty();
+  if (chat && !a.prompt.empty()) throw Error("--chat and --prompt exclude each other (--chat is the prompt)");
+  if (!chat && (!a.system.empty() || !a.chat_template.empty()))
+    throw Error(str(a.system.empty() ? "--chat-template" : "--system", " needs --chat"));
+  if (chat && !tok) throw Error("--chat needs --tokenizer (the model has no tokenizer of its own)");
   CIBENCH_CHECK(a.steps >= 1, "--steps must be >= 1, got ", a.steps);
 
   SessionOptions so = a.engine.session_options(a.threads);
@@ -72,7 +83,42 @@ int run_generate(const GenerateArgs& a) {
   LlamaSession session(model, so);
   Sampler sampler(c.vocab_size, a.temperature, a.top_p, a.seed);
 
-  std::vector<int> prompt = tok ? tok->encode(a.prompt, true, false) : std::vector<int>{c.bos_id};
+  std::vector<int> prompt;
+  std::string template_name;
+  int end_of_turn = -1;  // the chat template's end-of-turn token, when it is one token
+  if (chat) {
+    // The template comes with the tokenizer (a GGUF's key, a Hugging Face folder's
+    // tokenizer_config.json), else with the model file.
+    std::optional<ChatTemplateText> found = read_chat_template(a.tokenizer);
+    std::string searched = a.tokenizer;
+    if (!found && a.engine.model != a.tokenizer && !cbq) {
+      found = read_chat_template(a.engine.model);
+      searched += " and " + a.engine.model;
+    }
+    template_name = choose_chat_template(found, a.chat_template, searched);
+    std::vector<ChatMessage> messages;
+    if (!a.system.empty()) messages.push_back({"system", a.system});
+    messages.push_back({"user", a.chat});
+    const std::vector<TextSegment> segs = render_chat(template_name, messages, true);
+    prompt = tok->encode_segments(segs, true, false);
+    const std::vector<int> eot = tok->encode_special(chat_end_of_turn(template_name), false, false);
+    if (eot.size() == 1) end_of_turn = eot[0];
+    if (a.show_prompt) {
+      std::cerr << "chat template " << template_name;
+      if (found && a.chat_template.empty()) std::cerr << " (" << found->file << (found->key.empty() ? "" : " ") << found->key << ")";
+      std::cerr << "\nprompt:\n" << joined_text(segs) << "\nprompt ids (" << prompt.size() << "):";
+      for (int id : prompt) std::cerr << ' ' << id;
+      std::cerr << "\n";
+      std::cerr.flush();
+    }
+  } else {
+    prompt = tok ? tok->encode(a.prompt, true, false) : std::vector<int>{c.bos_id};
+    if (a.show_prompt) {
+      std::cerr << "prompt ids (" << prompt.size() << "):";
+      for (int id : prompt) std::cerr << ' ' << id;
+      std::cerr << "\n";
+    }
+  }
   CIBENCH_CHECK(static_cast<int>(prompt.size()) <= a.steps, "the prompt has ", prompt.size(),
                 " tokens, more than --steps ", a.steps);
   std::vector<int> out_ids(prompt);
@@ -84,6 +130,7 @@ int run_generate(const GenerateArgs& a) {
   auto t1 = clock::now();
   int token = prompt.back();
   int generated = 0;
+  // (A chat prompt is not echoed: only the reply is printed.)
   if (!a.json && tok && !a.prompt.empty()) {
     for (size_t i = 1; i < prompt.size(); ++i) std::cout << tok->decode(prompt[i - 1], prompt[i]);
   }
@@ -91,6 +138,8 @@ int run_generate(const GenerateArgs& a) {
     if (generated > 0) logits = session.step(token);
     const int next = sampler.sample(logits);
     if (next == c.bos_id) break;
+    // A chat reply ends at the template's end of turn or the vocabulary's EOS.
+    if (chat && (next == end_of_turn || next == tok->eos_id())) break;
     if (tok) {
       std::cout << tok->decode(token, next);
     } else if (!a.json) {
@@ -116,6 +165,7 @@ int run_generate(const GenerateArgs& a) {
     j["threads"] = a.threads;
     j["kv_mode"] = kv_mode_name(so.kv_mode);
     j["token_ids"] = out_ids;
+    if (chat) j["chat_template"] = template_name;
     j["prompt_tokens"] = prompt.size();
     j["generated_tokens"] = generated;
     j["prefill_tokens_per_s"] = prefill_s > 0 ? prompt.size() / prefill_s : 0.0;
@@ -144,8 +194,18 @@ const RegisterCommand reg{{"generate", "generate text from a prompt with the in-
                              a->engine.add_to(sub);
                              sub.add_option("-z,--tokenizer", a->tokenizer,
                                             "tokenizer: llama2.c tokenizer.bin, SentencePiece "
-                                            ".model, or a .gguf with a vocabulary");
+                                            ".model, a .gguf with a vocabulary, a tokenizer.json "
+                                            "or a Hugging Face folder");
                              sub.add_option("-i,--prompt", a->prompt, "prompt text");
+                             sub.add_option("--chat", a->chat,
+                                            "a user message, rendered with the chat template of the "
+                                            "tokenizer (or model) file; the reply is printed");
+                             sub.add_option("--system", a->system, "a system message before --chat");
+                             sub.add_option("--chat-template", a->chat_template,
+                                            str("the chat template by name, over the file's (",
+                                                chat_template_names_joined(), ")"));
+                             sub.add_flag("--show-prompt", a->show_prompt,
+                                          "print the rendered prompt and its token ids to stderr");
                              sub.add_option("-n,--steps", a->steps,
                                             "positions in all, the prompt included")
                                  ->capture_default_str();
