@@ -1,0 +1,41 @@
+#pragma once
+// The per-row pieces of the decoder's attention block that LlamaSession and LlamaBatch share, so
+// the two fast paths cannot drift apart: the family extras between the q/k/v projections and the
+// KV cache (biases, per-head q/k RMSNorm, RoPE over the rotary width) and the RoPE tables.
+#include <vector>
+
+#include "engines/kernels/kernels.h"
+#include "engines/models/llama.h"
+
+namespace cibench {
+
+// RoPE tables for positions [0, max_context): pair i of a head turns by pos * rope_inv_freq(c,
+// pos)[i], times rope_attention_factor(c); cos and sin are [max_context][rot_dim / 2].
+void rope_tables(const LlamaConfig& c, int max_context, std::vector<float>& cos, std::vector<float>& sin);
+
+// One row's q (q_dim), k and v (kv_dim) as the projections left them, made ready for the cache:
+// biases added, q and k RMS-normalised per head, q and k rotated with this position's tables
+// (unless layer l has no RoPE).
+inline void attention_inputs(const KernelTable& K, const LlamaConfig& c, int l, const LlamaLayer& L, float* q,
+                             float* k, float* v, const float* cos, const float* sin) {
+  const int hd = c.head_dim(), rot = c.rot_dim();
+  if (c.qkv_bias) {
+    K.axpy_f32(1.0f, L.bq.data(), q, c.q_dim());
+    K.axpy_f32(1.0f, L.bk.data(), k, c.kv_dim());
+    K.axpy_f32(1.0f, L.bv.data(), v, c.kv_dim());
+  }
+  if (c.qk_norm) {
+    for (int h = 0; h < c.n_heads; ++h) K.rmsnorm(q + h * hd, L.q_norm.data(), q + h * hd, hd, c.norm_eps);
+    for (int h = 0; h < c.n_kv_heads; ++h) K.rmsnorm(k + h * hd, L.k_norm.data(), k + h * hd, hd, c.norm_eps);
+  }
+  if (!c.layer_rope(l)) return;
+  if (rot == hd) {
+    K.rope(q, c.n_heads, hd, cos, sin);
+    K.rope(k, c.n_kv_heads, hd, cos, sin);
+  } else {
+    for (int h = 0; h < c.n_heads; ++h) K.rope(q + h * hd, 1, rot, cos, sin);
+    for (int h = 0; h < c.n_kv_heads; ++h) K.rope(k + h * hd, 1, rot, cos, sin);
+  }
+}
+
+}  // namespace cibench
