@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <vector>
 
@@ -181,6 +182,35 @@ void read_planned(const PlannedTensor& t, int64_t r0, int64_t n, std::vector<flo
   }
 }
 
+// A projection's rows in rotate-half order (for a fused tensor whose parts need it).
+TensorSource rotate_half_rows(const TensorSource& canonical, int head_dim, int rot) {
+  TensorSource t;
+  t.rows = canonical.rows;
+  t.cols = canonical.cols;
+  const int64_t cols = canonical.cols;
+  t.read = [&canonical, head_dim, rot, cols](int64_t r0, int64_t n, float* dst) {
+    for (int64_t r = 0; r < n; ++r) canonical.read(canonical_of_rotate_half(r0 + r, head_dim, rot), 1, dst + r * cols);
+  };
+  return t;
+}
+
+// Sources of equal width stacked row-wise (Phi-3's fused attn_qkv and ffn_up).
+TensorSource concat_rows(std::vector<TensorSource> parts) {
+  TensorSource t;
+  t.cols = parts.front().cols;
+  for (const TensorSource& p : parts) t.rows += p.rows;
+  const int64_t cols = t.cols;
+  t.read = [parts = std::move(parts), cols](int64_t r0, int64_t n, float* dst) {
+    int64_t first = 0;
+    for (const TensorSource& p : parts) {
+      const int64_t b = std::max(r0, first), e = std::min(r0 + n, first + p.rows);
+      if (b < e) p.read(b - first, e - b, dst + (b - r0) * cols);
+      first += p.rows;
+    }
+  };
+  return t;
+}
+
 // A 1 x n source of constant storage (the rope_freqs values).
 TensorSource vector_source(std::vector<float> v) {
   TensorSource t;
@@ -201,6 +231,21 @@ std::string gguf_architecture_for(const LlamaConfig& c) {
   if (c.rope_scaling.type == "dynamic")
     throw Error("dynamic NTK RoPE scaling has no GGUF form (llama.cpp reads none, linear, yarn and rope_freqs)");
   const bool head_split = c.q_dim() != c.dim;
+  if (c.family == "gemma") {
+    if (c.ffn_act != "gelu_tanh" || c.embed_scale != std::sqrt(static_cast<float>(c.dim)) || !c.tied_output ||
+        c.qkv_bias || c.o_bias || c.qk_norm || c.rot_dim() != c.head_dim())
+      throw Error("a gemma-family config that differs from Gemma's (GeGLU, embeddings x sqrt(dim), tied head, no "
+                  "biases or q/k norms, full rotary) has no GGUF architecture");
+    return "gemma";
+  }
+  if (c.ffn_act != "silu" || c.embed_scale > 0)
+    throw Error("a GeGLU feed-forward or scaled embeddings outside the gemma family have no GGUF architecture");
+  if (c.family == "phi3") {
+    if (c.qkv_bias || c.o_bias || c.qk_norm || head_split || c.tied_output)
+      throw Error("a phi3-family config with biases, q/k norms, a head width apart from dim / heads or a tied head "
+                  "has no GGUF architecture");
+    return "phi3";
+  }
   if (c.family == "qwen3" || c.qk_norm) {
     if (c.qkv_bias || c.o_bias) throw Error("q/k norms together with attention biases have no GGUF architecture");
     return "qwen3";
@@ -350,7 +395,20 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
   };
   add("token_embd.weight", "tok_embeddings", false);
   if (rope_freqs.read) add_source("rope_freqs.weight", &rope_freqs, "RoPE frequency factors", true, false);
-  for (int l = 0; l < c.n_layers; ++l) {
+  std::deque<TensorSource> fused;  // Phi-3's fused tensors (the plan points into it)
+  for (int l = 0; l < c.n_layers && arch == "phi3"; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".", q = "layers." + std::to_string(l) + ".";
+    add(b + "attn_norm.weight", q + "attention_norm", true);
+    fused.push_back(concat_rows({rotate_half_rows(src.tensor(q + "wq"), c.head_dim(), c.rot_dim()),
+                                 rotate_half_rows(src.tensor(q + "wk"), c.head_dim(), c.rot_dim()), src.tensor(q + "wv")}));
+    add_source(b + "attn_qkv.weight", &fused.back(), q + "wq|wk|wv", false, false);
+    add(b + "attn_output.weight", q + "wo", false);
+    add(b + "ffn_norm.weight", q + "ffn_norm", true);
+    fused.push_back(concat_rows({src.tensor(q + "w1"), src.tensor(q + "w3")}));
+    add_source(b + "ffn_up.weight", &fused.back(), q + "w1|w3", false, false);
+    add(b + "ffn_down.weight", q + "w2", false);
+  }
+  for (int l = 0; l < c.n_layers && arch != "phi3"; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".", q = "layers." + std::to_string(l) + ".";
     add(b + "attn_norm.weight", q + "attention_norm", true);
     add(b + "attn_q.weight", q + "wq", false, true);
@@ -388,6 +446,9 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
   kv.kv_u32(A + "attention.head_count", static_cast<uint32_t>(c.n_heads));
   kv.kv_u32(A + "attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
   kv.kv_f32(A + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  // The context is within any sliding window the source had (the loaders cap it there), so the
+  // window llama.cpp's phi3 requires is the context itself.
+  if (arch == "phi3") kv.kv_u32(A + "attention.sliding_window", static_cast<uint32_t>(c.seq_len));
   if (c.head_size > 0 || arch == "qwen3") {
     kv.kv_u32(A + "attention.key_length", static_cast<uint32_t>(c.head_dim()));
     kv.kv_u32(A + "attention.value_length", static_cast<uint32_t>(c.head_dim()));

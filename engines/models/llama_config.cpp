@@ -53,6 +53,9 @@ void LlamaConfig::validate(const std::string& origin) const {
     bad(str("rope_theta must be > 0, got ", rope_theta));
   if (!rope_layers.empty() && rope_layers.size() != static_cast<size_t>(n_layers))
     bad(str("the per-layer RoPE list has ", rope_layers.size(), " entries for ", n_layers, " layers"));
+  if (ffn_act != "silu" && ffn_act != "gelu_tanh")
+    bad(str("unknown feed-forward activation '", ffn_act, "' (known: silu, gelu_tanh)"));
+  if (embed_scale < 0 || !std::isfinite(embed_scale)) bad(str("embedding scale must be >= 0, got ", embed_scale));
   const RopeScaling& r = rope_scaling;
   bool known = false;
   std::string list;
@@ -87,6 +90,8 @@ std::string LlamaConfig::features() const {
   if (qkv_bias) add("qkv bias");
   if (o_bias) add("o bias");
   if (qk_norm) add("q/k norm");
+  if (embed_scale > 0) add(str("embeddings x", embed_scale));
+  if (ffn_act != "silu") add(ffn_act);
   if (!rope_layers.empty()) {
     int nope = 0;
     for (uint8_t r : rope_layers) nope += r == 0;

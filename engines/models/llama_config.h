@@ -61,7 +61,9 @@ struct LlamaConfig {
   bool o_bias = false;    // the output projection carries a bias
   bool qk_norm = false;   // per-head RMSNorm of q and k before RoPE (Qwen3)
   std::vector<uint8_t> rope_layers;  // per layer, 0 = no RoPE in that layer (SmolLM3's NoPE); empty = all
-  std::string family = "llama";  // the family the source declared (llama, mistral, qwen2, qwen3, smollm3)
+  float embed_scale = 0.0f;  // token embeddings multiplied by this on lookup (Gemma: sqrt(dim)); 0 = 1
+  std::string ffn_act = "silu";  // feed-forward gate: silu (SwiGLU) or gelu_tanh (Gemma's GeGLU)
+  std::string family = "llama";  // the family the source declared (llama, mistral, qwen2, qwen3, smollm3, gemma, phi3)
 
   int head_dim() const { return head_size > 0 ? head_size : dim / n_heads; }
   int q_dim() const { return head_dim() * n_heads; }  // rows of wq, columns of wo

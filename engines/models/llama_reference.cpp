@@ -115,8 +115,9 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
   const std::vector<double> inv_freq = rope_inv_freq(c_, pos);
   const double rope_mag = rope_attention_factor(c_);
 
-  // the token embedding
-  for (int i = 0; i < dim; i++) x[i] = tok_embeddings[static_cast<size_t>(token) * dim + i];
+  // the token embedding (scaled for families that scale it: Gemma by sqrt(dim), in binary32)
+  const Real embed_scale = c_.embed_scale > 0 ? static_cast<Real>(c_.embed_scale) : Real(1);
+  for (int i = 0; i < dim; i++) x[i] = tok_embeddings[static_cast<size_t>(token) * dim + i] * embed_scale;
 
   for (int l = 0; l < c_.n_layers; l++) {
     // attention rmsnorm
@@ -192,13 +193,18 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
       for (int i = 0; i < dim; i++) xb2[i] += bo[l][i];
     for (int i = 0; i < dim; i++) x[i] += xb2[i];
 
-    // feed-forward: w2(silu(w1(x)) * w3(x)) and residual
+    // feed-forward: w2(act(w1(x)) * w3(x)) and residual, act = silu or the tanh form of GELU
     rmsnorm(xb.data(), x.data(), ffn_norm[l].data(), dim, static_cast<Real>(c_.norm_eps));
     matmul(hb.data(), xb.data(), w1[l].data(), dim, hidden_dim);
     matmul(hb2.data(), xb.data(), w3[l].data(), dim, hidden_dim);
     for (int i = 0; i < hidden_dim; i++) {
       const Real val = hb[i];
-      hb[i] = val * (Real(1) / (Real(1) + std::exp(-val))) * hb2[i];
+      if (c_.ffn_act == "silu")
+        hb[i] = val * (Real(1) / (Real(1) + std::exp(-val))) * hb2[i];
+      else
+        hb[i] = Real(0.5) * val *
+                (Real(1) + std::tanh(static_cast<Real>(0.7978845608028654) * (val + Real(0.044715) * val * val * val))) *
+                hb2[i];
     }
     matmul(xb.data(), hb.data(), w2[l].data(), hidden_dim, dim);
     for (int i = 0; i < dim; i++) x[i] += xb[i];

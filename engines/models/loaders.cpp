@@ -2,6 +2,7 @@
 // GGUF files, each delivered as f32 rows in the canonical layout of llama_config.h.
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -173,6 +174,32 @@ TensorSource unpermute_rotary_vector(TensorSource hf, int head_dim, int rot) {
   return t;
 }
 
+// Rows [first, first + rows) of a tensor (a part of a fused projection: Phi-3's qkv and gate_up).
+TensorSource row_slice(TensorSource whole, int64_t first, int64_t rows) {
+  TensorSource t;
+  t.rows = rows;
+  t.cols = whole.cols;
+  t.read = [whole = std::move(whole), first, rows](int64_t r0, int64_t n, float* dst) {
+    check_rows("fused projection part", rows, r0, n);
+    whole.read(first + r0, n, dst);
+  };
+  return t;
+}
+
+// A norm weight stored as an offset from 1 (Gemma's RMSNorm multiplies by 1 + w), read as the
+// multiplier itself.
+TensorSource plus_one(TensorSource w) {
+  TensorSource t;
+  t.rows = w.rows;
+  t.cols = w.cols;
+  const int64_t cols = w.cols;
+  t.read = [w = std::move(w), cols](int64_t r0, int64_t n, float* dst) {
+    w.read(r0, n, dst);
+    for (int64_t i = 0; i < n * cols; ++i) dst[i] += 1.0f;
+  };
+  return t;
+}
+
 // The decoder families cibench reads: Hugging Face model_type, architectures entry, and the GGUF
 // general.architecture llama.cpp's converter writes for it.
 struct Family {
@@ -186,6 +213,8 @@ constexpr Family kFamilies[] = {
     {"qwen2", "Qwen2ForCausalLM", "qwen2"},
     {"qwen3", "Qwen3ForCausalLM", "qwen3"},
     {"smollm3", "SmolLM3ForCausalLM", "smollm3"},
+    {"gemma", "GemmaForCausalLM", "gemma"},
+    {"phi3", "Phi3ForCausalLM", "phi3"},
 };
 
 // config.json's "rope_scaling" into `c.rope_scaling` (c.seq_len already set). Unknown types and
@@ -379,9 +408,16 @@ LlamaSource open_hf(const std::string& spec) {
                              "); cibench's decoder reads ", known));
   }
   const std::string fam = family->model_type;
-  if (const auto* act = hf::field(j, "hidden_act");
-      act && !(act->is_string() && act->get<std::string>() == "silu"))
+  if (fam == "gemma") {
+    // Gemma's MLP is GeGLU with the tanh form of GELU (transformers takes it whatever hidden_act
+    // says unless hidden_activation names another).
+    if (const auto* act = hf::field(j, "hidden_activation");
+        act && !(act->is_string() && act->get<std::string>() == "gelu_pytorch_tanh"))
+      throw FileError(cfg, str("'hidden_activation' = ", act->dump(), " is not supported (only gelu_pytorch_tanh)"));
+  } else if (const auto* act = hf::field(j, "hidden_act");
+             act && !(act->is_string() && act->get<std::string>() == "silu")) {
     throw FileError(cfg, str("'hidden_act' = ", act->dump(), " is not supported (only silu)"));
+  }
   if (const auto* b = hf::field(j, "mlp_bias"); b && !(b->is_boolean() && !b->get<bool>()))
     throw FileError(cfg, str("'mlp_bias' = ", b->dump(), " is not supported (no feed-forward biases)"));
   auto flag = [&](const char* key, bool fallback) {
@@ -416,9 +452,13 @@ LlamaSource open_hf(const std::string& spec) {
     c.qkv_bias = c.o_bias = flag("attention_bias", false);
   }
   c.qk_norm = fam == "qwen3";
+  if (fam == "gemma") {
+    c.embed_scale = std::sqrt(static_cast<float>(c.dim));  // Gemma scales the embeddings by sqrt(hidden_size)
+    c.ffn_act = "gelu_tanh";
+  }
   // Sliding-window attention over at most W positions is full attention while the context is no
   // longer than W: the context is capped there instead of running a different model past it.
-  const bool swa = fam == "mistral" || flag("use_sliding_window", false);
+  const bool swa = fam == "mistral" || fam == "phi3" || flag("use_sliding_window", false);
   if (const auto* sw = hf::field(j, "sliding_window"); sw && swa) {
     const int w = hf::get_int(j, "sliding_window", cfg);
     if (w <= 0) throw FileError(cfg, str("'sliding_window' = ", w, " must be positive"));
@@ -437,7 +477,7 @@ LlamaSource open_hf(const std::string& spec) {
     }
   }
   if (const auto* rs = hf::field(j, "rope_scaling")) parse_hf_rope_scaling(*rs, cfg, c);
-  bool tie = fam == "smollm3";  // transformers' defaults: only SmolLM3Config ties by default
+  bool tie = fam == "smollm3" || fam == "gemma";  // transformers' defaults (SmolLM3Config, GemmaConfig tie)
   tie = flag("tie_word_embeddings", tie);
   const int default_bos = 1, default_eos = 2;
   c.bos_id = hf::get_int(j, "bos_token_id", cfg, &default_bos);
@@ -542,8 +582,10 @@ LlamaSource open_hf(const std::string& spec) {
 
   const int64_t d = c.dim, hd = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
   const int head = c.head_dim(), rot = c.rot_dim();
+  // Gemma's norms multiply by 1 + w: the engine's norm weight is that multiplier.
+  auto norm = [&](TensorSource t) { return fam == "gemma" ? plus_one(std::move(t)) : t; };
   src.tensors["tok_embeddings"] = take("model.embed_tokens.weight", v, d);
-  src.tensors["norm"] = take("model.norm.weight", 0, d);
+  src.tensors["norm"] = norm(take("model.norm.weight", 0, d));
   if (by_name.count("lm_head.weight")) {
     c.tied_output = false;
     src.tensors["output"] = take("lm_head.weight", v, d);
@@ -556,15 +598,26 @@ LlamaSource open_hf(const std::string& spec) {
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const std::string q = "layers." + std::to_string(l) + ".";
-    src.tensors[q + "attention_norm"] = take(p + "input_layernorm.weight", 0, d);
-    src.tensors[q + "ffn_norm"] = take(p + "post_attention_layernorm.weight", 0, d);
-    src.tensors[q + "wq"] = unpermute_rotary(take(p + "self_attn.q_proj.weight", qd, d), head, rot);
-    src.tensors[q + "wk"] = unpermute_rotary(take(p + "self_attn.k_proj.weight", kv, d), head, rot);
-    src.tensors[q + "wv"] = take(p + "self_attn.v_proj.weight", kv, d);
+    src.tensors[q + "attention_norm"] = norm(take(p + "input_layernorm.weight", 0, d));
+    src.tensors[q + "ffn_norm"] = norm(take(p + "post_attention_layernorm.weight", 0, d));
+    if (fam == "phi3") {
+      // Phi-3 fuses q, k, v into one projection and gate, up into another: split at load.
+      const TensorSource qkv = take(p + "self_attn.qkv_proj.weight", qd + 2 * kv, d);
+      src.tensors[q + "wq"] = unpermute_rotary(row_slice(qkv, 0, qd), head, rot);
+      src.tensors[q + "wk"] = unpermute_rotary(row_slice(qkv, qd, kv), head, rot);
+      src.tensors[q + "wv"] = row_slice(qkv, qd + kv, kv);
+      const TensorSource gate_up = take(p + "mlp.gate_up_proj.weight", 2 * hd, d);
+      src.tensors[q + "w1"] = row_slice(gate_up, 0, hd);
+      src.tensors[q + "w3"] = row_slice(gate_up, hd, hd);
+    } else {
+      src.tensors[q + "wq"] = unpermute_rotary(take(p + "self_attn.q_proj.weight", qd, d), head, rot);
+      src.tensors[q + "wk"] = unpermute_rotary(take(p + "self_attn.k_proj.weight", kv, d), head, rot);
+      src.tensors[q + "wv"] = take(p + "self_attn.v_proj.weight", kv, d);
+      src.tensors[q + "w1"] = take(p + "mlp.gate_proj.weight", hd, d);
+      src.tensors[q + "w3"] = take(p + "mlp.up_proj.weight", hd, d);
+    }
     src.tensors[q + "wo"] = take(p + "self_attn.o_proj.weight", d, qd);
-    src.tensors[q + "w1"] = take(p + "mlp.gate_proj.weight", hd, d);
     src.tensors[q + "w2"] = take(p + "mlp.down_proj.weight", d, hd);
-    src.tensors[q + "w3"] = take(p + "mlp.up_proj.weight", hd, d);
     if (c.qkv_bias) {
       src.tensors[q + "bq"] = unpermute_rotary_vector(take(p + "self_attn.q_proj.bias", 0, qd), head, rot);
       src.tensors[q + "bk"] = unpermute_rotary_vector(take(p + "self_attn.k_proj.bias", 0, kv), head, rot);
@@ -596,9 +649,9 @@ LlamaSource open_gguf(const std::string& path) {
   // llama (and Mistral, which llama.cpp's converter writes as llama) keeps q/k rows interleaved
   // as cibench does; qwen2 and qwen3 keep Hugging Face's rotate-half order (llama.cpp's NEOX
   // RoPE), so their q/k rows, biases and norms are un-permuted here.
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3")
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma" && arch != "phi3")
     throw FileError(path, str("general.architecture is '", arch,
-                              "'; cibench's decoder reads 'llama', 'qwen2' and 'qwen3' GGUF files"));
+                              "'; cibench's decoder reads 'llama', 'qwen2', 'qwen3', 'gemma' and 'phi3' GGUF files"));
   const bool rotate_half = arch != "llama";
   const std::string a = arch + ".";
 
@@ -627,6 +680,12 @@ LlamaSource open_gguf(const std::string& path) {
   c.n_heads = int_key(a + "attention.head_count");
   c.n_kv_heads = int_key(a + "attention.head_count_kv", c.n_heads);
   c.seq_len = int_key(a + "context_length");
+  // Sliding-window attention equals full attention while the context fits the window: cap it.
+  if (g->has(a + "attention.sliding_window")) {
+    const int w = int_key(a + "attention.sliding_window");
+    if (w <= 0) throw FileError(path, str("metadata '", a, "attention.sliding_window' = ", w, " must be positive"));
+    c.seq_len = std::min(c.seq_len, w);
+  }
   c.norm_eps = static_cast<float>(float_key(a + "attention.layer_norm_rms_epsilon", 1e-5));
   c.rope_theta = static_cast<float>(float_key(a + "rope.freq_base", 10000.0));
   if (g->has(a + "attention.key_length")) {
@@ -653,6 +712,12 @@ LlamaSource open_gguf(const std::string& path) {
   }
   c.bos_id = int_key("tokenizer.ggml.bos_token_id", c.bos_id);
   c.eos_id = int_key("tokenizer.ggml.eos_token_id", c.eos_id);
+  if (arch == "gemma") {
+    // As llama.cpp: embeddings scaled by sqrt(n_embd), GeGLU (tanh GELU); the converter stored
+    // the norms as 1 + w already.
+    c.embed_scale = std::sqrt(static_cast<float>(c.dim));
+    c.ffn_act = "gelu_tanh";
+  }
   c.validate(path);
   if (g->has(a + "rope.dimension_count")) {
     const int rd = int_key(a + "rope.dimension_count");
@@ -757,13 +822,24 @@ LlamaSource open_gguf(const std::string& path) {
     const std::string q = "layers." + std::to_string(l) + ".";
     src.tensors[q + "attention_norm"] = take(p + "attn_norm.weight", 0, d);
     src.tensors[q + "ffn_norm"] = take(p + "ffn_norm.weight", 0, d);
-    src.tensors[q + "wq"] = rows(take(p + "attn_q.weight", qd, d));
-    src.tensors[q + "wk"] = rows(take(p + "attn_k.weight", kv, d));
-    src.tensors[q + "wv"] = take(p + "attn_v.weight", kv, d);
+    if (arch == "phi3") {
+      // Fused as in the Hugging Face checkpoint: attn_qkv rows q, k, v; ffn_up rows gate, up.
+      const TensorSource qkv = take(p + "attn_qkv.weight", qd + 2 * kv, d);
+      src.tensors[q + "wq"] = rows(row_slice(qkv, 0, qd));
+      src.tensors[q + "wk"] = rows(row_slice(qkv, qd, kv));
+      src.tensors[q + "wv"] = row_slice(qkv, qd + kv, kv);
+      const TensorSource gate_up = take(p + "ffn_up.weight", 2 * hd, d);
+      src.tensors[q + "w1"] = row_slice(gate_up, 0, hd);
+      src.tensors[q + "w3"] = row_slice(gate_up, hd, hd);
+    } else {
+      src.tensors[q + "wq"] = rows(take(p + "attn_q.weight", qd, d));
+      src.tensors[q + "wk"] = rows(take(p + "attn_k.weight", kv, d));
+      src.tensors[q + "wv"] = take(p + "attn_v.weight", kv, d);
+      src.tensors[q + "w1"] = take(p + "ffn_gate.weight", hd, d);
+      src.tensors[q + "w3"] = take(p + "ffn_up.weight", hd, d);
+    }
     src.tensors[q + "wo"] = take(p + "attn_output.weight", d, qd);
-    src.tensors[q + "w1"] = take(p + "ffn_gate.weight", hd, d);
     src.tensors[q + "w2"] = take(p + "ffn_down.weight", d, hd);
-    src.tensors[q + "w3"] = take(p + "ffn_up.weight", hd, d);
     if (c.qkv_bias) {
       src.tensors[q + "bq"] = vec(take(p + "attn_q.bias", 0, qd));
       src.tensors[q + "bk"] = vec(take(p + "attn_k.bias", 0, kv));

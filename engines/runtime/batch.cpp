@@ -224,9 +224,7 @@ void LlamaBatch::step(const BatchItem* items, int n_items) {
     for (int t = 0; t < it.n_tokens; ++t) {
       row_item_.push_back(i);
       row_pos_.push_back(q.pos + t);
-      std::memcpy(x + static_cast<size_t>(t) * c.dim,
-                  model_.tok_embeddings.data() + static_cast<size_t>(it.tokens[t]) * c.dim,
-                  c.dim * sizeof(float));
+      embed(model_, it.tokens[t], x + static_cast<size_t>(t) * c.dim);
     }
     item_logits_.push_back(it.want_logits ? static_cast<int>(logit_rows_.size()) : -1);
     if (it.want_logits) logit_rows_.push_back(static_cast<int>(row_item_.size()) - 1);
@@ -330,8 +328,7 @@ void LlamaBatch::forward(int n) {
     mm_->matmul(L.w1, xb, dim, n, hb, hidden);
     mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
     for (int i = 0; i < n; ++i)
-      K.swiglu(hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden,
-               hb + static_cast<size_t>(i) * hidden, hidden);
+      ffn_gate(K, c, hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden, hidden);
     mm_->matmul(L.w2, hb, hidden, n, xb, dim);
     for (int i = 0; i < n; ++i)
       K.axpy_f32(1.0f, xb + static_cast<size_t>(i) * dim, x + static_cast<size_t>(i) * dim, dim);

@@ -2,6 +2,8 @@
 // The per-row pieces of the decoder's attention block that LlamaSession and LlamaBatch share, so
 // the two fast paths cannot drift apart: the family extras between the q/k/v projections and the
 // KV cache (biases, per-head q/k RMSNorm, RoPE over the rotary width) and the RoPE tables.
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "engines/kernels/kernels.h"
@@ -35,6 +37,32 @@ inline void attention_inputs(const KernelTable& K, const LlamaConfig& c, int l, 
   } else {
     for (int h = 0; h < c.n_heads; ++h) K.rope(q + h * hd, 1, rot, cos, sin);
     for (int h = 0; h < c.n_kv_heads; ++h) K.rope(k + h * hd, 1, rot, cos, sin);
+  }
+}
+
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), in binary32 (the same
+// expression as the FP32 reference's, at every ISA level).
+inline float gelu_tanh(float x) {
+  return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+// The gated feed-forward's element-wise step on one row: gate = act(gate) * up.
+inline void ffn_gate(const KernelTable& K, const LlamaConfig& c, float* gate, const float* up, int n) {
+  if (c.ffn_act == "silu") {
+    K.swiglu(gate, up, gate, n);
+  } else {
+    for (int i = 0; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
+  }
+}
+
+// One token's embedding row into x (scaled when the config says so).
+inline void embed(const LlamaModel& m, int token, float* x) {
+  const int dim = m.config.dim;
+  const float* e = m.tok_embeddings.data() + static_cast<size_t>(token) * dim;
+  if (m.config.embed_scale > 0) {
+    for (int i = 0; i < dim; ++i) x[i] = e[i] * m.config.embed_scale;
+  } else {
+    std::memcpy(x, e, static_cast<size_t>(dim) * sizeof(float));
   }
 }
 

@@ -219,9 +219,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
   for (int i = 0; i < n; ++i) {
     CIBENCH_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token id ", tokens[i],
                   " outside the vocabulary of ", c.vocab_size);
-    std::memcpy(x + static_cast<size_t>(i) * dim,
-                model_.tok_embeddings.data() + static_cast<size_t>(tokens[i]) * dim,
-                dim * sizeof(float));
+    embed(model_, tokens[i], x + static_cast<size_t>(i) * dim);
   }
 
   for (int l = 0; l < c.n_layers; ++l) {
@@ -300,8 +298,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     mm_->matmul(L.w1, xb, dim, n, hb, hidden);
     mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
     for (int i = 0; i < n; ++i)
-      K.swiglu(hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden,
-               hb + static_cast<size_t>(i) * hidden, hidden);
+      ffn_gate(K, c, hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden, hidden);
     if (obs) obs->observe(lp + "w2", hb, n, hidden);
     mm_->matmul(L.w2, hb, hidden, n, xb, dim);
     for (int i = 0; i < n; ++i) K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);

@@ -49,6 +49,16 @@ FAMILIES = {
                     rope_theta=50000.0, tie_word_embeddings=True, no_rope_layers=[1, 0],
                     rope_scaling=dict(rope_type="yarn", factor=4.0,
                                       original_max_position_embeddings=16)),
+    # Gemma: head_dim 32 apart from 64 / 4, one KV head, GeGLU (tanh GELU), embeddings x sqrt(64),
+    # norms as offsets from 1, tied.
+    "gemma": dict(model_type="gemma", architectures=["GemmaForCausalLM"], rms_norm_eps=1e-6,
+                  rope_theta=10000.0, head_dim=32, num_key_value_heads=1,
+                  hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh",
+                  tie_word_embeddings=True),
+    # Phi-3: fused qkv and gate_up projections, RoPE over half of each head, untied.
+    "phi3": dict(model_type="phi3", architectures=["Phi3ForCausalLM"], rms_norm_eps=1e-5,
+                 rope_theta=10000.0, partial_rotary_factor=0.5, sliding_window=2047,
+                 tie_word_embeddings=False),
 }
 
 
@@ -73,7 +83,8 @@ def make_weights(c, seed):
         return rng.uniform(-1, 1, size=(rows, cols)) / math.sqrt(cols)
 
     def norm(n):
-        return 1.0 + 0.1 * rng.uniform(-1, 1, size=n)
+        # Gemma stores its norm weights as offsets from 1.
+        return (0.0 if mt == "gemma" else 1.0) + 0.1 * rng.uniform(-1, 1, size=n)
 
     w = {"model.embed_tokens.weight": rng.uniform(-1, 1, size=(v, d)), "model.norm.weight": norm(d)}
     if not c["tie_word_embeddings"]:
@@ -89,6 +100,12 @@ def make_weights(c, seed):
         w[p + "mlp.gate_proj.weight"] = lin(f, d)
         w[p + "mlp.up_proj.weight"] = lin(f, d)
         w[p + "mlp.down_proj.weight"] = lin(d, f)
+        if mt == "phi3":
+            w[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [w.pop(p + "self_attn.q_proj.weight"), w.pop(p + "self_attn.k_proj.weight"),
+                 w.pop(p + "self_attn.v_proj.weight")])
+            w[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [w.pop(p + "mlp.gate_proj.weight"), w.pop(p + "mlp.up_proj.weight")])
         if mt == "qwen2":
             for n, m in (("q", q), ("k", kv), ("v", kv)):
                 w[p + f"self_attn.{n}_proj.bias"] = 0.1 * rng.uniform(-1, 1, size=m)
@@ -170,18 +187,48 @@ def rms(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
+def gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def gelu_f16_table(x):
+    """ggml's CPU GELU (GGML_GELU_FP16): the input rounded to binary16, the binary32 tanh GELU of
+    that, rounded to binary16; saturated outside (-10, 10)."""
+    h = x.astype(np.float16).astype(np.float32)
+    y = (np.float32(0.5) * h * (np.float32(1) + np.tanh(np.float32(0.7978845608028654) * h *
+                                                        (np.float32(1) + np.float32(0.044715) * h * h))))
+    y = y.astype(np.float16).astype(np.float64)
+    return np.where(x <= -10, 0.0, np.where(x >= 10, x, y))
+
+
 def rotate_half(x):
     h = x.shape[-1] // 2
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
-def forward(c, w, tokens):
+def forward(c, w, tokens, gelu=gelu_tanh):
     d, nh, nkv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
     hd, eps, mt = head_dim(c), c["rms_norm_eps"], c["model_type"]
     rot = int(hd * c.get("partial_rotary_factor", 1.0))
     W = {k: v.astype(np.float64) for k, v in w.items()}
+    if mt == "phi3":  # the fused projections, split as Phi3Attention / Phi3MLP do
+        q_dim, kv_dim, f = nh * hd, nkv * hd, c["intermediate_size"]
+        for l in range(c["num_hidden_layers"]):
+            p = f"model.layers.{l}."
+            qkv = W.pop(p + "self_attn.qkv_proj.weight")
+            W[p + "self_attn.q_proj.weight"] = qkv[:q_dim]
+            W[p + "self_attn.k_proj.weight"] = qkv[q_dim:q_dim + kv_dim]
+            W[p + "self_attn.v_proj.weight"] = qkv[q_dim + kv_dim:]
+            gu = W.pop(p + "mlp.gate_up_proj.weight")
+            W[p + "mlp.gate_proj.weight"], W[p + "mlp.up_proj.weight"] = gu[:f], gu[f:]
+    if mt == "gemma":  # GemmaRMSNorm multiplies by (1 + w)
+        for k in W:
+            if k.endswith("norm.weight"):
+                W[k] = 1.0 + W[k]
     n = len(tokens)
     x = W["model.embed_tokens.weight"][tokens]
+    if mt == "gemma":
+        x = x * np.float32(math.sqrt(d))
     # Angles of each position as transformers computes them decoding one token at a time (the
     # dynamic type depends on the length seen; the others do not).
     cos = np.zeros((n, rot))
@@ -223,7 +270,8 @@ def forward(c, w, tokens):
         h = rms(x, W[p + "post_attention_layernorm.weight"], eps)
         g = h @ W[p + "mlp.gate_proj.weight"].T
         u = h @ W[p + "mlp.up_proj.weight"].T
-        x = x + ((g / (1 + np.exp(-g))) * u) @ W[p + "mlp.down_proj.weight"].T
+        act = gelu(g) if mt == "gemma" else g / (1 + np.exp(-g))
+        x = x + (act * u) @ W[p + "mlp.down_proj.weight"].T
     x = rms(x, W["model.norm.weight"], eps)
     head = W["model.embed_tokens.weight"] if c["tie_word_embeddings"] else W["lm_head.weight"]
     return x @ head.T
@@ -248,6 +296,10 @@ def main():
         w = make_weights(c, 1000 + i)
         write_safetensors(os.path.join(folder, "model.safetensors"), w)
         write_logits(os.path.join(folder, "logits_numpy.txt"), forward(c, w, TOKENS))
+        if c["model_type"] == "gemma":
+            # The same network with llama.cpp's binary16 GELU table, to size that difference.
+            write_logits(os.path.join(folder, "logits_numpy_gelu_f16.txt"),
+                         forward(c, w, TOKENS, gelu=gelu_f16_table))
     with open(os.path.join(root, "tokens.txt"), "w") as out:
         out.write(" ".join(str(t) for t in TOKENS) + "\n")
 
