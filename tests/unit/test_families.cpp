@@ -1,5 +1,5 @@
 // The decoder families as configuration of the one decoder: tiny random checkpoints of Llama 3
-// (llama3 RoPE scaling, untied), Mistral, Qwen2 (q/k/v biases), Qwen3 (explicit head_dim, q/k
+// (llama3 RoPE scaling, untied), a Llama with dynamic NTK scaling run past its trained context, Mistral, Qwen2 (q/k/v biases), Qwen3 (explicit head_dim, q/k
 // norms), SmolLM2 (linear RoPE scaling), SmolLM3 (NoPE layers, yarn), Gemma (GeGLU, scaled
 // embeddings, 1 + w norms, head_dim apart) and Phi-3 (fused projections, partial rotary) in
 // tests/fixtures/families (written by tools/family_fixtures/make_fixtures.py; see DEVELOPERS.md),
@@ -9,6 +9,7 @@
 // architectures its build knows: llama, qwen2, gemma, phi3) on the GGUF file with an f32 KV cache.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -34,7 +35,7 @@
 namespace cibench {
 namespace {
 
-const char* const kFamilies[] = {"llama3", "mistral", "qwen2", "qwen3", "smollm2", "smollm3", "gemma", "phi3"};
+const char* const kFamilies[] = {"llama3", "mistral", "qwen2", "qwen3", "smollm2", "smollm3", "gemma", "phi3", "dynamic"};
 const char* const kGgufFamilies[] = {"llama3", "mistral", "qwen2", "qwen3", "smollm2", "gemma", "phi3"};
 const char* const kFixtureName = "tiny family fixture";  // general.name of the GGUF fixtures
 
@@ -65,7 +66,8 @@ std::vector<double> read_logits(const std::string& path, int n, int vocab) {
 
 template <typename Real>
 std::vector<double> reference_logits(const LlamaSource& src, const std::vector<int>& toks) {
-  LlamaReferenceT<Real> ref(src);
+  // The context covers the tokens even past the trained length (the dynamic fixture runs there).
+  LlamaReferenceT<Real> ref(src, std::max(src.config.seq_len, static_cast<int>(toks.size())));
   std::vector<double> out;
   for (size_t p = 0; p < toks.size(); ++p) {
     const auto& r = ref.forward(toks[p], static_cast<int>(p));
@@ -111,6 +113,7 @@ FastLogits fast_logits(const LlamaModel& model, const std::vector<int>& toks, in
   SessionOptions so;
   so.threads = threads;
   so.max_batch = 5;
+  so.max_context = n;
   LlamaSession s(model, so);
   f.chunks.resize(static_cast<size_t>(n) * V);
   s.forward_all(toks.data(), n, f.chunks.data());
@@ -154,6 +157,7 @@ TEST(Families, ConfigsReadAsTheirFamilies) {
       {"smollm3", "smollm3", 16, 64, 16, "yarn", false, false, true},
       {"gemma", "gemma", 32, 128, 32, "none", false, false, true},
       {"phi3", "phi3", 16, 64, 8, "none", false, false, false},
+      {"dynamic", "llama", 16, 64, 16, "dynamic", false, false, true},
   };
   for (const Want& w : wants) {
     SCOPED_TRACE(w.name);
@@ -338,6 +342,7 @@ TEST_P(FamiliesAtIsa, FormatsWithinTheirQuantisationErrorOfF32) {
     const double tol_order = 2 * tolerance_vs_exact(ref32_err, max_abs(ref));
     SessionOptions so;
     so.max_batch = 5;
+    so.max_context = static_cast<int>(toks.size());
     for (const char* fmt : {"bf16", "int8", "int4_g32", "w8a8"}) {
       SCOPED_TRACE(fmt);
       LlamaBuildOptions o;

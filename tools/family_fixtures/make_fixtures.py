@@ -59,6 +59,11 @@ FAMILIES = {
     "phi3": dict(model_type="phi3", architectures=["Phi3ForCausalLM"], rms_norm_eps=1e-5,
                  rope_theta=10000.0, partial_rotary_factor=0.5, sliding_window=2047,
                  tie_word_embeddings=False),
+    # A Llama with dynamic NTK scaling, trained on 8 positions: the 12 tokens run past them, where
+    # the base grows with the length (no GGUF form: llama.cpp has no dynamic scaling).
+    "dynamic": dict(model_type="llama", architectures=["LlamaForCausalLM"], rms_norm_eps=1e-5,
+                    rope_theta=10000.0, max_position_embeddings=8, tie_word_embeddings=True,
+                    rope_scaling=dict(rope_type="dynamic", factor=2.0)),
 }
 
 
