@@ -251,6 +251,9 @@ std::string gguf_architecture_for(const LlamaConfig& c) {
     return "qwen3";
   }
   if (c.family == "qwen2" && c.qkv_bias && !c.o_bias && !head_split) return "qwen2";
+  if (c.rot_dim() != c.head_dim())
+    throw Error(str("RoPE over ", c.rot_dim(), " of ", c.head_dim(), " head dims has no GGUF form outside phi3, qwen2 "
+                    "and qwen3 (llama.cpp's llama requires full rotary)"));
   if (c.qkv_bias && head_split)
     throw Error(str("attention biases with head_dim ", c.head_dim(), " x ", c.n_heads, " heads != dim ", c.dim,
                     " have no GGUF architecture (llama.cpp's llama biases are dim wide)"));

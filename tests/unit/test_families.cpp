@@ -483,6 +483,21 @@ TEST(Families, UnsupportedConfigsNameFileKeyAndValue) {
     const std::string msg = error_of([&] { open_llama_source(folder); });
     for (const std::string& w : c.want) EXPECT_NE(msg.find(w), std::string::npos) << msg;
   }
+  // GGUF metadata the engine lacks: the smollm2 file's scaling type "linear" patched to "longro".
+  {
+    std::ifstream in(fixture("smollm2/model.gguf"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const std::string key = "llama.rope.scaling.type";
+    const size_t at = bytes.find(key);
+    ASSERT_NE(at, std::string::npos);
+    const size_t value = bytes.find("linear", at);
+    ASSERT_NE(value, std::string::npos);
+    bytes.replace(value, 6, "longro");
+    std::ofstream(dir.file("patched.gguf"), std::ios::binary) << bytes;
+    const std::string m = error_of([&] { open_llama_source(dir.file("patched.gguf")); });
+    for (const std::string& w : {dir.file("patched.gguf"), key, std::string("longro")})
+      EXPECT_NE(m.find(w), std::string::npos) << m;
+  }
   // A knob GGUF cannot hold: NoPE layers.
   const std::string msg = error_of([&] {
     const LlamaSource s = open_llama_source(fixture("smollm3"));
