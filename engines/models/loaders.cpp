@@ -200,21 +200,15 @@ TensorSource plus_one(TensorSource w) {
   return t;
 }
 
-// The decoder families cibench reads: Hugging Face model_type, architectures entry, and the GGUF
-// general.architecture llama.cpp's converter writes for it.
+// The decoder families cibench reads: Hugging Face model_type and architectures entry.
 struct Family {
   const char* model_type;
   const char* architecture;
-  const char* gguf_arch;
 };
 constexpr Family kFamilies[] = {
-    {"llama", "LlamaForCausalLM", "llama"},
-    {"mistral", "MistralForCausalLM", "llama"},
-    {"qwen2", "Qwen2ForCausalLM", "qwen2"},
-    {"qwen3", "Qwen3ForCausalLM", "qwen3"},
-    {"smollm3", "SmolLM3ForCausalLM", "smollm3"},
-    {"gemma", "GemmaForCausalLM", "gemma"},
-    {"phi3", "Phi3ForCausalLM", "phi3"},
+    {"llama", "LlamaForCausalLM"},   {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},   {"smollm3", "SmolLM3ForCausalLM"}, {"gemma", "GemmaForCausalLM"},
+    {"phi3", "Phi3ForCausalLM"},
 };
 
 // config.json's "rope_scaling" into `c.rope_scaling` (c.seq_len already set). Unknown types and
@@ -641,7 +635,7 @@ LlamaSource open_hf(const std::string& spec) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// GGUF (general.architecture = llama)
+// GGUF (general.architecture llama, qwen2, qwen3, gemma, phi3)
 
 LlamaSource open_gguf(const std::string& path) {
   auto g = std::make_shared<const GgufFile>(path);
