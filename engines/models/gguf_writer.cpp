@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <vector>
 
@@ -87,6 +88,9 @@ class Bytes {
 struct PlannedTensor {
   std::string gguf_name;
   const TensorSource* source = nullptr;
+  // Rotate-half archs (qwen2, qwen3): rows (or, for a vector, values) are written in Hugging
+  // Face's rotate-half order, read from the canonical interleaved one; head width and rotary width.
+  int permute_head = 0, permute_rot = 0;
   bool one_d = false;
   const TypeRow* type = nullptr;
   uint64_t offset = 0;  // from the start of the data section
@@ -152,7 +156,111 @@ void encode_rows(const PlannedTensor& t, const float* x, int64_t rows, std::vect
   }
 }
 
+// The canonical index that rotate-half index i holds: HF dim h*hd + t*rot/2 + j is canonical
+// dim h*hd + 2j + t (dims past rot in place).
+int64_t canonical_of_rotate_half(int64_t i, int head_dim, int rot) {
+  const int64_t h = i / head_dim, r = i % head_dim;
+  if (r >= rot) return i;
+  const int64_t t = r / (rot / 2), j = r % (rot / 2);
+  return h * head_dim + 2 * j + t;
+}
+
+// Rows [r0, r0 + n) of a planned tensor as f32, in the order the file stores them.
+void read_planned(const PlannedTensor& t, int64_t r0, int64_t n, std::vector<float>& out) {
+  const int64_t cols = t.source->cols;
+  out.resize(static_cast<size_t>(n * cols));
+  if (t.permute_head == 0) {
+    t.source->read(r0, n, out.data());
+  } else if (t.source->rows == 1) {  // a vector: permute its values
+    std::vector<float> v(static_cast<size_t>(cols));
+    t.source->read(0, 1, v.data());
+    for (int64_t i = 0; i < cols; ++i)
+      out[static_cast<size_t>(i)] = v[static_cast<size_t>(canonical_of_rotate_half(i, t.permute_head, t.permute_rot))];
+  } else {
+    for (int64_t r = 0; r < n; ++r)
+      t.source->read(canonical_of_rotate_half(r0 + r, t.permute_head, t.permute_rot), 1, out.data() + r * cols);
+  }
+}
+
+// A projection's rows in rotate-half order (for a fused tensor whose parts need it).
+TensorSource rotate_half_rows(const TensorSource& canonical, int head_dim, int rot) {
+  TensorSource t;
+  t.rows = canonical.rows;
+  t.cols = canonical.cols;
+  const int64_t cols = canonical.cols;
+  t.read = [&canonical, head_dim, rot, cols](int64_t r0, int64_t n, float* dst) {
+    for (int64_t r = 0; r < n; ++r) canonical.read(canonical_of_rotate_half(r0 + r, head_dim, rot), 1, dst + r * cols);
+  };
+  return t;
+}
+
+// Sources of equal width stacked row-wise (Phi-3's fused attn_qkv and ffn_up).
+TensorSource concat_rows(std::vector<TensorSource> parts) {
+  TensorSource t;
+  t.cols = parts.front().cols;
+  for (const TensorSource& p : parts) t.rows += p.rows;
+  const int64_t cols = t.cols;
+  t.read = [parts = std::move(parts), cols](int64_t r0, int64_t n, float* dst) {
+    int64_t first = 0;
+    for (const TensorSource& p : parts) {
+      const int64_t b = std::max(r0, first), e = std::min(r0 + n, first + p.rows);
+      if (b < e) p.read(b - first, e - b, dst + (b - r0) * cols);
+      first += p.rows;
+    }
+  };
+  return t;
+}
+
+// A 1 x n source of constant storage (the rope_freqs values).
+TensorSource vector_source(std::vector<float> v) {
+  TensorSource t;
+  t.rows = 1;
+  t.cols = static_cast<int64_t>(v.size());
+  t.read = [v = std::move(v)](int64_t, int64_t n, float* dst) {
+    if (n > 0) std::memcpy(dst, v.data(), v.size() * sizeof(float));
+  };
+  return t;
+}
+
 }  // namespace
+
+std::string gguf_architecture_for(const LlamaConfig& c) {
+  const bool rope_everywhere = std::all_of(c.rope_layers.begin(), c.rope_layers.end(), [](uint8_t r) { return r != 0; });
+  if (!rope_everywhere)
+    throw Error("layers without RoPE (NoPE) have no GGUF architecture cibench writes");
+  if (c.rope_scaling.type == "dynamic")
+    throw Error("dynamic NTK RoPE scaling has no GGUF form (llama.cpp reads none, linear, yarn and rope_freqs)");
+  const bool head_split = c.q_dim() != c.dim;
+  if (c.family == "gemma") {
+    if (c.ffn_act != "gelu_tanh" || c.embed_scale != std::sqrt(static_cast<float>(c.dim)) || !c.tied_output ||
+        c.qkv_bias || c.o_bias || c.qk_norm || c.rot_dim() != c.head_dim())
+      throw Error("a gemma-family config that differs from Gemma's (GeGLU, embeddings x sqrt(dim), tied head, no "
+                  "biases or q/k norms, full rotary) has no GGUF architecture");
+    return "gemma";
+  }
+  if (c.ffn_act != "silu" || c.embed_scale > 0)
+    throw Error("a GeGLU feed-forward or scaled embeddings outside the gemma family have no GGUF architecture");
+  if (c.family == "phi3") {
+    if (c.qkv_bias || c.o_bias || c.qk_norm || head_split || c.tied_output)
+      throw Error("a phi3-family config with biases, q/k norms, a head width apart from dim / heads or a tied head "
+                  "has no GGUF architecture");
+    return "phi3";
+  }
+  if (c.family == "qwen3" || c.qk_norm) {
+    if (c.qkv_bias || c.o_bias) throw Error("q/k norms together with attention biases have no GGUF architecture");
+    return "qwen3";
+  }
+  if (c.family == "qwen2" && c.qkv_bias && !c.o_bias && !head_split) return "qwen2";
+  if (c.rot_dim() != c.head_dim())
+    throw Error(str("RoPE over ", c.rot_dim(), " of ", c.head_dim(), " head dims has no GGUF form outside phi3, qwen2 "
+                    "and qwen3 (llama.cpp's llama requires full rotary)"));
+  if (c.qkv_bias && head_split)
+    throw Error(str("attention biases with head_dim ", c.head_dim(), " x ", c.n_heads, " heads != dim ", c.dim,
+                    " have no GGUF architecture (llama.cpp's llama biases are dim wide)"));
+  if (c.qkv_bias != c.o_bias && c.family != "qwen2")
+    throw Error("q/k/v biases without an output bias (or the reverse) outside qwen2 have no GGUF architecture");
+  return "llama";
+}
 
 std::string gguf_default_name(const LlamaSource& src) {
   if (src.origin.rfind("synthetic:", 0) == 0) return src.origin.substr(10);
@@ -257,16 +365,30 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
   for (size_t i = 0; i < nv; ++i)
     if (!std::isfinite(vocab.scores[i])) throw Error(str("vocabulary score ", i, " is not finite"));
 
+  const std::string arch = gguf_architecture_for(c);
+  const bool rotate_half = arch != "llama";
+  const std::string A = arch + ".";
+  // llama3 RoPE scaling travels as llama.cpp's converter writes it: the per-pair factors as the
+  // F32 tensor rope_freqs.weight (and no scaling type); a GGUF source's own factors likewise.
+  TensorSource rope_freqs;
+  if (c.rope_scaling.type == "llama3" || c.rope_scaling.type == "factors")
+    rope_freqs = vector_source(c.rope_scaling.type == "llama3" ? llama3_rope_factors(c) : c.rope_scaling.freq_factors);
+
   // The tensors, in llama.cpp's order, with their place in the data section.
   std::vector<PlannedTensor> plan;
-  auto add = [&](const std::string& gguf_name, const std::string& canonical, bool one_d) {
+  auto add_source = [&](const std::string& gguf_name, const TensorSource* source, const std::string& what,
+                        bool one_d, bool permute) {
     PlannedTensor t;
     t.gguf_name = gguf_name;
-    t.source = &src.tensor(canonical);
+    t.source = source;
     t.one_d = one_d;
     t.type = one_d ? &f32 : &wt;
+    if (permute && rotate_half) {
+      t.permute_head = c.head_dim();
+      t.permute_rot = c.rot_dim();
+    }
     if (t.source->cols % t.type->block != 0)
-      throw Error(str("tensor '", gguf_name, "' (", canonical, ", ", t.source->rows, " x ", t.source->cols,
+      throw Error(str("tensor '", gguf_name, "' (", what, ", ", t.source->rows, " x ", t.source->cols,
                       "): ", t.source->cols, " columns are not a multiple of ", t.type->block, ", the ",
                       t.type->name, " block size; choose f32, f16 or bf16"));
     const uint64_t rows = static_cast<uint64_t>(t.source->rows);
@@ -274,14 +396,39 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
     t.offset = plan.empty() ? 0 : (plan.back().offset + plan.back().nbytes + kAlignment - 1) / kAlignment * kAlignment;
     plan.push_back(std::move(t));
   };
+  auto add = [&](const std::string& gguf_name, const std::string& canonical, bool one_d, bool permute = false) {
+    add_source(gguf_name, &src.tensor(canonical), canonical, one_d, permute);
+  };
   add("token_embd.weight", "tok_embeddings", false);
-  for (int l = 0; l < c.n_layers; ++l) {
+  if (rope_freqs.read) add_source("rope_freqs.weight", &rope_freqs, "RoPE frequency factors", true, false);
+  std::deque<TensorSource> fused;  // Phi-3's fused tensors (the plan points into it)
+  for (int l = 0; l < c.n_layers && arch == "phi3"; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".", q = "layers." + std::to_string(l) + ".";
     add(b + "attn_norm.weight", q + "attention_norm", true);
-    add(b + "attn_q.weight", q + "wq", false);
-    add(b + "attn_k.weight", q + "wk", false);
-    add(b + "attn_v.weight", q + "wv", false);
+    fused.push_back(concat_rows({rotate_half_rows(src.tensor(q + "wq"), c.head_dim(), c.rot_dim()),
+                                 rotate_half_rows(src.tensor(q + "wk"), c.head_dim(), c.rot_dim()), src.tensor(q + "wv")}));
+    add_source(b + "attn_qkv.weight", &fused.back(), q + "wq|wk|wv", false, false);
     add(b + "attn_output.weight", q + "wo", false);
+    add(b + "ffn_norm.weight", q + "ffn_norm", true);
+    fused.push_back(concat_rows({src.tensor(q + "w1"), src.tensor(q + "w3")}));
+    add_source(b + "ffn_up.weight", &fused.back(), q + "w1|w3", false, false);
+    add(b + "ffn_down.weight", q + "w2", false);
+  }
+  for (int l = 0; l < c.n_layers && arch != "phi3"; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".", q = "layers." + std::to_string(l) + ".";
+    add(b + "attn_norm.weight", q + "attention_norm", true);
+    add(b + "attn_q.weight", q + "wq", false, true);
+    if (c.qkv_bias) add(b + "attn_q.bias", q + "bq", true, true);
+    add(b + "attn_k.weight", q + "wk", false, true);
+    if (c.qkv_bias) add(b + "attn_k.bias", q + "bk", true, true);
+    add(b + "attn_v.weight", q + "wv", false);
+    if (c.qkv_bias) add(b + "attn_v.bias", q + "bv", true);
+    add(b + "attn_output.weight", q + "wo", false);
+    if (c.o_bias) add(b + "attn_output.bias", q + "bo", true);
+    if (c.qk_norm) {
+      add(b + "attn_q_norm.weight", q + "q_norm", true, true);
+      add(b + "attn_k_norm.weight", q + "k_norm", true, true);
+    }
     add(b + "ffn_norm.weight", q + "ffn_norm", true);
     add(b + "ffn_gate.weight", q + "w1", false);
     add(b + "ffn_up.weight", q + "w3", false);
@@ -292,22 +439,39 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
 
   // Metadata.
   Bytes kv;
-  kv.kv_str("general.architecture", "llama");
+  kv.kv_str("general.architecture", arch);
   kv.kv_str("general.name", name);
   kv.kv_u32("general.alignment", static_cast<uint32_t>(kAlignment));
   kv.kv_u32("general.file_type", wt.file_type);
   if (wt.block > 1) kv.kv_u32("general.quantization_version", 2);  // ggml's GGML_QNT_VERSION
-  check_u32("llama.context_length", c.seq_len);
-  kv.kv_u32("llama.context_length", static_cast<uint32_t>(c.seq_len));
-  kv.kv_u32("llama.embedding_length", static_cast<uint32_t>(c.dim));
-  kv.kv_u32("llama.block_count", static_cast<uint32_t>(c.n_layers));
-  kv.kv_u32("llama.feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
-  kv.kv_u32("llama.attention.head_count", static_cast<uint32_t>(c.n_heads));
-  kv.kv_u32("llama.attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
-  kv.kv_f32("llama.attention.layer_norm_rms_epsilon", c.norm_eps);
-  kv.kv_u32("llama.rope.dimension_count", static_cast<uint32_t>(c.head_dim()));
-  kv.kv_f32("llama.rope.freq_base", c.rope_theta);
-  kv.kv_u32("llama.vocab_size", static_cast<uint32_t>(c.vocab_size));
+  check_u32("context_length", c.seq_len);
+  kv.kv_u32(A + "context_length", static_cast<uint32_t>(c.seq_len));
+  kv.kv_u32(A + "embedding_length", static_cast<uint32_t>(c.dim));
+  kv.kv_u32(A + "block_count", static_cast<uint32_t>(c.n_layers));
+  kv.kv_u32(A + "feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
+  kv.kv_u32(A + "attention.head_count", static_cast<uint32_t>(c.n_heads));
+  kv.kv_u32(A + "attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
+  kv.kv_f32(A + "attention.layer_norm_rms_epsilon", c.norm_eps);
+  // The context is within any sliding window the source had (the loaders cap it there), so the
+  // window llama.cpp's phi3 requires is the context itself.
+  if (arch == "phi3") kv.kv_u32(A + "attention.sliding_window", static_cast<uint32_t>(c.seq_len));
+  if (c.head_size > 0 || arch == "qwen3") {
+    kv.kv_u32(A + "attention.key_length", static_cast<uint32_t>(c.head_dim()));
+    kv.kv_u32(A + "attention.value_length", static_cast<uint32_t>(c.head_dim()));
+  }
+  kv.kv_u32(A + "rope.dimension_count", static_cast<uint32_t>(c.rot_dim()));
+  kv.kv_f32(A + "rope.freq_base", c.rope_theta);
+  if (c.rope_scaling.type == "linear" || c.rope_scaling.type == "yarn") {
+    const RopeScaling& r = c.rope_scaling;
+    if (r.type == "yarn" && (r.attention_factor > 0 || r.mscale > 0 || r.beta_fast != 32.0 || r.beta_slow != 1.0 ||
+                             !r.truncate))
+      throw Error("yarn RoPE scaling with attention_factor, mscale or non-default betas has no GGUF form cibench writes");
+    kv.kv_str(A + "rope.scaling.type", r.type);
+    kv.kv_f32(A + "rope.scaling.factor", static_cast<float>(r.factor));
+    if (r.original_max_position > 0)
+      kv.kv_u32(A + "rope.scaling.original_context_length", static_cast<uint32_t>(r.original_max_position));
+  }
+  kv.kv_u32(A + "vocab_size", static_cast<uint32_t>(c.vocab_size));
   kv.kv_str("tokenizer.ggml.model", bpe ? "gpt2" : "llama");
   kv.kv_str("tokenizer.ggml.pre", bpe ? vocab.pre : "default");
   if (bpe) {
@@ -358,8 +522,7 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
     const int64_t block = std::max<int64_t>(1, (int64_t{1} << 20) / cols);  // ~4 MiB of f32
     for (int64_t r = 0; r < t.source->rows; r += block) {
       const int64_t n = std::min(block, t.source->rows - r);
-      rows_f32.resize(static_cast<size_t>(n * cols));
-      t.source->read(r, n, rows_f32.data());
+      read_planned(t, r, n, rows_f32);
       for (int64_t i = 0; i < n * cols; ++i)
         if (!std::isfinite(rows_f32[static_cast<size_t>(i)]))
           throw Error(str("tensor '", t.gguf_name, "' row ", r + i / cols, " column ", i % cols, " is ",

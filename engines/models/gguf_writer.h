@@ -1,10 +1,15 @@
 #pragma once
-// Writing a Llama model as a GGUF v3 file that llama.cpp loads (general.architecture "llama"):
-// the config as llama.* metadata, a SentencePiece-style vocabulary as tokenizer.ggml.*, and the
-// tensors under llama.cpp's names (token_embd, output_norm, output, blk.N.attn_q, ...), dims
-// innermost first. The 1-D norm weights stay F32 (as llama.cpp keeps them); every 2-D tensor
-// takes the requested type (as llama-quantize --pure). cibench's canonical q/k row order (RoPE
-// pairs interleaved) is GGUF's, so no tensor is permuted.
+// Writing a decoder as a GGUF v3 file that llama.cpp loads, the way llama.cpp's converter writes
+// its family: general.architecture "llama" (Llama, Mistral, SmolLM2), "qwen2" (q/k/v biases) or
+// "qwen3" (q/k norms, explicit head_dim); the config as {arch}.* metadata, a SentencePiece-style
+// vocabulary as tokenizer.ggml.*, and the tensors under llama.cpp's names (token_embd,
+// output_norm, output, blk.N.attn_q, blk.N.attn_q.bias, blk.N.attn_q_norm, rope_freqs, ...),
+// dims innermost first. The 1-D tensors (norms, biases, RoPE factors) stay F32 (as llama.cpp
+// keeps them); every 2-D tensor takes the requested type (as llama-quantize --pure). For
+// "llama" cibench's canonical q/k row order (RoPE pairs interleaved) is GGUF's; for qwen2/qwen3
+// (llama.cpp's NEOX RoPE) q/k rows, their biases and norms are written in rotate-half order.
+// llama3 RoPE scaling is written as the rope_freqs tensor, linear and yarn as
+// {arch}.rope.scaling.*.
 #include <string>
 
 #include "engines/models/llama_config.h"
@@ -32,6 +37,10 @@ VocabPieces placeholder_vocab(int vocab_size);
 // whose size differs from the model's vocabulary.
 VocabPieces vocab_for_export(const LlamaSource& src, const std::string& tokenizer_path,
                              std::string* origin);
+
+// The general.architecture write_llama_gguf uses for this config; throws Error naming the knob
+// when no architecture llama.cpp reads holds it (NoPE layers, dynamic RoPE scaling, ...).
+std::string gguf_architecture_for(const LlamaConfig& c);
 
 // general.name when none is given: the synthetic preset and seed, or the file or folder name.
 std::string gguf_default_name(const LlamaSource& src);

@@ -20,10 +20,17 @@ std::string LlamaBuildOptions::describe() const {
   return s;
 }
 
+size_t LlamaLayer::vector_bytes() const {
+  size_t n = 0;
+  for (const std::vector<float>* v : {&attention_norm, &ffn_norm, &bq, &bk, &bv, &bo, &q_norm, &k_norm})
+    n += v->size();
+  return n * sizeof(float);
+}
+
 size_t LlamaModel::weight_bytes() const {
   size_t b = (tok_embeddings.size() + final_norm.size()) * sizeof(float);
   for (const LlamaLayer& l : layers) {
-    b += (l.attention_norm.size() + l.ffn_norm.size()) * sizeof(float);
+    b += l.vector_bytes();
     for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) b += w->bytes();
   }
   return b + output.bytes();
@@ -33,14 +40,16 @@ size_t estimate_llama_build_bytes(const LlamaConfig& c, const LlamaBuildOptions&
   auto packed = [](const std::string& fmt, int64_t rows, int64_t cols) {
     return static_cast<size_t>(rows) * format_by_name(fmt).row_bytes(cols);
   };
-  const int64_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
+  const int64_t d = c.dim, hd = c.hidden_dim, q = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
   const std::string &fa = opts.format_for("attention"), &ff = opts.format_for("ffn");
   size_t b = static_cast<size_t>(v * d + d) * sizeof(float);  // embeddings, final norm
+  const int64_t vectors = 2 * d + (c.qkv_bias ? q + 2 * kv : 0) + (c.o_bias ? d : 0) +
+                          (c.qk_norm ? 2 * c.head_dim() : 0);
   b += static_cast<size_t>(c.n_layers) *
-       (2 * static_cast<size_t>(d) * sizeof(float) + packed(fa, d, d) * 2 + packed(fa, kv, d) * 2 +
-        packed(ff, hd, d) * 2 + packed(ff, d, hd));
+       (static_cast<size_t>(vectors) * sizeof(float) + packed(fa, q, d) + packed(fa, d, q) +
+        packed(fa, kv, d) * 2 + packed(ff, hd, d) * 2 + packed(ff, d, hd));
   b += packed(opts.format_for("output"), v, d);
-  return b + static_cast<size_t>(std::max({v * d, hd * d})) * sizeof(float);  // one tensor read at a time
+  return b + static_cast<size_t>(std::max({v * d, hd * d, q * d})) * sizeof(float);  // one tensor read at a time
 }
 
 size_t LlamaModel::streamed_bytes_per_token() const {
@@ -230,6 +239,16 @@ LlamaModel build_llama(const LlamaSource& src, const LlamaBuildOptions& opts) {
     L.w1 = pack_tensor(src, p + "w1", ff, opts.sparsity, cf);
     L.w2 = pack_tensor(src, p + "w2", ff, opts.sparsity, cf);
     L.w3 = pack_tensor(src, p + "w3", ff, opts.sparsity, cf);
+    if (c.qkv_bias) {
+      L.bq = src.tensor(p + "bq").read_all();
+      L.bk = src.tensor(p + "bk").read_all();
+      L.bv = src.tensor(p + "bv").read_all();
+    }
+    if (c.o_bias) L.bo = src.tensor(p + "bo").read_all();
+    if (c.qk_norm) {
+      L.q_norm = src.tensor(p + "q_norm").read_all();
+      L.k_norm = src.tensor(p + "k_norm").read_all();
+    }
   }
   const std::string& fo = opts.format_for("output");
   if (c.tied_output) {

@@ -25,13 +25,19 @@ struct LlamaBuildOptions {
 struct LlamaLayer {
   std::vector<float> attention_norm;  // (dim)
   std::vector<float> ffn_norm;        // (dim)
-  WeightMatrix wq;                    // (dim, dim)
+  WeightMatrix wq;                    // (q_dim, dim)
   WeightMatrix wk;                    // (kv_dim, dim)
   WeightMatrix wv;                    // (kv_dim, dim)
-  WeightMatrix wo;                    // (dim, dim)
+  WeightMatrix wo;                    // (dim, q_dim)
   WeightMatrix w1;                    // (hidden_dim, dim)  gate
   WeightMatrix w2;                    // (dim, hidden_dim)  down
   WeightMatrix w3;                    // (hidden_dim, dim)  up
+  // The family extras (f32 in every format; empty when the config has none):
+  std::vector<float> bq, bk, bv;      // (q_dim), (kv_dim), (kv_dim): config.qkv_bias
+  std::vector<float> bo;              // (dim): config.o_bias
+  std::vector<float> q_norm, k_norm;  // (head_dim): config.qk_norm
+
+  size_t vector_bytes() const;        // norms, biases, q/k norms
 };
 
 // How far the packed weights of one tensor class are from the values the source stores, measured

@@ -68,6 +68,16 @@ LlamaReferenceT<Real>::LlamaReferenceT(const LlamaSource& src, int max_context)
     w1.push_back(read<Real>(src, p + "w1"));
     w2.push_back(read<Real>(src, p + "w2"));
     w3.push_back(read<Real>(src, p + "w3"));
+    if (c_.qkv_bias) {
+      bq.push_back(read<Real>(src, p + "bq"));
+      bk.push_back(read<Real>(src, p + "bk"));
+      bv.push_back(read<Real>(src, p + "bv"));
+    }
+    if (c_.o_bias) bo.push_back(read<Real>(src, p + "bo"));
+    if (c_.qk_norm) {
+      q_norm.push_back(read<Real>(src, p + "q_norm"));
+      k_norm.push_back(read<Real>(src, p + "k_norm"));
+    }
   }
   final_norm = read<Real>(src, "norm");
   output = c_.tied_output ? tok_embeddings : read<Real>(src, "output");
@@ -78,7 +88,8 @@ LlamaReferenceT<Real>::LlamaReferenceT(const LlamaSource& src, int max_context)
   x.resize(c_.dim);
   xb.resize(c_.dim);
   xb2.resize(c_.dim);
-  q.resize(c_.dim);
+  q.resize(c_.q_dim());
+  att_out.resize(c_.q_dim());
   k.resize(c_.kv_dim());
   v.resize(c_.kv_dim());
   hb.resize(c_.hidden_dim);
@@ -96,36 +107,56 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
                 c_.vocab_size);
   CIBENCH_CHECK(pos >= 0 && pos < max_context_, "position ", pos, " outside context of ",
                 max_context_);
-  const int dim = c_.dim, kv_dim = c_.kv_dim(), hidden_dim = c_.hidden_dim;
-  const int head_size = c_.head_dim();
+  const int dim = c_.dim, q_dim = c_.q_dim(), kv_dim = c_.kv_dim(), hidden_dim = c_.hidden_dim;
+  const int head_size = c_.head_dim(), rot = c_.rot_dim();
   const int kv_mul = c_.n_heads / c_.n_kv_heads;  // query heads per key/value head
 
-  // the token embedding
-  for (int i = 0; i < dim; i++) x[i] = tok_embeddings[static_cast<size_t>(token) * dim + i];
+  // this position's RoPE frequencies (after any scaling) and the yarn attention factor
+  const std::vector<double> inv_freq = rope_inv_freq(c_, pos);
+  const double rope_mag = rope_attention_factor(c_);
+
+  // the token embedding (scaled for families that scale it: Gemma by sqrt(dim), in binary32)
+  const Real embed_scale = c_.embed_scale > 0 ? static_cast<Real>(c_.embed_scale) : Real(1);
+  for (int i = 0; i < dim; i++) x[i] = tok_embeddings[static_cast<size_t>(token) * dim + i] * embed_scale;
 
   for (int l = 0; l < c_.n_layers; l++) {
     // attention rmsnorm
     rmsnorm(xb.data(), x.data(), attention_norm[l].data(), dim, static_cast<Real>(c_.norm_eps));
 
-    // q, k, v for this position
-    matmul(q.data(), xb.data(), wq[l].data(), dim, dim);
+    // q, k, v for this position (plus their biases)
+    matmul(q.data(), xb.data(), wq[l].data(), dim, q_dim);
     matmul(k.data(), xb.data(), wk[l].data(), dim, kv_dim);
     matmul(v.data(), xb.data(), wv[l].data(), dim, kv_dim);
+    if (c_.qkv_bias) {
+      for (int i = 0; i < q_dim; i++) q[i] += bq[l][i];
+      for (int i = 0; i < kv_dim; i++) k[i] += bk[l][i];
+      for (int i = 0; i < kv_dim; i++) v[i] += bv[l][i];
+    }
 
-    // RoPE: rotate each (even, odd) pair of every head by pos * theta^(-i/head_size)
-    for (int i = 0; i < dim; i += 2) {
-      const int head_dim = i % head_size;
-      const double freq = 1.0 / std::pow(static_cast<double>(c_.rope_theta),
-                                         head_dim / static_cast<double>(head_size));
-      const double val = pos * freq;
-      const Real fcr = static_cast<Real>(std::cos(val));
-      const Real fci = static_cast<Real>(std::sin(val));
-      const int rotn = i < kv_dim ? 2 : 1;  // rotate q and k, or only q
-      for (int r = 0; r < rotn; r++) {
-        Real* vec = r == 0 ? q.data() : k.data();
-        const Real v0 = vec[i], v1 = vec[i + 1];
-        vec[i] = v0 * fcr - v1 * fci;
-        vec[i + 1] = v0 * fci + v1 * fcr;
+    // per-head rmsnorm of q and k
+    if (c_.qk_norm) {
+      for (int h = 0; h < c_.n_heads; h++)
+        rmsnorm(q.data() + h * head_size, q.data() + h * head_size, q_norm[l].data(), head_size,
+                static_cast<Real>(c_.norm_eps));
+      for (int h = 0; h < c_.n_kv_heads; h++)
+        rmsnorm(k.data() + h * head_size, k.data() + h * head_size, k_norm[l].data(), head_size,
+                static_cast<Real>(c_.norm_eps));
+    }
+
+    // RoPE (unless this layer has none): rotate each (even, odd) pair among the first rot dims
+    // of every head by pos * inv_freq[pair]; the rest of the head passes unrotated
+    for (int h = 0; h < c_.n_heads && c_.layer_rope(l); h++) {
+      for (int i = 0; i < rot; i += 2) {
+        const double val = pos * inv_freq[i / 2];
+        const Real fcr = static_cast<Real>(std::cos(val) * rope_mag);
+        const Real fci = static_cast<Real>(std::sin(val) * rope_mag);
+        const int rotn = h < c_.n_kv_heads ? 2 : 1;  // rotate q and k, or only q
+        for (int r = 0; r < rotn; r++) {
+          Real* vec = (r == 0 ? q.data() : k.data()) + h * head_size;
+          const Real v0 = vec[i], v1 = vec[i + 1];
+          vec[i] = v0 * fcr - v1 * fci;
+          vec[i + 1] = v0 * fci + v1 * fcr;
+        }
       }
     }
 
@@ -147,7 +178,7 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
         att[t] = score / std::sqrt(static_cast<Real>(head_size));
       }
       softmax(att.data(), pos + 1);
-      Real* out = xb.data() + h * head_size;
+      Real* out = att_out.data() + h * head_size;
       for (int i = 0; i < head_size; i++) out[i] = 0;
       for (int t = 0; t <= pos; t++) {
         const Real* vt =
@@ -157,16 +188,23 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
     }
 
     // attention output projection and residual
-    matmul(xb2.data(), xb.data(), wo[l].data(), dim, dim);
+    matmul(xb2.data(), att_out.data(), wo[l].data(), q_dim, dim);
+    if (c_.o_bias)
+      for (int i = 0; i < dim; i++) xb2[i] += bo[l][i];
     for (int i = 0; i < dim; i++) x[i] += xb2[i];
 
-    // feed-forward: w2(silu(w1(x)) * w3(x)) and residual
+    // feed-forward: w2(act(w1(x)) * w3(x)) and residual, act = silu or the tanh form of GELU
     rmsnorm(xb.data(), x.data(), ffn_norm[l].data(), dim, static_cast<Real>(c_.norm_eps));
     matmul(hb.data(), xb.data(), w1[l].data(), dim, hidden_dim);
     matmul(hb2.data(), xb.data(), w3[l].data(), dim, hidden_dim);
     for (int i = 0; i < hidden_dim; i++) {
       const Real val = hb[i];
-      hb[i] = val * (Real(1) / (Real(1) + std::exp(-val))) * hb2[i];
+      if (c_.ffn_act == "silu")
+        hb[i] = val * (Real(1) / (Real(1) + std::exp(-val))) * hb2[i];
+      else
+        hb[i] = Real(0.5) * val *
+                (Real(1) + std::tanh(static_cast<Real>(0.7978845608028654) * (val + Real(0.044715) * val * val * val))) *
+                hb2[i];
     }
     matmul(xb.data(), hb.data(), w2[l].data(), hidden_dim, dim);
     for (int i = 0; i < dim; i++) x[i] += xb[i];

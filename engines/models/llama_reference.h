@@ -29,11 +29,13 @@ class LlamaReferenceT {
   std::vector<std::vector<Real>> attention_norm, ffn_norm;  // (layer)(dim)
   std::vector<std::vector<Real>> wq, wk, wv, wo;            // (layer)(out, in)
   std::vector<std::vector<Real>> w1, w2, w3;                // (layer)(out, in)
+  std::vector<std::vector<Real>> bq, bk, bv, bo;            // (layer)(out) when the config has them
+  std::vector<std::vector<Real>> q_norm, k_norm;            // (layer)(head_dim) when qk_norm
   std::vector<Real> final_norm;                             // (dim)
   std::vector<Real> output;                                 // (vocab, dim)
   // State
   std::vector<Real> key_cache, value_cache;  // (layer, max_context, kv_dim)
-  std::vector<Real> x, xb, xb2, q, k, v, hb, hb2, att, logits;
+  std::vector<Real> x, xb, xb2, q, k, v, att_out, hb, hb2, att, logits;
 };
 
 extern template class LlamaReferenceT<float>;

@@ -2,6 +2,7 @@
 // GGUF files, each delivered as f32 rows in the canonical layout of llama_config.h.
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -136,22 +137,134 @@ TensorSource f32_rows(std::shared_ptr<const void> owner, const std::string& name
 }
 
 // Hugging Face stores q/k rows per head as [first halves of the RoPE pairs; second halves]
-// (rotate-half); llama2.c interleaves the pairs. Canonical row h*hd + 2j + t is HF row
-// h*hd + t*hd/2 + j.
-TensorSource unpermute_rotary(TensorSource hf, int head_dim) {
+// (rotate-half over the first `rot` dims of the head); llama2.c interleaves the pairs. Canonical
+// dim h*hd + 2j + t (2j + t < rot) is HF dim h*hd + t*rot/2 + j; dims past `rot` stay in place.
+int64_t rotate_half_index(int64_t i, int head_dim, int rot) {
+  const int64_t h = i / head_dim, r = i % head_dim;
+  if (r >= rot) return i;
+  return h * head_dim + (r % 2) * (rot / 2) + r / 2;
+}
+
+// Rows of a projection (wq, wk) in rotate-half order, read in canonical order.
+TensorSource unpermute_rotary(TensorSource hf, int head_dim, int rot) {
   TensorSource t;
   t.rows = hf.rows;
   t.cols = hf.cols;
   const int64_t cols = hf.cols, rows = hf.rows;
-  t.read = [hf = std::move(hf), head_dim, cols, rows](int64_t r0, int64_t n, float* dst) {
+  t.read = [hf = std::move(hf), head_dim, rot, cols, rows](int64_t r0, int64_t n, float* dst) {
     check_rows("rotary projection", rows, r0, n);
-    for (int64_t r = r0; r < r0 + n; ++r) {
-      const int64_t h = r / head_dim, i = r % head_dim;
-      const int64_t src = h * head_dim + (i % 2) * (head_dim / 2) + i / 2;
-      hf.read(src, 1, dst + (r - r0) * cols);
-    }
+    for (int64_t r = r0; r < r0 + n; ++r) hf.read(rotate_half_index(r, head_dim, rot), 1, dst + (r - r0) * cols);
   };
   return t;
+}
+
+// A vector (one row: a q/k bias, a q/k norm weight) in rotate-half order, read in canonical order.
+TensorSource unpermute_rotary_vector(TensorSource hf, int head_dim, int rot) {
+  TensorSource t;
+  t.rows = hf.rows;
+  t.cols = hf.cols;
+  const int64_t cols = hf.cols;
+  t.read = [hf = std::move(hf), head_dim, rot, cols](int64_t r0, int64_t n, float* dst) {
+    check_rows("rotary vector", 1, r0, n);
+    if (n == 0) return;
+    std::vector<float> row(static_cast<size_t>(cols));
+    hf.read(0, 1, row.data());
+    for (int64_t i = 0; i < cols; ++i) dst[i] = row[static_cast<size_t>(rotate_half_index(i, head_dim, rot))];
+  };
+  return t;
+}
+
+// Rows [first, first + rows) of a tensor (a part of a fused projection: Phi-3's qkv and gate_up).
+TensorSource row_slice(TensorSource whole, int64_t first, int64_t rows) {
+  TensorSource t;
+  t.rows = rows;
+  t.cols = whole.cols;
+  t.read = [whole = std::move(whole), first, rows](int64_t r0, int64_t n, float* dst) {
+    check_rows("fused projection part", rows, r0, n);
+    whole.read(first + r0, n, dst);
+  };
+  return t;
+}
+
+// A norm weight stored as an offset from 1 (Gemma's RMSNorm multiplies by 1 + w), read as the
+// multiplier itself.
+TensorSource plus_one(TensorSource w) {
+  TensorSource t;
+  t.rows = w.rows;
+  t.cols = w.cols;
+  const int64_t cols = w.cols;
+  t.read = [w = std::move(w), cols](int64_t r0, int64_t n, float* dst) {
+    w.read(r0, n, dst);
+    for (int64_t i = 0; i < n * cols; ++i) dst[i] += 1.0f;
+  };
+  return t;
+}
+
+// The decoder families cibench reads: Hugging Face model_type and architectures entry.
+struct Family {
+  const char* model_type;
+  const char* architecture;
+};
+constexpr Family kFamilies[] = {
+    {"llama", "LlamaForCausalLM"},   {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "Qwen3ForCausalLM"},   {"smollm3", "SmolLM3ForCausalLM"}, {"gemma", "GemmaForCausalLM"},
+    {"phi3", "Phi3ForCausalLM"},
+};
+
+// config.json's "rope_scaling" into `c.rope_scaling` (c.seq_len already set). Unknown types and
+// keys of the wrong type are FileErrors naming the file, the key and the value.
+void parse_hf_rope_scaling(const nlohmann::json& rs, const std::string& cfg, LlamaConfig& c) {
+  if (!rs.is_object()) throw FileError(cfg, str("'rope_scaling' must be an object, got ", rs.dump()));
+  const nlohmann::json* type = hf::field(rs, "rope_type");
+  const char* type_key = "rope_scaling.rope_type";
+  if (!type) {
+    type = hf::field(rs, "type");
+    type_key = "rope_scaling.type";
+  }
+  if (!type || !type->is_string())
+    throw FileError(cfg, str("'rope_scaling' ", rs.dump(), " has no string 'rope_type' (or 'type')"));
+  const std::string t = type->get<std::string>();
+  RopeScaling& r = c.rope_scaling;
+  if (t == "default") {
+    r.type = "none";
+    return;
+  }
+  if (t != "linear" && t != "dynamic" && t != "llama3" && t != "yarn")
+    throw FileError(cfg, str("'", type_key, "' = \"", t, "\" is not supported (cibench implements default, "
+                             "linear, dynamic, llama3 and yarn)"));
+  r.type = t;
+  for (const auto& [key, value] : rs.items()) {
+    static const char* const known[] = {"rope_type", "type", "factor", "original_max_position_embeddings",
+                                        "low_freq_factor", "high_freq_factor", "beta_fast", "beta_slow",
+                                        "attention_factor", "mscale", "mscale_all_dim", "truncate"};
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) == std::end(known))
+      throw FileError(cfg, str("'rope_scaling.", key, "' = ", value.dump(), " is not supported for rope type ", t));
+  }
+  auto number = [&](const char* key, double fallback) {
+    const nlohmann::json* f = hf::field(rs, key);
+    if (!f) return fallback;
+    if (!f->is_number()) throw FileError(cfg, str("'rope_scaling.", key, "' must be a number, got ", f->dump()));
+    return f->get<double>();
+  };
+  if (!hf::field(rs, "factor")) throw FileError(cfg, str("'rope_scaling' of type ", t, " has no 'factor'"));
+  r.factor = number("factor", 1.0);
+  const double omp = number("original_max_position_embeddings", 0.0);
+  if (omp < 0 || omp > INT_MAX || omp != std::floor(omp))
+    throw FileError(cfg, str("'rope_scaling.original_max_position_embeddings' = ", omp, " is not a position count"));
+  r.original_max_position = static_cast<int>(omp);
+  if (t == "llama3" && r.original_max_position == 0)
+    throw FileError(cfg, "'rope_scaling' of type llama3 has no 'original_max_position_embeddings'");
+  r.low_freq_factor = number("low_freq_factor", 1.0);
+  r.high_freq_factor = number("high_freq_factor", 4.0);
+  r.beta_fast = number("beta_fast", 32.0);
+  r.beta_slow = number("beta_slow", 1.0);
+  r.attention_factor = number("attention_factor", 0.0);
+  r.mscale = number("mscale", 0.0);
+  r.mscale_all_dim = number("mscale_all_dim", 0.0);
+  if (const nlohmann::json* tr = hf::field(rs, "truncate")) {
+    if (!tr->is_boolean()) throw FileError(cfg, str("'rope_scaling.truncate' must be true or false, got ", tr->dump()));
+    r.truncate = tr->get<bool>();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -269,32 +382,50 @@ LlamaSource open_hf(const std::string& spec) {
   const std::string& cfg_text = folder.cfg_text;
   const nlohmann::json& j = folder.config;
 
-  // Architecture: LlamaForCausalLM (model_type llama) without features the engine lacks.
-  bool is_llama = false;
-  if (const auto* mt = hf::field(j, "model_type"); mt && mt->is_string())
-    is_llama = mt->get<std::string>() == "llama";
+  // Architecture: one of the families (model_type or architectures), without features the
+  // engine lacks.
+  const Family* family = nullptr;
+  const std::string model_type = hf::get_string(j, "model_type", cfg, "");
+  for (const Family& f : kFamilies)
+    if (model_type == f.model_type) family = &f;
   if (const auto* ar = hf::field(j, "architectures"); ar && ar->is_array())
     for (const auto& a : *ar)
-      if (a.is_string() && a.get<std::string>() == "LlamaForCausalLM") is_llama = true;
-  if (!is_llama)
-    throw FileError(cfg, str("not a Llama model (model_type ",
+      for (const Family& f : kFamilies)
+        if (!family && a.is_string() && a.get<std::string>() == f.architecture) family = &f;
+  if (!family) {
+    std::string known;
+    for (const Family& f : kFamilies) known += str(known.empty() ? "" : ", ", f.architecture, " (", f.model_type, ")");
+    throw FileError(cfg, str("not a supported decoder (model_type ",
                              hf::field(j, "model_type") ? j["model_type"].dump() : "absent",
                              ", architectures ",
                              hf::field(j, "architectures") ? j["architectures"].dump() : "absent",
-                             "); cibench's decoder reads LlamaForCausalLM"));
-  if (const auto* act = hf::field(j, "hidden_act");
-      act && !(act->is_string() && act->get<std::string>() == "silu"))
-    throw FileError(cfg, str("hidden_act ", act->dump(), " is not supported (only silu)"));
-  if (const auto* rs = hf::field(j, "rope_scaling"))
-    throw FileError(cfg, str("rope_scaling ", rs->dump(), " is not supported"));
-  for (const char* k : {"attention_bias", "mlp_bias"})
-    if (const auto* b = hf::field(j, k); b && !(b->is_boolean() && !b->get<bool>()))
-      throw FileError(cfg, str("'", k, "' = ", b->dump(), " is not supported (no biases)"));
+                             "); cibench's decoder reads ", known));
+  }
+  const std::string fam = family->model_type;
+  if (fam == "gemma") {
+    // Gemma's MLP is GeGLU with the tanh form of GELU (transformers takes it whatever hidden_act
+    // says unless hidden_activation names another).
+    if (const auto* act = hf::field(j, "hidden_activation");
+        act && !(act->is_string() && act->get<std::string>() == "gelu_pytorch_tanh"))
+      throw FileError(cfg, str("'hidden_activation' = ", act->dump(), " is not supported (only gelu_pytorch_tanh)"));
+  } else if (const auto* act = hf::field(j, "hidden_act");
+             act && !(act->is_string() && act->get<std::string>() == "silu")) {
+    throw FileError(cfg, str("'hidden_act' = ", act->dump(), " is not supported (only silu)"));
+  }
+  if (const auto* b = hf::field(j, "mlp_bias"); b && !(b->is_boolean() && !b->get<bool>()))
+    throw FileError(cfg, str("'mlp_bias' = ", b->dump(), " is not supported (no feed-forward biases)"));
+  auto flag = [&](const char* key, bool fallback) {
+    const auto* f = hf::field(j, key);
+    if (!f) return fallback;
+    if (!f->is_boolean()) throw FileError(cfg, str("'", key, "' must be true or false, got ", f->dump()));
+    return f->get<bool>();
+  };
 
   LlamaSource src;
   src.origin = dir_s;
   src.container = "hf-safetensors";
   LlamaConfig& c = src.config;
+  c.family = fam;
   c.dim = hf::get_int(j, "hidden_size", cfg);
   c.hidden_dim = hf::get_int(j, "intermediate_size", cfg);
   c.n_layers = hf::get_int(j, "num_hidden_layers", cfg);
@@ -305,11 +436,43 @@ LlamaSource open_hf(const std::string& spec) {
   c.seq_len = hf::get_int(j, "max_position_embeddings", cfg, &default_ctx);
   c.norm_eps = static_cast<float>(hf::get_number(j, "rms_norm_eps", cfg, 1e-6));
   c.rope_theta = static_cast<float>(hf::get_number(j, "rope_theta", cfg, 10000.0));
-  bool tie = false;  // transformers' LlamaConfig default
-  if (const auto* t = hf::field(j, "tie_word_embeddings")) {
-    if (!t->is_boolean()) throw FileError(cfg, str("'tie_word_embeddings' must be true or false"));
-    tie = t->get<bool>();
+  if (hf::field(j, "head_dim")) c.head_size = hf::get_int(j, "head_dim", cfg);
+  if (fam == "qwen3" && !hf::field(j, "head_dim")) c.head_size = 128;  // Qwen3Config's default
+  // Biases: Llama-style attention_bias puts them on q, k, v and o; Qwen2's attention has them on
+  // q, k and v always.
+  if (fam == "qwen2") {
+    c.qkv_bias = true;
+  } else {
+    c.qkv_bias = c.o_bias = flag("attention_bias", false);
   }
+  c.qk_norm = fam == "qwen3";
+  if (fam == "gemma") {
+    c.embed_scale = std::sqrt(static_cast<float>(c.dim));  // Gemma scales the embeddings by sqrt(hidden_size)
+    c.ffn_act = "gelu_tanh";
+  }
+  // Sliding-window attention over at most W positions is full attention while the context is no
+  // longer than W: the context is capped there instead of running a different model past it.
+  const bool swa = fam == "mistral" || fam == "phi3" || flag("use_sliding_window", false);
+  if (const auto* sw = hf::field(j, "sliding_window"); sw && swa) {
+    const int w = hf::get_int(j, "sliding_window", cfg);
+    if (w <= 0) throw FileError(cfg, str("'sliding_window' = ", w, " must be positive"));
+    c.seq_len = std::min(c.seq_len, w);
+  }
+  if (fam == "smollm3") {
+    // SmolLM3 leaves RoPE out of some layers (NoPE): no_rope_layers[l] = 1 keeps it.
+    if (const auto* nr = hf::field(j, "no_rope_layers")) {
+      if (!nr->is_array())
+        throw FileError(cfg, str("'no_rope_layers' must be an array of 0/1, got ", nr->dump()));
+      for (const auto& e : *nr) {
+        if (!e.is_number_integer() || (e.get<int64_t>() != 0 && e.get<int64_t>() != 1))
+          throw FileError(cfg, str("'no_rope_layers' entry ", e.dump(), " is not 0 or 1"));
+        c.rope_layers.push_back(static_cast<uint8_t>(e.get<int64_t>()));
+      }
+    }
+  }
+  if (const auto* rs = hf::field(j, "rope_scaling")) parse_hf_rope_scaling(*rs, cfg, c);
+  bool tie = fam == "smollm3" || fam == "gemma";  // transformers' defaults (SmolLM3Config, GemmaConfig tie)
+  tie = flag("tie_word_embeddings", tie);
   const int default_bos = 1, default_eos = 2;
   c.bos_id = hf::get_int(j, "bos_token_id", cfg, &default_bos);
   if (const auto* e = hf::field(j, "eos_token_id"); e && e->is_array()) {
@@ -321,10 +484,15 @@ LlamaSource open_hf(const std::string& spec) {
     c.eos_id = hf::get_int(j, "eos_token_id", cfg, &default_eos);
   }
   c.validate(cfg);
-  if (const auto* hdim = hf::field(j, "head_dim");
-      hdim && !(hdim->is_number_integer() && hdim->get<int64_t>() == c.head_dim()))
-    throw FileError(cfg, str("head_dim ", hdim->dump(), " differs from hidden_size / "
-                             "num_attention_heads = ", c.head_dim(), " (not supported)"));
+  if (const auto* pr = hf::field(j, "partial_rotary_factor")) {
+    if (!pr->is_number() || !(pr->get<double>() > 0 && pr->get<double>() <= 1))
+      throw FileError(cfg, str("'partial_rotary_factor' = ", pr->dump(), " must be in (0, 1]"));
+    c.rotary_dim = static_cast<int>(c.head_dim() * pr->get<double>());
+    if (c.rotary_dim == c.head_dim()) c.rotary_dim = 0;
+    c.validate(cfg);
+  }
+  if (!c.rope_layers.empty() && c.rope_layers.size() != static_cast<size_t>(c.n_layers))
+    throw FileError(cfg, str("'no_rope_layers' has ", c.rope_layers.size(), " entries for ", c.n_layers, " layers"));
 
   // Weight files: the one named, model.safetensors, or the shards of an index.
   std::vector<std::string> weight_files;
@@ -366,9 +534,6 @@ LlamaSource open_hf(const std::string& spec) {
     auto st = std::make_shared<const SafetensorsFile>(wf);
     hash.update(st->file()->data(), st->file()->size());
     for (const auto& [name, info] : st->tensors()) {
-      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0)
-        throw FileError(wf, str("tensor '", name, "' is a bias; cibench's Llama decoder has no "
-                                "biases"));
       if (!by_name.emplace(name, HfTensor{st, &info}).second)
         throw FileError(wf, str("tensor '", name, "' appears in more than one weight file"));
     }
@@ -409,9 +574,12 @@ LlamaSource open_hf(const std::string& spec) {
     return t;
   };
 
-  const int64_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
+  const int64_t d = c.dim, hd = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
+  const int head = c.head_dim(), rot = c.rot_dim();
+  // Gemma's norms multiply by 1 + w: the engine's norm weight is that multiplier.
+  auto norm = [&](TensorSource t) { return fam == "gemma" ? plus_one(std::move(t)) : t; };
   src.tensors["tok_embeddings"] = take("model.embed_tokens.weight", v, d);
-  src.tensors["norm"] = take("model.norm.weight", 0, d);
+  src.tensors["norm"] = norm(take("model.norm.weight", 0, d));
   if (by_name.count("lm_head.weight")) {
     c.tied_output = false;
     src.tensors["output"] = take("lm_head.weight", v, d);
@@ -424,15 +592,36 @@ LlamaSource open_hf(const std::string& spec) {
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const std::string q = "layers." + std::to_string(l) + ".";
-    src.tensors[q + "attention_norm"] = take(p + "input_layernorm.weight", 0, d);
-    src.tensors[q + "ffn_norm"] = take(p + "post_attention_layernorm.weight", 0, d);
-    src.tensors[q + "wq"] = unpermute_rotary(take(p + "self_attn.q_proj.weight", d, d), c.head_dim());
-    src.tensors[q + "wk"] = unpermute_rotary(take(p + "self_attn.k_proj.weight", kv, d), c.head_dim());
-    src.tensors[q + "wv"] = take(p + "self_attn.v_proj.weight", kv, d);
-    src.tensors[q + "wo"] = take(p + "self_attn.o_proj.weight", d, d);
-    src.tensors[q + "w1"] = take(p + "mlp.gate_proj.weight", hd, d);
+    src.tensors[q + "attention_norm"] = norm(take(p + "input_layernorm.weight", 0, d));
+    src.tensors[q + "ffn_norm"] = norm(take(p + "post_attention_layernorm.weight", 0, d));
+    if (fam == "phi3") {
+      // Phi-3 fuses q, k, v into one projection and gate, up into another: split at load.
+      const TensorSource qkv = take(p + "self_attn.qkv_proj.weight", qd + 2 * kv, d);
+      src.tensors[q + "wq"] = unpermute_rotary(row_slice(qkv, 0, qd), head, rot);
+      src.tensors[q + "wk"] = unpermute_rotary(row_slice(qkv, qd, kv), head, rot);
+      src.tensors[q + "wv"] = row_slice(qkv, qd + kv, kv);
+      const TensorSource gate_up = take(p + "mlp.gate_up_proj.weight", 2 * hd, d);
+      src.tensors[q + "w1"] = row_slice(gate_up, 0, hd);
+      src.tensors[q + "w3"] = row_slice(gate_up, hd, hd);
+    } else {
+      src.tensors[q + "wq"] = unpermute_rotary(take(p + "self_attn.q_proj.weight", qd, d), head, rot);
+      src.tensors[q + "wk"] = unpermute_rotary(take(p + "self_attn.k_proj.weight", kv, d), head, rot);
+      src.tensors[q + "wv"] = take(p + "self_attn.v_proj.weight", kv, d);
+      src.tensors[q + "w1"] = take(p + "mlp.gate_proj.weight", hd, d);
+      src.tensors[q + "w3"] = take(p + "mlp.up_proj.weight", hd, d);
+    }
+    src.tensors[q + "wo"] = take(p + "self_attn.o_proj.weight", d, qd);
     src.tensors[q + "w2"] = take(p + "mlp.down_proj.weight", d, hd);
-    src.tensors[q + "w3"] = take(p + "mlp.up_proj.weight", hd, d);
+    if (c.qkv_bias) {
+      src.tensors[q + "bq"] = unpermute_rotary_vector(take(p + "self_attn.q_proj.bias", 0, qd), head, rot);
+      src.tensors[q + "bk"] = unpermute_rotary_vector(take(p + "self_attn.k_proj.bias", 0, kv), head, rot);
+      src.tensors[q + "bv"] = take(p + "self_attn.v_proj.bias", 0, kv);
+    }
+    if (c.o_bias) src.tensors[q + "bo"] = take(p + "self_attn.o_proj.bias", 0, d);
+    if (c.qk_norm) {
+      src.tensors[q + "q_norm"] = unpermute_rotary_vector(take(p + "self_attn.q_norm.weight", 0, head), head, rot);
+      src.tensors[q + "k_norm"] = unpermute_rotary_vector(take(p + "self_attn.k_norm.weight", 0, head), head, rot);
+    }
   }
   // A tensor the config does not account for (a layer beyond num_hidden_layers, a module the
   // engine lacks) means the config and the weights disagree: running the rest would be silently
@@ -446,14 +635,19 @@ LlamaSource open_hf(const std::string& spec) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// GGUF (general.architecture = llama)
+// GGUF (general.architecture llama, qwen2, qwen3, gemma, phi3)
 
 LlamaSource open_gguf(const std::string& path) {
   auto g = std::make_shared<const GgufFile>(path);
   const std::string& arch = g->get("general.architecture").as_string("general.architecture", path);
-  if (arch != "llama")
+  // llama (and Mistral, which llama.cpp's converter writes as llama) keeps q/k rows interleaved
+  // as cibench does; qwen2 and qwen3 keep Hugging Face's rotate-half order (llama.cpp's NEOX
+  // RoPE), so their q/k rows, biases and norms are un-permuted here.
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma" && arch != "phi3")
     throw FileError(path, str("general.architecture is '", arch,
-                              "'; cibench's Llama loader reads 'llama' GGUF files"));
+                              "'; cibench's decoder reads 'llama', 'qwen2', 'qwen3', 'gemma' and 'phi3' GGUF files"));
+  const bool rotate_half = arch != "llama";
+  const std::string a = arch + ".";
 
   auto int_key = [&](const std::string& key, std::optional<int> fallback = std::nullopt) {
     if (!g->has(key)) {
@@ -473,44 +667,79 @@ LlamaSource open_gguf(const std::string& path) {
   src.origin = path;
   src.container = "gguf";
   LlamaConfig& c = src.config;
-  c.dim = int_key("llama.embedding_length");
-  c.hidden_dim = int_key("llama.feed_forward_length");
-  c.n_layers = int_key("llama.block_count");
-  c.n_heads = int_key("llama.attention.head_count");
-  c.n_kv_heads = int_key("llama.attention.head_count_kv", c.n_heads);
-  c.seq_len = int_key("llama.context_length");
-  c.norm_eps = static_cast<float>(float_key("llama.attention.layer_norm_rms_epsilon", 1e-5));
-  c.rope_theta = static_cast<float>(float_key("llama.rope.freq_base", 10000.0));
+  c.family = arch;
+  c.dim = int_key(a + "embedding_length");
+  c.hidden_dim = int_key(a + "feed_forward_length");
+  c.n_layers = int_key(a + "block_count");
+  c.n_heads = int_key(a + "attention.head_count");
+  c.n_kv_heads = int_key(a + "attention.head_count_kv", c.n_heads);
+  c.seq_len = int_key(a + "context_length");
+  // Sliding-window attention equals full attention while the context fits the window: cap it.
+  if (g->has(a + "attention.sliding_window")) {
+    const int w = int_key(a + "attention.sliding_window");
+    if (w <= 0) throw FileError(path, str("metadata '", a, "attention.sliding_window' = ", w, " must be positive"));
+    c.seq_len = std::min(c.seq_len, w);
+  }
+  c.norm_eps = static_cast<float>(float_key(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  c.rope_theta = static_cast<float>(float_key(a + "rope.freq_base", 10000.0));
+  if (g->has(a + "attention.key_length")) {
+    c.head_size = int_key(a + "attention.key_length");
+    const int vl = int_key(a + "attention.value_length", c.head_size);
+    if (vl != c.head_size)
+      throw FileError(path, str(a, "attention.value_length = ", vl, " differs from ", a, "attention.key_length = ",
+                                c.head_size, " (not supported)"));
+  }
   if (g->has("tokenizer.ggml.tokens") &&
       g->get("tokenizer.ggml.tokens").type == GgufType::array) {
     const size_t n = g->get("tokenizer.ggml.tokens").array.size();
     if (n > static_cast<size_t>(INT_MAX))
       throw FileError(path, str("tokenizer.ggml.tokens has ", n, " entries, too many"));
     c.vocab_size = static_cast<int>(n);
-  } else if (g->has("llama.vocab_size")) {
-    c.vocab_size = int_key("llama.vocab_size");
+  } else if (g->has(a + "vocab_size")) {
+    c.vocab_size = int_key(a + "vocab_size");
   } else if (const GgufTensorInfo* te = g->find_tensor("token_embd.weight");
              te && te->dims.size() >= 2 && te->dims[1] <= INT_MAX) {
     c.vocab_size = static_cast<int>(te->dims[1]);
   } else {
-    throw FileError(path, "no vocabulary size (neither tokenizer.ggml.tokens nor "
-                          "llama.vocab_size nor a token_embd.weight tensor)");
+    throw FileError(path, str("no vocabulary size (neither tokenizer.ggml.tokens nor ", a,
+                              "vocab_size nor a token_embd.weight tensor)"));
   }
   c.bos_id = int_key("tokenizer.ggml.bos_token_id", c.bos_id);
   c.eos_id = int_key("tokenizer.ggml.eos_token_id", c.eos_id);
-  c.validate(path);
-  if (g->has("llama.rope.dimension_count") &&
-      int_key("llama.rope.dimension_count") != c.head_dim())
-    throw FileError(path, str("llama.rope.dimension_count = ", int_key("llama.rope.dimension_count"),
-                              " differs from head_dim ", c.head_dim(),
-                              " (partial rotary embeddings are not supported)"));
-  if (g->has("llama.rope.scaling.type")) {
-    const std::string& st = g->get("llama.rope.scaling.type").as_string("llama.rope.scaling.type", path);
-    if (st != "none")
-      throw FileError(path, str("llama.rope.scaling.type '", st, "' is not supported"));
+  if (arch == "gemma") {
+    // As llama.cpp: embeddings scaled by sqrt(n_embd), GeGLU (tanh GELU); the converter stored
+    // the norms as 1 + w already.
+    c.embed_scale = std::sqrt(static_cast<float>(c.dim));
+    c.ffn_act = "gelu_tanh";
   }
-  if (g->find_tensor("rope_freqs.weight"))
-    throw FileError(path, "tensor 'rope_freqs.weight' (RoPE frequency factors) is not supported");
+  c.validate(path);
+  if (g->has(a + "rope.dimension_count")) {
+    const int rd = int_key(a + "rope.dimension_count");
+    if (rd != c.head_dim()) c.rotary_dim = rd;
+  }
+  if (g->has(a + "rope.scaling.type")) {
+    const std::string key = a + "rope.scaling.type";
+    const std::string& st = g->get(key).as_string(key, path);
+    if (st == "linear" || st == "yarn") {
+      c.rope_scaling.type = st;
+      c.rope_scaling.factor = float_key(a + "rope.scaling.factor", 0.0);
+      c.rope_scaling.original_max_position = int_key(a + "rope.scaling.original_context_length", 0);
+    } else if (st != "none") {
+      throw FileError(path, str("metadata '", key, "' = '", st, "' is not supported (none, linear, yarn)"));
+    }
+  }
+  if (const GgufTensorInfo* rf = g->find_tensor("rope_freqs.weight")) {
+    if (c.rope_scaling.type != "none")
+      throw FileError(path, str("tensor 'rope_freqs.weight' beside ", a, "rope.scaling.type '",
+                                c.rope_scaling.type, "': two RoPE scalings"));
+    if (rf->ggml_type != 0 || rf->dims.size() != 1 || rf->dims[0] != c.rot_dim() / 2)
+      throw FileError(path, str("tensor 'rope_freqs.weight' must be F32 of ", c.rot_dim() / 2, " values (dims ",
+                                shape_str(rf->dims), ", type ", GgufFile::ggml_type_name(rf->ggml_type), ")"));
+    c.rope_scaling.type = "factors";
+    c.rope_scaling.freq_factors.resize(static_cast<size_t>(c.rot_dim() / 2));
+    std::memcpy(c.rope_scaling.freq_factors.data(), rf->data, c.rope_scaling.freq_factors.size() * 4);
+  }
+  c.validate(path);
 
   Xxh64 hash;
   hash.update(g->file()->data(), g->file()->size());
@@ -556,28 +785,59 @@ LlamaSource open_gguf(const std::string& path) {
     return t;
   };
 
-  const int64_t d = c.dim, hd = c.hidden_dim, kv = c.kv_dim(), v = c.vocab_size;
+  const int64_t d = c.dim, hd = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
+  const int head = c.head_dim(), rot = c.rot_dim();
+  auto rows = [&](TensorSource t) { return rotate_half ? unpermute_rotary(std::move(t), head, rot) : t; };
+  auto vec = [&](TensorSource t) { return rotate_half ? unpermute_rotary_vector(std::move(t), head, rot) : t; };
+  if (c.rope_scaling.type == "factors") used.insert("rope_freqs.weight");
   src.tensors["tok_embeddings"] = take("token_embd.weight", v, d);
   src.tensors["norm"] = take("output_norm.weight", 0, d);
   c.tied_output = g->find_tensor("output.weight") == nullptr;
   if (!c.tied_output) src.tensors["output"] = take("output.weight", v, d);
+  // Optional tensors decide the knobs: q/k/v biases, an output bias, q/k norms (all layers alike).
+  c.qkv_bias = g->find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.o_bias = g->find_tensor("blk.0.attn_output.bias") != nullptr;
+  c.qk_norm = g->find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  if (arch == "qwen2" && !c.qkv_bias) throw FileError(path, "qwen2 file without 'blk.0.attn_q.bias' (qwen2 has q/k/v biases)");
+  if (arch == "qwen3" && !c.qk_norm) throw FileError(path, "qwen3 file without 'blk.0.attn_q_norm.weight'");
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const std::string q = "layers." + std::to_string(l) + ".";
     src.tensors[q + "attention_norm"] = take(p + "attn_norm.weight", 0, d);
     src.tensors[q + "ffn_norm"] = take(p + "ffn_norm.weight", 0, d);
-    src.tensors[q + "wq"] = take(p + "attn_q.weight", d, d);
-    src.tensors[q + "wk"] = take(p + "attn_k.weight", kv, d);
-    src.tensors[q + "wv"] = take(p + "attn_v.weight", kv, d);
-    src.tensors[q + "wo"] = take(p + "attn_output.weight", d, d);
-    src.tensors[q + "w1"] = take(p + "ffn_gate.weight", hd, d);
+    if (arch == "phi3") {
+      // Fused as in the Hugging Face checkpoint: attn_qkv rows q, k, v; ffn_up rows gate, up.
+      const TensorSource qkv = take(p + "attn_qkv.weight", qd + 2 * kv, d);
+      src.tensors[q + "wq"] = rows(row_slice(qkv, 0, qd));
+      src.tensors[q + "wk"] = rows(row_slice(qkv, qd, kv));
+      src.tensors[q + "wv"] = row_slice(qkv, qd + kv, kv);
+      const TensorSource gate_up = take(p + "ffn_up.weight", 2 * hd, d);
+      src.tensors[q + "w1"] = row_slice(gate_up, 0, hd);
+      src.tensors[q + "w3"] = row_slice(gate_up, hd, hd);
+    } else {
+      src.tensors[q + "wq"] = rows(take(p + "attn_q.weight", qd, d));
+      src.tensors[q + "wk"] = rows(take(p + "attn_k.weight", kv, d));
+      src.tensors[q + "wv"] = take(p + "attn_v.weight", kv, d);
+      src.tensors[q + "w1"] = take(p + "ffn_gate.weight", hd, d);
+      src.tensors[q + "w3"] = take(p + "ffn_up.weight", hd, d);
+    }
+    src.tensors[q + "wo"] = take(p + "attn_output.weight", d, qd);
     src.tensors[q + "w2"] = take(p + "ffn_down.weight", d, hd);
-    src.tensors[q + "w3"] = take(p + "ffn_up.weight", hd, d);
+    if (c.qkv_bias) {
+      src.tensors[q + "bq"] = vec(take(p + "attn_q.bias", 0, qd));
+      src.tensors[q + "bk"] = vec(take(p + "attn_k.bias", 0, kv));
+      src.tensors[q + "bv"] = take(p + "attn_v.bias", 0, kv);
+    }
+    if (c.o_bias) src.tensors[q + "bo"] = take(p + "attn_output.bias", 0, d);
+    if (c.qk_norm) {
+      src.tensors[q + "q_norm"] = vec(take(p + "attn_q_norm.weight", 0, head));
+      src.tensors[q + "k_norm"] = vec(take(p + "attn_k_norm.weight", 0, head));
+    }
   }
   std::vector<std::string> unused;
   for (const GgufTensorInfo& ti : g->tensors())
     if (!used.count(ti.name)) unused.push_back(ti.name);
-  if (!unused.empty()) throw unaccounted_tensors(path, str("its metadata (llama.block_count ", c.n_layers, ")"), unused);
+  if (!unused.empty()) throw unaccounted_tensors(path, str("its metadata (", a, "block_count ", c.n_layers, ")"), unused);
   src.keepalive = g;
   return src;
 }

@@ -47,18 +47,58 @@ TensorSource constant_tensor(int64_t cols, float value) {
   return t;
 }
 
+// A Llama 2-style config of the given shape (the family knobs at their defaults).
+LlamaConfig shape(int dim, int hidden, int layers, int heads, int kv_heads, int vocab, int ctx, float eps, float theta,
+                  bool tied, int bos, int eos) {
+  LlamaConfig c;
+  c.dim = dim;
+  c.hidden_dim = hidden;
+  c.n_layers = layers;
+  c.n_heads = heads;
+  c.n_kv_heads = kv_heads;
+  c.vocab_size = vocab;
+  c.seq_len = ctx;
+  c.norm_eps = eps;
+  c.rope_theta = theta;
+  c.tied_output = tied;
+  c.bos_id = bos;
+  c.eos_id = eos;
+  return c;
+}
+
 }  // namespace
 
 const std::vector<SyntheticPreset>& synthetic_presets() {
-  // Shapes as published: llama2.c's TinyStories models, TinyLlama-1.1B, Llama-2-7B.
-  static const std::vector<SyntheticPreset> p = {
-      {"stories260k", "llama2.c stories260K shape", {64, 172, 5, 8, 4, 512, 512, 1e-5f, 10000.f, true, 1, 2}},
-      {"tinystories-15m", "llama2.c stories15M shape", {288, 768, 6, 6, 6, 32000, 256, 1e-5f, 10000.f, true, 1, 2}},
-      {"tinystories-42m", "llama2.c stories42M shape", {512, 1376, 8, 8, 8, 32000, 1024, 1e-5f, 10000.f, true, 1, 2}},
-      {"tinystories-110m", "llama2.c stories110M shape", {768, 2048, 12, 12, 12, 32000, 1024, 1e-5f, 10000.f, true, 1, 2}},
-      {"tinyllama-1.1b", "TinyLlama-1.1B shape (GQA 32/4)", {2048, 5632, 22, 32, 4, 32000, 2048, 1e-5f, 10000.f, false, 1, 2}},
-      {"llama2-7b", "Llama-2-7B shape", {4096, 11008, 32, 32, 32, 32000, 4096, 1e-5f, 10000.f, false, 1, 2}},
-  };
+  // Shapes as published (config.json of each model): llama2.c's TinyStories models,
+  // TinyLlama-1.1B, Llama-2-7B, Llama-3.2-1B, Qwen2.5-0.5B, Qwen3-0.6B, SmolLM2-360M.
+  static const std::vector<SyntheticPreset> p = [] {
+    LlamaConfig llama32 = shape(2048, 8192, 16, 32, 8, 128256, 131072, 1e-5f, 500000.f, true, 128000, 128001);
+    llama32.rope_scaling.type = "llama3";
+    llama32.rope_scaling.factor = 32.0;
+    llama32.rope_scaling.low_freq_factor = 1.0;
+    llama32.rope_scaling.high_freq_factor = 4.0;
+    llama32.rope_scaling.original_max_position = 8192;
+    LlamaConfig qwen25 = shape(896, 4864, 24, 14, 2, 151936, 32768, 1e-6f, 1000000.f, true, 151643, 151643);
+    qwen25.qkv_bias = true;
+    qwen25.family = "qwen2";
+    LlamaConfig qwen3 = shape(1024, 3072, 28, 16, 8, 151936, 40960, 1e-6f, 1000000.f, true, 151643, 151645);
+    qwen3.head_size = 128;
+    qwen3.qk_norm = true;
+    qwen3.family = "qwen3";
+    const LlamaConfig smollm2 = shape(960, 2560, 32, 15, 5, 49152, 8192, 1e-5f, 100000.f, true, 0, 0);
+    return std::vector<SyntheticPreset>{
+        {"stories260k", "llama2.c stories260K shape", shape(64, 172, 5, 8, 4, 512, 512, 1e-5f, 10000.f, true, 1, 2)},
+        {"tinystories-15m", "llama2.c stories15M shape", shape(288, 768, 6, 6, 6, 32000, 256, 1e-5f, 10000.f, true, 1, 2)},
+        {"tinystories-42m", "llama2.c stories42M shape", shape(512, 1376, 8, 8, 8, 32000, 1024, 1e-5f, 10000.f, true, 1, 2)},
+        {"tinystories-110m", "llama2.c stories110M shape", shape(768, 2048, 12, 12, 12, 32000, 1024, 1e-5f, 10000.f, true, 1, 2)},
+        {"tinyllama-1.1b", "TinyLlama-1.1B shape (GQA 32/4)", shape(2048, 5632, 22, 32, 4, 32000, 2048, 1e-5f, 10000.f, false, 1, 2)},
+        {"llama2-7b", "Llama-2-7B shape", shape(4096, 11008, 32, 32, 32, 32000, 4096, 1e-5f, 10000.f, false, 1, 2)},
+        {"llama3.2-1b", "Llama-3.2-1B shape (GQA 32/8, llama3 RoPE scaling x32)", llama32},
+        {"qwen2.5-0.5b", "Qwen2.5-0.5B shape (GQA 14/2, q/k/v biases)", qwen25},
+        {"qwen3-0.6b", "Qwen3-0.6B shape (GQA 16/8, head_dim 128, q/k norms)", qwen3},
+        {"smollm2-360m", "SmolLM2-360M shape (GQA 15/5)", smollm2},
+    };
+  }();
   return p;
 }
 
@@ -87,7 +127,7 @@ LlamaSource synthetic_llama_source(const std::string& spec) {
   src.container = "synthetic";
   src.content_hash = str("synthetic:", rest, "@", seed);
   const LlamaConfig& c = src.config;
-  const int64_t d = c.dim, h = c.hidden_dim, kv = c.kv_dim();
+  const int64_t d = c.dim, h = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim();
   auto w = [&](const std::string& n, int64_t rows, int64_t cols) {
     src.tensors[n] = random_tensor(seed, n, rows, cols, 1.0f / std::sqrt(static_cast<float>(cols)));
   };
@@ -98,13 +138,24 @@ LlamaSource synthetic_llama_source(const std::string& spec) {
     const std::string p = "layers." + std::to_string(l) + ".";
     src.tensors[p + "attention_norm"] = constant_tensor(d, 1.0f);
     src.tensors[p + "ffn_norm"] = constant_tensor(d, 1.0f);
-    w(p + "wq", d, d);
+    w(p + "wq", qd, d);
     w(p + "wk", kv, d);
     w(p + "wv", kv, d);
-    w(p + "wo", d, d);
+    w(p + "wo", d, qd);
     w(p + "w1", h, d);
     w(p + "w2", d, h);
     w(p + "w3", h, d);
+    // Biases of a tenth of a weight's scale; the q/k norm weights 1 (as initialised).
+    if (c.qkv_bias) {
+      src.tensors[p + "bq"] = random_tensor(seed, p + "bq", 1, qd, 0.1f);
+      src.tensors[p + "bk"] = random_tensor(seed, p + "bk", 1, kv, 0.1f);
+      src.tensors[p + "bv"] = random_tensor(seed, p + "bv", 1, kv, 0.1f);
+    }
+    if (c.o_bias) src.tensors[p + "bo"] = random_tensor(seed, p + "bo", 1, d, 0.1f);
+    if (c.qk_norm) {
+      src.tensors[p + "q_norm"] = constant_tensor(c.head_dim(), 1.0f);
+      src.tensors[p + "k_norm"] = constant_tensor(c.head_dim(), 1.0f);
+    }
   }
   return src;
 }

@@ -31,10 +31,20 @@ bool is_projection(const std::string& name) {
 }
 
 nlohmann::json config_json(const LlamaConfig& c) {
+  const RopeScaling& r = c.rope_scaling;
   return {{"dim", c.dim},           {"hidden_dim", c.hidden_dim}, {"n_layers", c.n_layers},
           {"n_heads", c.n_heads},   {"n_kv_heads", c.n_kv_heads}, {"vocab_size", c.vocab_size},
           {"seq_len", c.seq_len},   {"norm_eps", c.norm_eps},     {"rope_theta", c.rope_theta},
-          {"tied_output", c.tied_output}, {"bos_id", c.bos_id},   {"eos_id", c.eos_id}};
+          {"tied_output", c.tied_output}, {"bos_id", c.bos_id},   {"eos_id", c.eos_id},
+          {"head_dim", c.head_size}, {"rotary_dim", c.rotary_dim}, {"qkv_bias", c.qkv_bias},
+          {"o_bias", c.o_bias}, {"qk_norm", c.qk_norm}, {"family", c.family}, {"rope_layers", c.rope_layers},
+          {"rope_scaling", {{"type", r.type}, {"factor", r.factor},
+                            {"original_max_position", r.original_max_position},
+                            {"low_freq_factor", r.low_freq_factor}, {"high_freq_factor", r.high_freq_factor},
+                            {"beta_fast", r.beta_fast}, {"beta_slow", r.beta_slow},
+                            {"attention_factor", r.attention_factor}, {"mscale", r.mscale},
+                            {"mscale_all_dim", r.mscale_all_dim}, {"truncate", r.truncate},
+                            {"freq_factors", r.freq_factors}}}};
 }
 
 LlamaConfig config_from(const nlohmann::json& j) {
@@ -51,6 +61,30 @@ LlamaConfig config_from(const nlohmann::json& j) {
   c.tied_output = j.at("tied_output");
   c.bos_id = j.at("bos_id");
   c.eos_id = j.at("eos_id");
+  // The family knobs (absent from files written before they existed: Llama 2 defaults).
+  c.head_size = j.value("head_dim", 0);
+  c.rotary_dim = j.value("rotary_dim", 0);
+  c.qkv_bias = j.value("qkv_bias", false);
+  c.o_bias = j.value("o_bias", false);
+  c.qk_norm = j.value("qk_norm", false);
+  c.family = j.value("family", std::string("llama"));
+  c.rope_layers = j.value("rope_layers", std::vector<uint8_t>{});
+  if (j.contains("rope_scaling")) {
+    const nlohmann::json& r = j.at("rope_scaling");
+    RopeScaling& s = c.rope_scaling;
+    s.type = r.at("type");
+    s.factor = r.at("factor");
+    s.original_max_position = r.at("original_max_position");
+    s.low_freq_factor = r.at("low_freq_factor");
+    s.high_freq_factor = r.at("high_freq_factor");
+    s.beta_fast = r.at("beta_fast");
+    s.beta_slow = r.at("beta_slow");
+    s.attention_factor = r.at("attention_factor");
+    s.mscale = r.at("mscale");
+    s.mscale_all_dim = r.at("mscale_all_dim");
+    s.truncate = r.at("truncate");
+    s.freq_factors = r.at("freq_factors").get<std::vector<float>>();
+  }
   return c;
 }
 
@@ -283,7 +317,8 @@ QuantizedModelFile load_quantized(const std::string& path, const std::string& ex
       char kind[16] = {};
       if (std::sscanf(stem.c_str(), "layers.%d.%15s%n", &layer, kind, &used) == 2 &&
           used == static_cast<int>(stem.size()) && layer >= 0 && layer < cfg.n_layers)
-        for (const char* k : {"attention_norm", "ffn_norm", "wq", "wk", "wv", "wo", "w1", "w2", "w3"})
+        for (const char* k : {"attention_norm", "ffn_norm", "wq", "wk", "wv", "wo", "w1", "w2", "w3", "bq", "bk",
+                              "bv", "bo", "q_norm", "k_norm"})
           known = known || std::strcmp(kind, k) == 0;
       if (!known)
         throw FileError(path, str("tensor ", name, " is not part of the model its config describes (", cfg.n_layers,

@@ -271,9 +271,9 @@ struct Site {
 std::vector<Site> layer_sites(const LlamaConfig& c, int l) {
   const std::string p = "layers." + std::to_string(l) + ".";
   // The wo site: attention-output channel h*hd + d reads value channel (h / kv_mul)*hd + d.
-  std::vector<int64_t> tie(static_cast<size_t>(c.dim));
+  std::vector<int64_t> tie(static_cast<size_t>(c.q_dim()));
   const int hd = c.head_dim(), kv_mul = c.n_heads / c.n_kv_heads;
-  for (int j = 0; j < c.dim; ++j) tie[j] = (j / hd / kv_mul) * hd + j % hd;
+  for (int j = 0; j < c.q_dim(); ++j) tie[j] = (j / hd / kv_mul) * hd + j % hd;
   // Rows before the inputs they feed: wo and w2 first (their folds touch wv and w3, which the
   // attn_in / ffn_in sites then see already scaled).
   return {
@@ -399,6 +399,10 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
           for (int64_t j = 0; j < cols; ++j) v.data[j] /= s[j];
         } else {
           MemTensor& m = T(site.fold_rows);
+          // A v projection with a bias (qkv_bias): the bias is part of the row's output.
+          const bool v_bias = c.qkv_bias && site.fold_rows.size() > 2 &&
+                              site.fold_rows.compare(site.fold_rows.size() - 3, 3, ".wv") == 0;
+          MemTensor* bias = v_bias ? &T(site.fold_rows.substr(0, site.fold_rows.size() - 2) + "bv") : nullptr;
           for (int64_t r = 0; r < m.rows; ++r) {
             // The channel of the site's input that row r produces: for wo's tie classes the
             // first channel of the class (all share one scale); otherwise r itself.
@@ -406,6 +410,7 @@ RecipeOutput apply_recipe(const LlamaSource& src, const RecipeSpec& spec,
             if (!site.tie.empty()) j = std::find(site.tie.begin(), site.tie.end(), r) - site.tie.begin();
             const float inv = 1.f / s[j];
             for (int64_t k = 0; k < m.cols; ++k) m.data[r * m.cols + k] *= inv;
+            if (bias) bias->data[r] *= inv;
             row_scale[site.fold_rows][r] *= inv;
           }
         }

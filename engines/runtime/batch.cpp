@@ -6,7 +6,7 @@
 
 #include "engines/core/error.h"
 #include "engines/kernels/kernels.h"
-#include "engines/runtime/session.h"
+#include "engines/runtime/decoder_rows.h"
 
 namespace cibench {
 
@@ -16,7 +16,7 @@ namespace {
 // these and estimate_bytes() adds them up, so the estimate cannot drift from the allocation.
 struct BatchSizes {
   int context = 0;
-  size_t act_dim = 0, act_kv = 0, act_hidden = 0;  // one activation buffer of width dim / kv_dim / hidden
+  size_t act_dim = 0, act_q = 0, act_kv = 0, act_hidden = 0;  // one activation buffer of width dim / q_dim / kv_dim / hidden
   size_t scores = 0, logits = 0, rope = 0;         // attention scores (all threads), logits, cos or sin table
   BatchSizes(const LlamaConfig& c, const BatchOptions& o) {
     CIBENCH_CHECK(o.threads >= 1, "threads must be >= 1, got ", o.threads);
@@ -28,13 +28,14 @@ struct BatchSizes {
     context = o.max_context > 0 ? o.max_context : c.seq_len;
     const size_t R = static_cast<size_t>(o.max_step_tokens);
     act_dim = R * c.dim * sizeof(float);
+    act_q = R * c.q_dim() * sizeof(float);
     act_kv = R * c.kv_dim() * sizeof(float);
     act_hidden = R * c.hidden_dim * sizeof(float);
     scores = static_cast<size_t>(o.threads) * context * sizeof(float);
     logits = static_cast<size_t>(o.max_step_sequences) * c.vocab_size * sizeof(float);
-    rope = static_cast<size_t>(context) * (c.head_dim() / 2) * sizeof(float);
+    rope = static_cast<size_t>(context) * (c.rot_dim() / 2) * sizeof(float);
   }
-  size_t total() const { return 4 * act_dim + 2 * act_kv + 2 * act_hidden + scores + logits + 2 * rope; }
+  size_t total() const { return 2 * act_dim + 2 * act_q + 2 * act_kv + 2 * act_hidden + scores + logits + 2 * rope; }
 };
 
 }  // namespace
@@ -52,14 +53,14 @@ LlamaBatch::LlamaBatch(const LlamaModel& model, const BatchOptions& o)
   max_context_ = z.context;
   threads_ = std::make_unique<ThreadPool>(o.threads, o.pin_threads);
   mm_ = std::make_unique<MatmulRunner>(*threads_, isa_);
-  mm_->reserve(o.max_step_tokens, std::max(c.dim, c.hidden_dim));
+  mm_->reserve(o.max_step_tokens, std::max({c.dim, c.hidden_dim, c.q_dim()}));
 
   x_ = AlignedBuffer(z.act_dim);
   xb_ = AlignedBuffer(z.act_dim);
-  q_ = AlignedBuffer(z.act_dim);
+  q_ = AlignedBuffer(z.act_q);
   k_ = AlignedBuffer(z.act_kv);
   v_ = AlignedBuffer(z.act_kv);
-  att_out_ = AlignedBuffer(z.act_dim);
+  att_out_ = AlignedBuffer(z.act_q);
   hb_ = AlignedBuffer(z.act_hidden);
   hb2_ = AlignedBuffer(z.act_hidden);
   att_scores_ = AlignedBuffer(z.scores);
@@ -223,9 +224,7 @@ void LlamaBatch::step(const BatchItem* items, int n_items) {
     for (int t = 0; t < it.n_tokens; ++t) {
       row_item_.push_back(i);
       row_pos_.push_back(q.pos + t);
-      std::memcpy(x + static_cast<size_t>(t) * c.dim,
-                  model_.tok_embeddings.data() + static_cast<size_t>(it.tokens[t]) * c.dim,
-                  c.dim * sizeof(float));
+      embed(model_, it.tokens[t], x + static_cast<size_t>(t) * c.dim);
     }
     item_logits_.push_back(it.want_logits ? static_cast<int>(logit_rows_.size()) : -1);
     if (it.want_logits) logit_rows_.push_back(static_cast<int>(row_item_.size()) - 1);
@@ -244,8 +243,8 @@ void LlamaBatch::step(const BatchItem* items, int n_items) {
 void LlamaBatch::forward(int n) {
   const LlamaConfig& c = model_.config;
   const KernelTable& K = kernels_for(isa_);
-  const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
-  const int kv_mul = c.n_heads / c.n_kv_heads, half = hd / 2;
+  const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
+  const int kv_mul = c.n_heads / c.n_kv_heads, half = c.rot_dim() / 2;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   float* x = x_.as<float>();
   float* xb = xb_.as<float>();
@@ -265,7 +264,7 @@ void LlamaBatch::forward(int n) {
     for (int i = 0; i < n; ++i)
       K.rmsnorm(x + static_cast<size_t>(i) * dim, L.attention_norm.data(), xb + static_cast<size_t>(i) * dim,
                 dim, c.norm_eps);
-    mm_->matmul(L.wq, xb, dim, n, q, dim);
+    mm_->matmul(L.wq, xb, dim, n, q, q_dim);
     mm_->matmul(L.wk, xb, dim, n, k, kv_dim);
     mm_->matmul(L.wv, xb, dim, n, v, kv_dim);
 
@@ -276,8 +275,8 @@ void LlamaBatch::forward(int n) {
       const int pos = row_pos_[i];
       const float* cs = rope_cos_.data() + static_cast<size_t>(pos) * half;
       const float* sn = rope_sin_.data() + static_cast<size_t>(pos) * half;
-      K.rope(q + static_cast<size_t>(i) * dim, c.n_heads, hd, cs, sn);
-      K.rope(k + static_cast<size_t>(i) * kv_dim, c.n_kv_heads, hd, cs, sn);
+      attention_inputs(K, c, l, L, q + static_cast<size_t>(i) * q_dim, k + static_cast<size_t>(i) * kv_dim,
+                       v + static_cast<size_t>(i) * kv_dim, cs, sn);
       const Sequence& sq = *step_seqs_[row_item_[i]];
       const size_t blk = static_cast<size_t>(sq.blocks[pos / P]);
       for (int h = 0; h < c.n_kv_heads; ++h) {
@@ -304,8 +303,8 @@ void LlamaBatch::forward(int n) {
         const int i = static_cast<int>(task / c.n_heads), h = static_cast<int>(task % c.n_heads);
         const size_t head_off = static_cast<size_t>(h / kv_mul) * head_block;
         const int32_t* table = step_seqs_[row_item_[i]]->blocks.data();
-        const float* qi = q + static_cast<size_t>(i) * dim + h * hd;
-        float* out = ao + static_cast<size_t>(i) * dim + h * hd;
+        const float* qi = q + static_cast<size_t>(i) * q_dim + h * hd;
+        float* out = ao + static_cast<size_t>(i) * q_dim + h * hd;
         if (f16)
           K.attention_paged_f16(qi, reinterpret_cast<const uint16_t*>(kl) + head_off,
                                 reinterpret_cast<const uint16_t*>(vl) + head_off, table, P,
@@ -317,9 +316,11 @@ void LlamaBatch::forward(int n) {
       }
     });
 
-    mm_->matmul(L.wo, ao, dim, n, xb, dim);
-    for (int i = 0; i < n; ++i)
+    mm_->matmul(L.wo, ao, q_dim, n, xb, dim);
+    for (int i = 0; i < n; ++i) {
+      if (c.o_bias) K.axpy_f32(1.0f, L.bo.data(), xb + static_cast<size_t>(i) * dim, dim);
       K.axpy_f32(1.0f, xb + static_cast<size_t>(i) * dim, x + static_cast<size_t>(i) * dim, dim);
+    }
 
     for (int i = 0; i < n; ++i)
       K.rmsnorm(x + static_cast<size_t>(i) * dim, L.ffn_norm.data(), xb + static_cast<size_t>(i) * dim, dim,
@@ -327,8 +328,7 @@ void LlamaBatch::forward(int n) {
     mm_->matmul(L.w1, xb, dim, n, hb, hidden);
     mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
     for (int i = 0; i < n; ++i)
-      K.swiglu(hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden,
-               hb + static_cast<size_t>(i) * hidden, hidden);
+      ffn_gate(K, c, hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden, hidden);
     mm_->matmul(L.w2, hb, hidden, n, xb, dim);
     for (int i = 0; i < n; ++i)
       K.axpy_f32(1.0f, xb + static_cast<size_t>(i) * dim, x + static_cast<size_t>(i) * dim, dim);

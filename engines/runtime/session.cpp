@@ -6,6 +6,7 @@
 
 #include "engines/core/error.h"
 #include "engines/kernels/kernels.h"
+#include "engines/runtime/decoder_rows.h"
 
 namespace cibench {
 
@@ -44,7 +45,7 @@ struct SessionSizes {
   int context = 0, batch = 0;
   size_t kv_elem = 0;
   size_t kv = 0;                                // each of the key and value caches
-  size_t act_dim = 0, act_kv = 0, act_hidden = 0;  // one activation buffer of width dim / kv_dim / hidden
+  size_t act_dim = 0, act_q = 0, act_kv = 0, act_hidden = 0;  // one activation buffer of width dim / q_dim / kv_dim / hidden
   size_t scores = 0, logits = 0, rope = 0;      // attention scores (all threads), logits, cos or sin table
   SessionSizes(const LlamaConfig& c, const SessionOptions& o) {
     CIBENCH_CHECK(o.max_batch >= 1, "max_batch must be >= 1, got ", o.max_batch);
@@ -54,13 +55,16 @@ struct SessionSizes {
     kv = static_cast<size_t>(c.n_layers) * context * c.kv_dim() * kv_elem;
     const size_t B = static_cast<size_t>(batch);
     act_dim = B * c.dim * sizeof(float);
+    act_q = B * c.q_dim() * sizeof(float);
     act_kv = B * c.kv_dim() * sizeof(float);
     act_hidden = B * c.hidden_dim * sizeof(float);
     scores = static_cast<size_t>(std::max(1, o.threads)) * context * sizeof(float);
     logits = static_cast<size_t>(c.vocab_size) * sizeof(float);
-    rope = static_cast<size_t>(context) * (c.head_dim() / 2) * sizeof(float);
+    rope = static_cast<size_t>(context) * (c.rot_dim() / 2) * sizeof(float);
   }
-  size_t total() const { return 2 * kv + 4 * act_dim + 2 * act_kv + 2 * act_hidden + scores + logits + 2 * rope; }
+  size_t total() const {
+    return 2 * kv + 2 * act_dim + 2 * act_q + 2 * act_kv + 2 * act_hidden + scores + logits + 2 * rope;
+  }
 };
 
 }  // namespace
@@ -79,17 +83,17 @@ LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
   opts_.max_batch = z.batch;
   pool_ = std::make_unique<ThreadPool>(opts.threads, opts.pin_threads);
   mm_ = std::make_unique<MatmulRunner>(*pool_, isa_);
-  mm_->reserve(opts_.max_batch, std::max(c.dim, c.hidden_dim));
+  mm_->reserve(opts_.max_batch, std::max({c.dim, c.hidden_dim, c.q_dim()}));
 
   kv_elem_bytes_ = z.kv_elem;
   key_cache_ = AlignedBuffer(z.kv);
   value_cache_ = AlignedBuffer(z.kv);
   x_ = AlignedBuffer(z.act_dim);
   xb_ = AlignedBuffer(z.act_dim);
-  q_ = AlignedBuffer(z.act_dim);
+  q_ = AlignedBuffer(z.act_q);
   k_ = AlignedBuffer(z.act_kv);
   v_ = AlignedBuffer(z.act_kv);
-  att_out_ = AlignedBuffer(z.act_dim);
+  att_out_ = AlignedBuffer(z.act_q);
   hb_ = AlignedBuffer(z.act_hidden);
   hb2_ = AlignedBuffer(z.act_hidden);
   att_scores_ = AlignedBuffer(z.scores);
@@ -99,16 +103,20 @@ LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
 }
 
 void rope_tables(const LlamaConfig& c, int max_context, std::vector<float>& cos, std::vector<float>& sin) {
-  const int half = c.head_dim() / 2;
+  const int half = c.rot_dim() / 2;
+  const double mag = rope_attention_factor(c);
+  const bool per_position = c.rope_scaling.type == "dynamic";
   cos.assign(static_cast<size_t>(max_context) * half, 0.0f);
   sin.assign(cos.size(), 0.0f);
-  for (int p = 0; p < max_context; ++p)
+  std::vector<double> inv_freq = rope_inv_freq(c, 0);
+  for (int p = 0; p < max_context; ++p) {
+    if (per_position) inv_freq = rope_inv_freq(c, p);
     for (int i = 0; i < half; ++i) {
-      const double freq = 1.0 / std::pow(static_cast<double>(c.rope_theta),
-                                         (2.0 * i) / static_cast<double>(c.head_dim()));
-      cos[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(p * freq));
-      sin[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(p * freq));
+      const double a = p * inv_freq[static_cast<size_t>(i)];
+      cos[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(a) * mag);
+      sin[static_cast<size_t>(p) * half + i] = static_cast<float>(std::sin(a) * mag);
     }
+  }
 }
 
 LlamaSession::~LlamaSession() = default;
@@ -196,8 +204,8 @@ void LlamaSession::forward_all(const int* tokens, int n, float* logits) {
 void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_logits, float* all_logits) {
   const LlamaConfig& c = model_.config;
   const KernelTable& K = kernels_for(isa_);
-  const int dim = c.dim, kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
-  const int kv_mul = c.n_heads / c.n_kv_heads, half = hd / 2;
+  const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
+  const int kv_mul = c.n_heads / c.n_kv_heads, half = c.rot_dim() / 2;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   float* x = x_.as<float>();
   float* xb = xb_.as<float>();
@@ -211,9 +219,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
   for (int i = 0; i < n; ++i) {
     CIBENCH_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token id ", tokens[i],
                   " outside the vocabulary of ", c.vocab_size);
-    std::memcpy(x + static_cast<size_t>(i) * dim,
-                model_.tok_embeddings.data() + static_cast<size_t>(tokens[i]) * dim,
-                dim * sizeof(float));
+    embed(model_, tokens[i], x + static_cast<size_t>(i) * dim);
   }
 
   for (int l = 0; l < c.n_layers; ++l) {
@@ -225,7 +231,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     if (obs) {
       for (const char* w : {"wq", "wk", "wv"}) obs->observe(lp + w, xb, n, dim);
     }
-    mm_->matmul(L.wq, xb, dim, n, q, dim);
+    mm_->matmul(L.wq, xb, dim, n, q, q_dim);
     mm_->matmul(L.wk, xb, dim, n, k, kv_dim);
     mm_->matmul(L.wv, xb, dim, n, v, kv_dim);
 
@@ -241,8 +247,8 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     for (int i = 0; i < n; ++i) {
       const float* cs = rope_cos_.data() + static_cast<size_t>(pos0 + i) * half;
       const float* sn = rope_sin_.data() + static_cast<size_t>(pos0 + i) * half;
-      K.rope(q + i * dim, c.n_heads, hd, cs, sn);
-      K.rope(k + i * kv_dim, c.n_kv_heads, hd, cs, sn);
+      attention_inputs(K, c, l, L, q + static_cast<size_t>(i) * q_dim, k + static_cast<size_t>(i) * kv_dim,
+                       v + static_cast<size_t>(i) * kv_dim, cs, sn);
       for (int h = 0; h < c.n_kv_heads; ++h) {
         const size_t at = h * head_span + static_cast<size_t>(pos0 + i) * hd;
         const float* kr = k + i * kv_dim + h * hd;
@@ -268,17 +274,20 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
         const int kvh = h / kv_mul;
         const size_t at = kvh * head_span;
         if (f16)
-          K.attention_f16(q + i * dim + h * hd, kh + at, vh + at, pos0 + i + 1, hd, hd, scale, att,
-                          ao + i * dim + h * hd);
+          K.attention_f16(q + i * q_dim + h * hd, kh + at, vh + at, pos0 + i + 1, hd, hd, scale, att,
+                          ao + i * q_dim + h * hd);
         else
-          K.attention(q + i * dim + h * hd, kc + at, vc + at, pos0 + i + 1, hd, hd, scale, att,
-                      ao + i * dim + h * hd);
+          K.attention(q + i * q_dim + h * hd, kc + at, vc + at, pos0 + i + 1, hd, hd, scale, att,
+                      ao + i * q_dim + h * hd);
       }
     });
 
-    if (obs) obs->observe(lp + "wo", ao, n, dim);
-    mm_->matmul(L.wo, ao, dim, n, xb, dim);
-    for (int i = 0; i < n; ++i) K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
+    if (obs) obs->observe(lp + "wo", ao, n, q_dim);
+    mm_->matmul(L.wo, ao, q_dim, n, xb, dim);
+    for (int i = 0; i < n; ++i) {
+      if (c.o_bias) K.axpy_f32(1.0f, L.bo.data(), xb + i * dim, dim);
+      K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
+    }
 
     for (int i = 0; i < n; ++i)
       K.rmsnorm(x + i * dim, L.ffn_norm.data(), xb + i * dim, dim, c.norm_eps);
@@ -289,8 +298,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     mm_->matmul(L.w1, xb, dim, n, hb, hidden);
     mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
     for (int i = 0; i < n; ++i)
-      K.swiglu(hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden,
-               hb + static_cast<size_t>(i) * hidden, hidden);
+      ffn_gate(K, c, hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden, hidden);
     if (obs) obs->observe(lp + "w2", hb, n, hidden);
     mm_->matmul(L.w2, hb, hidden, n, xb, dim);
     for (int i = 0; i < n; ++i) K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);

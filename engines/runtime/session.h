@@ -35,10 +35,6 @@ struct SessionOptions {
   ActivationObserver* observer = nullptr;  // not owned; nullptr in timed runs
 };
 
-// RoPE tables for positions [0, max_context): pair i of a head turns by pos * theta^(-2i / head_dim);
-// cos and sin are [max_context][head_dim / 2]. LlamaSession and LlamaBatch share them bit for bit.
-void rope_tables(const LlamaConfig& c, int max_context, std::vector<float>& cos, std::vector<float>& sin);
-
 class LlamaSession {
  public:
   // The bytes a session with these options allocates for a model of this config (KV cache,
@@ -98,10 +94,10 @@ class LlamaSession {
   // KV cache: (n_layers, n_kv_heads, max_context, head_dim) for keys and values, floats or IEEE
   // halves (each head's positions contiguous for attention).
   AlignedBuffer key_cache_, value_cache_;
-  // RoPE rotation per position: (max_context, head_dim / 2) each.
+  // RoPE rotation per position: (max_context, rot_dim / 2) each.
   std::vector<float> rope_cos_, rope_sin_;
   // Scratch for a chunk of up to max_batch tokens.
-  AlignedBuffer x_, xb_, q_, k_, v_, att_out_, hb_, hb2_, att_scores_, logits_;
+  AlignedBuffer x_, xb_, q_, k_, v_, att_out_, hb_, hb2_, att_scores_, logits_;  // q_, att_out_: q_dim wide
 };
 
 }  // namespace cibench

@@ -28,13 +28,18 @@ int run(const Args& a) {
   const LlamaConfig &c = src.config, &b = back.config;
   if (b.dim != c.dim || b.hidden_dim != c.hidden_dim || b.n_layers != c.n_layers ||
       b.n_heads != c.n_heads || b.n_kv_heads != c.n_kv_heads || b.vocab_size != c.vocab_size ||
-      b.tied_output != c.tied_output)
+      b.tied_output != c.tied_output || b.head_dim() != c.head_dim() || b.rot_dim() != c.rot_dim() ||
+      b.qkv_bias != c.qkv_bias || b.o_bias != c.o_bias || b.qk_norm != c.qk_norm || b.ffn_act != c.ffn_act ||
+      b.embed_scale != c.embed_scale)
     throw Error(str(a.out, ": the written file reads back with a different shape"));
   std::printf("wrote %s: %s, %d tensors, %llu bytes (tensor data %llu)\n", a.out.c_str(),
               gguf_weight_type_name(type), s.tensors, static_cast<unsigned long long>(s.file_bytes),
               static_cast<unsigned long long>(s.tensor_bytes));
   std::printf("  source %s (%s), general.name '%s'\n", src.origin.c_str(), src.content_hash.c_str(),
               name.c_str());
+  const std::string features = c.features();
+  std::printf("  architecture %s%s%s\n", gguf_architecture_for(c).c_str(), features.empty() ? "" : ": ",
+              features.c_str());
   std::printf("  vocabulary %d pieces from %s\n", c.vocab_size, vocab_origin.c_str());
   if (vocab_origin == "placeholder" && src.container != "synthetic")
     std::fprintf(stderr, "cibench: no tokenizer found for %s; the GGUF file holds a placeholder "

@@ -1,0 +1,510 @@
+// The decoder families as configuration of the one decoder: tiny random checkpoints of Llama 3
+// (llama3 RoPE scaling, untied), a Llama with dynamic NTK scaling run past its trained context, Mistral, Qwen2 (q/k/v biases), Qwen3 (explicit head_dim, q/k
+// norms), SmolLM2 (linear RoPE scaling), SmolLM3 (NoPE layers, yarn), Gemma (GeGLU, scaled
+// embeddings, 1 + w norms, head_dim apart) and Phi-3 (fused projections, partial rotary) in
+// tests/fixtures/families (written by tools/family_fixtures/make_fixtures.py; see DEVELOPERS.md),
+// each as a Hugging Face folder and (but SmolLM3) as the GGUF file cibench export-gguf writes.
+// Two independent implementations give the expected logits: a float64 NumPy forward pass in
+// Hugging Face's own layout (rotate-half RoPE, HF's formulas), and llama.cpp (for the
+// architectures its build knows: llama, qwen2, gemma, phi3) on the GGUF file with an f32 KV cache.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engines/core/cpu.h"
+#include "engines/core/error.h"
+#include "engines/core/format.h"
+#include "engines/core/matrix.h"
+#include "engines/models/gguf_writer.h"
+#include "engines/models/llama.h"
+#include "engines/models/llama_reference.h"
+#include "engines/models/synthetic.h"
+#include "engines/runtime/batch.h"
+#include "engines/runtime/session.h"
+#include "test_support.h"
+
+namespace cibench {
+namespace {
+
+const char* const kFamilies[] = {"llama3", "mistral", "qwen2", "qwen3", "smollm2", "smollm3", "gemma", "phi3", "dynamic"};
+const char* const kGgufFamilies[] = {"llama3", "mistral", "qwen2", "qwen3", "smollm2", "gemma", "phi3"};
+const char* const kFixtureName = "tiny family fixture";  // general.name of the GGUF fixtures
+
+std::string fixture(const std::string& rel) { return std::string(CIBENCH_SOURCE_DIR) + "/tests/fixtures/families/" + rel; }
+
+bool exists(const std::string& p) { return std::ifstream(p).good(); }
+
+std::vector<int> fixture_tokens() {
+  std::ifstream in(fixture("tokens.txt"));
+  std::vector<int> t;
+  for (int x; in >> x;) t.push_back(x);
+  return t;
+}
+
+// "tokens N vocab V" then N rows of V logits.
+std::vector<double> read_logits(const std::string& path, int n, int vocab) {
+  std::ifstream in(path);
+  std::string w1, w2;
+  int fn = 0, fv = 0;
+  in >> w1 >> fn >> w2 >> fv;
+  EXPECT_EQ(fn, n) << path;
+  EXPECT_EQ(fv, vocab) << path;
+  std::vector<double> v;
+  for (double x; in >> x;) v.push_back(x);
+  EXPECT_EQ(v.size(), static_cast<size_t>(n) * vocab) << path;
+  return v;
+}
+
+template <typename Real>
+std::vector<double> reference_logits(const LlamaSource& src, const std::vector<int>& toks) {
+  // The context covers the tokens even past the trained length (the dynamic fixture runs there).
+  LlamaReferenceT<Real> ref(src, std::max(src.config.seq_len, static_cast<int>(toks.size())));
+  std::vector<double> out;
+  for (size_t p = 0; p < toks.size(); ++p) {
+    const auto& r = ref.forward(toks[p], static_cast<int>(p));
+    out.insert(out.end(), r.begin(), r.end());
+  }
+  return out;
+}
+
+template <typename A, typename B>
+double max_abs_diff(const A& a, const B& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    m = std::max(m, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  return m;
+}
+
+template <typename T>
+double max_abs(const std::vector<T>& v) {
+  double m = 0;
+  for (T x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
+  return m;
+}
+
+// As test_llama.cpp: a fast path sums in other orders than the FP32 reference; each order's
+// forward error is a realisation of the same gamma_n bounds through the same network, so the fast
+// path may be 4x the FP32 reference's measured error from the exact (binary64) logits, plus 4 u of
+// the largest exact logit.
+double tolerance_vs_exact(double ref32_error, double max_abs_exact) {
+  return 4.0 * ref32_error + 4.0 * test::kF32U * max_abs_exact;
+}
+
+// The fast path's logits after every token: a session fed in ragged chunks (forward_all), the same
+// session one token at a time, and a LlamaBatch in which the sequence decodes one token per step
+// while a second sequence reads the whole prompt in the first step (its last logits appended).
+struct FastLogits {
+  std::vector<float> chunks, steps, batch, batch_prompt_last;
+};
+
+FastLogits fast_logits(const LlamaModel& model, const std::vector<int>& toks, int threads) {
+  const int V = model.config.vocab_size, n = static_cast<int>(toks.size());
+  FastLogits f;
+  SessionOptions so;
+  so.threads = threads;
+  so.max_batch = 5;
+  so.max_context = n;
+  LlamaSession s(model, so);
+  f.chunks.resize(static_cast<size_t>(n) * V);
+  s.forward_all(toks.data(), n, f.chunks.data());
+  s.reset();
+  for (int t : toks) {
+    const float* l = s.step(t);
+    f.steps.insert(f.steps.end(), l, l + V);
+  }
+  BatchOptions bo;
+  bo.threads = threads;
+  bo.max_context = n;
+  bo.pool.token_budget = 4 * n;
+  LlamaBatch b(model, bo);
+  const SeqId a = b.add_sequence(), w = b.add_sequence();
+  for (int i = 0; i < n; ++i) {
+    std::vector<BatchItem> items = {{a, &toks[static_cast<size_t>(i)], 1, true}};
+    if (i == 0) items.push_back({w, toks.data(), n, true});
+    b.step(items);
+    f.batch.insert(f.batch.end(), b.logits(0), b.logits(0) + V);
+    if (i == 0) f.batch_prompt_last.assign(b.logits(1), b.logits(1) + V);
+  }
+  return f;
+}
+
+// ---- Loading ---------------------------------------------------------------------------------
+
+TEST(Families, ConfigsReadAsTheirFamilies) {
+  struct Want {
+    const char* name;
+    const char* family;
+    int head_dim, q_dim, rot;
+    const char* rope;
+    bool qkv_bias, qk_norm, tied;
+  };
+  const Want wants[] = {
+      {"llama3", "llama", 16, 64, 16, "llama3", false, false, false},
+      {"mistral", "mistral", 16, 64, 16, "none", false, false, false},
+      {"qwen2", "qwen2", 16, 64, 16, "none", true, false, true},
+      {"qwen3", "qwen3", 32, 128, 32, "none", false, true, true},
+      {"smollm2", "llama", 16, 64, 16, "linear", false, false, true},
+      {"smollm3", "smollm3", 16, 64, 16, "yarn", false, false, true},
+      {"gemma", "gemma", 32, 128, 32, "none", false, false, true},
+      {"phi3", "phi3", 16, 64, 8, "none", false, false, false},
+      {"dynamic", "llama", 16, 64, 16, "dynamic", false, false, true},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.name);
+    const LlamaSource src = open_llama_source(fixture(w.name));
+    const LlamaConfig& c = src.config;
+    EXPECT_EQ(c.family, w.family);
+    EXPECT_EQ(c.head_dim(), w.head_dim);
+    EXPECT_EQ(c.q_dim(), w.q_dim);
+    EXPECT_EQ(c.rot_dim(), w.rot);
+    EXPECT_EQ(c.rope_scaling.type, w.rope);
+    EXPECT_EQ(c.qkv_bias, w.qkv_bias);
+    EXPECT_FALSE(c.o_bias);
+    EXPECT_EQ(c.qk_norm, w.qk_norm);
+    EXPECT_EQ(c.tied_output, w.tied);
+  }
+  EXPECT_EQ(open_llama_source(fixture("smollm3")).config.rope_layers, (std::vector<uint8_t>{1, 0}));
+  const LlamaConfig gemma = open_llama_source(fixture("gemma")).config;
+  EXPECT_EQ(gemma.embed_scale, 8.0f);
+  EXPECT_EQ(gemma.ffn_act, "gelu_tanh");
+  // GGUF: the architecture llama.cpp's converter uses, and the same knobs.
+  for (const auto& [name, arch] : std::vector<std::pair<std::string, std::string>>{
+           {"llama3", "llama"}, {"mistral", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}, {"smollm2", "llama"},
+           {"gemma", "gemma"}, {"phi3", "phi3"}}) {
+    SCOPED_TRACE(name);
+    const LlamaSource hf = open_llama_source(fixture(name)), gg = open_llama_source(fixture(name + "/model.gguf"));
+    EXPECT_EQ(gguf_architecture_for(hf.config), arch);
+    EXPECT_EQ(gg.config.family, arch);
+    EXPECT_EQ(gg.config.q_dim(), hf.config.q_dim());
+    EXPECT_EQ(gg.config.qkv_bias, hf.config.qkv_bias);
+    EXPECT_EQ(gg.config.qk_norm, hf.config.qk_norm);
+    EXPECT_EQ(gg.config.tied_output, hf.config.tied_output);
+    EXPECT_EQ(gg.config.rot_dim(), hf.config.rot_dim());
+    EXPECT_EQ(gg.config.embed_scale, hf.config.embed_scale);
+    EXPECT_EQ(gg.config.ffn_act, hf.config.ffn_act);
+  }
+}
+
+// The Hugging Face folder and its GGUF form hold the same weights (q/k un-permuted from
+// rotate-half in both, or interleaved in a llama GGUF; llama3 scaling as parameters or as the
+// rope_freqs tensor): the FP32 reference gives bit-identical logits from either. And exporting
+// the folder again writes the committed GGUF byte for byte.
+TEST(Families, HuggingFaceFolderAndGgufGiveIdenticalLogits) {
+  const std::vector<int> toks = fixture_tokens();
+  for (const std::string name : kGgufFamilies) {
+    SCOPED_TRACE(name);
+    const LlamaSource hf = open_llama_source(fixture(name));
+    const LlamaSource gg = open_llama_source(fixture(name + "/model.gguf"));
+    EXPECT_EQ(reference_logits<float>(hf, toks), reference_logits<float>(gg, toks));
+    test::TempDir dir("families");
+    write_llama_gguf(hf, placeholder_vocab(hf.config.vocab_size), GgufWeightType::f32, kFixtureName,
+                     dir.file("again.gguf"));
+    std::ifstream a(fixture(name + "/model.gguf"), std::ios::binary), b(dir.file("again.gguf"), std::ios::binary);
+    const std::string sa((std::istreambuf_iterator<char>(a)), {}), sb((std::istreambuf_iterator<char>(b)), {});
+    EXPECT_TRUE(sa == sb) << "export-gguf no longer writes the committed file (" << sa.size() << " vs "
+                          << sb.size() << " bytes)";
+  }
+}
+
+// ---- Against independent implementations ----------------------------------------------------
+
+// The exact (binary64) reference against NumPy's float64 forward pass in Hugging Face's layout:
+// both compute the same real number but for the sums' order (~1e-15 relative) and the llama3
+// factors and Gemma's 1 + w norm weights, which cibench holds in binary32 as llama.cpp's GGUF files
+// do (each moves by < 2^-24 relative: far below 1e-6 of the logits). A layout or formula error
+// moves logits by O(1).
+TEST(Families, ExactReferenceMatchesTheNumpyForwardPass) {
+  const std::vector<int> toks = fixture_tokens();
+  for (const char* name : kFamilies) {
+    SCOPED_TRACE(name);
+    const LlamaSource src = open_llama_source(fixture(name));
+    const std::vector<double> exact = reference_logits<double>(src, toks);
+    const std::vector<double> numpy =
+        read_logits(fixture(std::string(name) + "/logits_numpy.txt"), static_cast<int>(toks.size()), src.config.vocab_size);
+    const double err = max_abs_diff(exact, numpy), tol = 1e-6 * max_abs(numpy);
+    std::printf("[ %s ] |binary64 reference - NumPy| %.3g (max |logit| %.3g)\n", name, err, max_abs(numpy));
+    EXPECT_LE(err, tol);
+  }
+}
+
+class FamiliesAtIsa : public ::testing::TestWithParam<Isa> {};
+
+// f32 weights: the FP32 reference and every fast path (session chunks and steps, batch, at one and
+// two threads) within the FP32 error bound of the exact logits; llama.cpp's logits (a binary32
+// evaluation in its own order, so within the same bound of the exact ones) within twice it.
+TEST_P(FamiliesAtIsa, F32FastPathsAgreeWithTheReferenceAndLlamaCpp) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
+  const std::vector<int> toks = fixture_tokens();
+  const int n = static_cast<int>(toks.size());
+  for (const char* name : kFamilies) {
+    SCOPED_TRACE(name);
+    for (const std::string& spec : {fixture(name), fixture(std::string(name) + "/model.gguf")}) {
+      if (!exists(spec) && spec.size() > 5 && spec.compare(spec.size() - 5, 5, ".gguf") == 0) continue;
+      SCOPED_TRACE(spec);
+      const LlamaSource src = open_llama_source(spec);
+      const int V = src.config.vocab_size;
+      const std::vector<double> exact = reference_logits<double>(src, toks);
+      const double ref32_err = max_abs_diff(reference_logits<float>(src, toks), exact);
+      const double tol = tolerance_vs_exact(ref32_err, max_abs(exact));
+      const LlamaModel model = build_llama(src);
+      double worst = 0;
+      for (int threads : {1, 2}) {
+        const FastLogits f = fast_logits(model, toks, threads);
+        EXPECT_LE(max_abs_diff(f.chunks, exact), tol) << "session chunks, " << threads << " thread(s)";
+        EXPECT_LE(max_abs_diff(f.steps, exact), tol) << "session steps, " << threads << " thread(s)";
+        EXPECT_LE(max_abs_diff(f.batch, exact), tol) << "batch decode, " << threads << " thread(s)";
+        const std::vector<double> last(exact.end() - V, exact.end());
+        EXPECT_LE(max_abs_diff(f.batch_prompt_last, last), tol) << "batch prompt, " << threads << " thread(s)";
+        worst = std::max({worst, max_abs_diff(f.chunks, exact), max_abs_diff(f.steps, exact), max_abs_diff(f.batch, exact)});
+        const std::string lc = fixture(std::string(name) + "/logits_llamacpp.txt");
+        if (exists(lc) && threads == 1) {
+          const std::vector<double> ll = read_logits(lc, n, V);
+          // llama.cpp's CPU GELU is a binary16 table (input and output rounded to binary16): the
+          // NumPy forward pass with that table gives its effect on these logits, d_gelu.
+          double d_gelu = 0;
+          if (exists(fixture(std::string(name) + "/logits_numpy_gelu_f16.txt")))
+            d_gelu = max_abs_diff(read_logits(fixture(std::string(name) + "/logits_numpy_gelu_f16.txt"), n, V),
+                                  read_logits(fixture(std::string(name) + "/logits_numpy.txt"), n, V));
+          const double e_fast = std::max(max_abs_diff(f.chunks, ll), max_abs_diff(f.steps, ll));
+          const double e_ref = max_abs_diff(exact, ll);
+          std::printf("[ %s ] %s: |fast - llama.cpp| %.3g, |binary64 reference - llama.cpp| %.3g (tolerance %.3g, "
+                      "max |logit| %.3g)\n",
+                      isa_name(GetParam()), name, e_fast, e_ref, 2 * tol + d_gelu, max_abs(exact));
+          EXPECT_LE(e_fast, 2 * tol + d_gelu) << "fast path against llama.cpp";
+          EXPECT_LE(e_ref, tol + d_gelu) << "exact reference against llama.cpp";
+        }
+      }
+      std::printf("[ %s ] %s (%s): FP32 reference error %.3g, fast paths' worst %.3g, tolerance %.3g\n",
+                  isa_name(GetParam()), name, src.container.c_str(), ref32_err, worst, tol);
+    }
+  }
+}
+
+// The weights a format stores, unpacked back to f32: the projections and the head (a tied head
+// becomes an untied copy of the packed embeddings); embeddings, norms and biases stay f32.
+LlamaSource unpacked(const LlamaSource& src, const LlamaModel& m) {
+  LlamaSource r = src;
+  auto put = [&](const std::string& name, const WeightMatrix& w) {
+    auto v = std::make_shared<std::vector<float>>(static_cast<size_t>(w.rows * w.cols));
+    unpack_matrix(w, v->data());
+    TensorSource t;
+    t.rows = w.rows;
+    t.cols = w.cols;
+    const int64_t cols = w.cols;
+    t.read = [v, cols](int64_t r0, int64_t n, float* dst) {
+      std::copy(v->begin() + r0 * cols, v->begin() + (r0 + n) * cols, dst);
+    };
+    r.tensors[name] = t;
+  };
+  for (int l = 0; l < src.config.n_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    const LlamaLayer& L = m.layers[static_cast<size_t>(l)];
+    put(p + "wq", L.wq);
+    put(p + "wk", L.wk);
+    put(p + "wv", L.wv);
+    put(p + "wo", L.wo);
+    put(p + "w1", L.w1);
+    put(p + "w2", L.w2);
+    put(p + "w3", L.w3);
+  }
+  put("output", m.output);
+  r.config.tied_output = false;
+  return r;
+}
+
+// Other formats (biases and norms stay f32 in each): the FP32 reference on the weights as the
+// format stores them differs from f32 by D_w, the weights' own rounding realised on these tokens.
+// Formats with f32 activations compute exactly that network up to the sums' order; those that
+// quantise activations too (bf16 at avx512_vnni, w8a8) move every product by at most the same
+// relative step through its other factor. So the fast logits stay within 4 D_w of f32's, plus
+// twice the order tolerance; and with f32 activations within the order tolerance of the reference
+// on the stored weights.
+TEST_P(FamiliesAtIsa, FormatsWithinTheirQuantisationErrorOfF32) {
+  CIBENCH_REQUIRE_ISA(GetParam());
+  test::IsaScope at(GetParam());
+  const std::vector<int> toks = fixture_tokens();
+  for (const char* name : kFamilies) {
+    SCOPED_TRACE(name);
+    const LlamaSource src = open_llama_source(fixture(name));
+    const std::vector<double> ref = reference_logits<float>(src, toks);
+    const double ref32_err = max_abs_diff(ref, reference_logits<double>(src, toks));
+    const double tol_order = 2 * tolerance_vs_exact(ref32_err, max_abs(ref));
+    SessionOptions so;
+    so.max_batch = 5;
+    so.max_context = static_cast<int>(toks.size());
+    for (const char* fmt : {"bf16", "int8", "int4_g32", "w8a8"}) {
+      SCOPED_TRACE(fmt);
+      LlamaBuildOptions o;
+      o.format = fmt;
+      const LlamaModel m = build_llama(src, o);
+      const std::vector<double> stored = reference_logits<float>(unpacked(src, m), toks);
+      const double d_w = max_abs_diff(stored, ref);
+      ASSERT_GT(d_w, 0.0);
+      const double tol = 4.0 * d_w + tol_order;
+      LlamaSession s(m, so);
+      std::vector<float> got(ref.size());
+      s.forward_all(toks.data(), static_cast<int>(toks.size()), got.data());
+      const double e = max_abs_diff(got, ref), e_stored = max_abs_diff(got, stored);
+      const ActType act = format_by_name(fmt).act_at(GetParam());
+      std::printf("[ %s ] %s %s (activations %s): D_w %.3g, |fast - f32 reference| %.3g (tolerance %.3g), "
+                  "|fast - reference on stored weights| %.3g\n",
+                  isa_name(GetParam()), name, fmt, act_type_name(act), d_w, e, tol, e_stored);
+      EXPECT_LE(e, tol);
+      if (act == ActType::f32) {
+        EXPECT_LE(e_stored, tol_order) << "f32 activations: the stored weights' network";
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, FamiliesAtIsa, ::testing::ValuesIn(all_isas()), test::isa_param_name);
+
+// ---- Synthetic presets of the published shapes ------------------------------------------------
+
+TEST(Families, SyntheticPresetsOfPublishedShapes) {
+  struct Want {
+    const char* name;
+    int dim, hidden, layers, heads, kv, head_dim, vocab, ctx;
+    float theta;
+    const char* rope;
+    bool qkv_bias, qk_norm, tied;
+    int64_t params;  // as published (embeddings counted once when tied)
+  };
+  const Want wants[] = {
+      {"llama3.2-1b", 2048, 8192, 16, 32, 8, 64, 128256, 131072, 500000.f, "llama3", false, false, true, 1235814400},
+      {"qwen2.5-0.5b", 896, 4864, 24, 14, 2, 64, 151936, 32768, 1000000.f, "none", true, false, true, 494032768},
+      {"qwen3-0.6b", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1000000.f, "none", false, true, true, 596049920},
+      {"smollm2-360m", 960, 2560, 32, 15, 5, 64, 49152, 8192, 100000.f, "none", false, false, true, 361821120},
+  };
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.name);
+    const LlamaSource src = synthetic_llama_source(std::string("synthetic:") + w.name);
+    const LlamaConfig& c = src.config;
+    EXPECT_EQ(c.dim, w.dim);
+    EXPECT_EQ(c.hidden_dim, w.hidden);
+    EXPECT_EQ(c.n_layers, w.layers);
+    EXPECT_EQ(c.n_heads, w.heads);
+    EXPECT_EQ(c.n_kv_heads, w.kv);
+    EXPECT_EQ(c.head_dim(), w.head_dim);
+    EXPECT_EQ(c.vocab_size, w.vocab);
+    EXPECT_EQ(c.seq_len, w.ctx);
+    EXPECT_EQ(c.rope_theta, w.theta);
+    EXPECT_EQ(c.rope_scaling.type, w.rope);
+    EXPECT_EQ(c.qkv_bias, w.qkv_bias);
+    EXPECT_EQ(c.qk_norm, w.qk_norm);
+    EXPECT_EQ(c.tied_output, w.tied);
+    EXPECT_EQ(c.parameter_count(), w.params);
+    validate_llama_source(src, false);  // every tensor the knobs need, at its shape
+  }
+}
+
+// The synthetic generator's extra tensors: biases small, random and seeded; q/k norm weights 1.
+TEST(Families, SyntheticPresetExtraTensors) {
+  const LlamaSource a = synthetic_llama_source("synthetic:qwen2.5-0.5b@7");
+  const LlamaSource b = synthetic_llama_source("synthetic:qwen2.5-0.5b@8");
+  const std::vector<float> bq = a.tensor("layers.3.bq").read_all();
+  ASSERT_EQ(bq.size(), 896u);
+  EXPECT_GT(max_abs(bq), 0.0);
+  EXPECT_LE(max_abs(bq), 0.1);
+  EXPECT_EQ(bq, synthetic_llama_source("synthetic:qwen2.5-0.5b@7").tensor("layers.3.bq").read_all());
+  EXPECT_NE(bq, b.tensor("layers.3.bq").read_all());
+  EXPECT_EQ(a.tensor("layers.3.bv").cols, 128);
+  const LlamaSource q3 = synthetic_llama_source("synthetic:qwen3-0.6b");
+  EXPECT_EQ(q3.tensor("layers.27.k_norm").read_all(), std::vector<float>(128, 1.0f));
+  EXPECT_EQ(q3.tensor("layers.0.wq").rows, 2048);
+  EXPECT_EQ(q3.tensor("layers.0.wo").cols, 2048);
+}
+
+// ---- Errors ---------------------------------------------------------------------------------
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A copy of a fixture folder with config.json edited.
+std::string edited_folder(const test::TempDir& dir, const std::string& family,
+                          const std::function<void(std::string&)>& edit) {
+  const std::string out = dir.file(family);
+  std::filesystem::create_directories(out);
+  std::filesystem::copy_file(fixture(family + "/model.safetensors"), out + "/model.safetensors");
+  std::ifstream in(fixture(family + "/config.json"));
+  std::string cfg((std::istreambuf_iterator<char>(in)), {});
+  edit(cfg);
+  std::ofstream(out + "/config.json") << cfg;
+  return out;
+}
+
+void replace(std::string& s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  s.replace(at, from.size(), to);
+}
+
+TEST(Families, UnsupportedConfigsNameFileKeyAndValue) {
+  test::TempDir dir("families_bad");
+  struct Case {
+    const char* family;
+    const char* from;
+    const char* to;
+    std::vector<std::string> want;  // substrings of the message
+  };
+  const Case cases[] = {
+      {"llama3", "\"rope_type\": \"llama3\"", "\"rope_type\": \"longrope\"", {"config.json", "rope_scaling.rope_type", "longrope"}},
+      {"llama3", "\"low_freq_factor\": 1.0", "\"low_freq_factor\": 1.0, \"mrope_section\": [1]", {"config.json", "rope_scaling.mrope_section", "[1]"}},
+      {"mistral", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", {"config.json", "hidden_act", "gelu"}},
+      {"qwen2", "\"model_type\": \"qwen2\"", "\"model_type\": \"qwen2\", \"mlp_bias\": true", {"config.json", "mlp_bias", "true"}},
+      {"qwen3", "\"model_type\": \"qwen3\"", "\"model_type\": \"gemma3\"", {"config.json", "gemma3", "Qwen3ForCausalLM"}},
+      {"smollm2", "\"factor\": 2.0", "\"factor\": \"two\"", {"config.json", "rope_scaling.factor", "two"}},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.to);
+    test::TempDir sub("families_case" + std::to_string(i++));
+    const std::string folder = edited_folder(sub, c.family, [&](std::string& s) {
+      replace(s, c.from, c.to);
+      if (std::string(c.to).find("gemma3") != std::string::npos) replace(s, "Qwen3ForCausalLM", "Gemma3ForCausalLM");
+    });
+    const std::string msg = error_of([&] { open_llama_source(folder); });
+    for (const std::string& w : c.want) EXPECT_NE(msg.find(w), std::string::npos) << msg;
+  }
+  // GGUF metadata the engine lacks: the smollm2 file's scaling type "linear" patched to "longro".
+  {
+    std::ifstream in(fixture("smollm2/model.gguf"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const std::string key = "llama.rope.scaling.type";
+    const size_t at = bytes.find(key);
+    ASSERT_NE(at, std::string::npos);
+    const size_t value = bytes.find("linear", at);
+    ASSERT_NE(value, std::string::npos);
+    bytes.replace(value, 6, "longro");
+    std::ofstream(dir.file("patched.gguf"), std::ios::binary) << bytes;
+    const std::string m = error_of([&] { open_llama_source(dir.file("patched.gguf")); });
+    for (const std::string& w : {dir.file("patched.gguf"), key, std::string("longro")})
+      EXPECT_NE(m.find(w), std::string::npos) << m;
+  }
+  // A knob GGUF cannot hold: NoPE layers.
+  const std::string msg = error_of([&] {
+    const LlamaSource s = open_llama_source(fixture("smollm3"));
+    write_llama_gguf(s, placeholder_vocab(s.config.vocab_size), GgufWeightType::f32, "x", dir.file("x.gguf"));
+  });
+  EXPECT_NE(msg.find("NoPE"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace cibench
