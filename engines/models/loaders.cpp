@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engines/core/buffer.h"
+#include "engines/core/format.h"
 #include "engines/core/error.h"
 #include "engines/models/hf_config.h"
 #include "engines/models/ggml_quants.h"
@@ -151,6 +152,16 @@ TensorSource unpermute_rotary(TensorSource hf, int head_dim, int rot) {
   t.rows = hf.rows;
   t.cols = hf.cols;
   const int64_t cols = hf.cols, rows = hf.rows;
+  // A row permutation: the stored type and the stored rows (moved whole) carry over.
+  t.stored_type = hf.stored_type;
+  t.native_format = hf.native_format;
+  if (hf.read_native) {
+    const size_t rb = format_by_name(hf.native_format).row_bytes(cols);
+    t.read_native = [nat = hf.read_native, head_dim, rot, rows, rb](int64_t r0, int64_t n, uint8_t* dst) {
+      check_rows("rotary projection", rows, r0, n);
+      for (int64_t r = r0; r < r0 + n; ++r) nat(rotate_half_index(r, head_dim, rot), 1, dst + (r - r0) * rb);
+    };
+  }
   t.read = [hf = std::move(hf), head_dim, rot, cols, rows](int64_t r0, int64_t n, float* dst) {
     check_rows("rotary projection", rows, r0, n);
     for (int64_t r = r0; r < r0 + n; ++r) hf.read(rotate_half_index(r, head_dim, rot), 1, dst + (r - r0) * cols);
@@ -179,6 +190,13 @@ TensorSource row_slice(TensorSource whole, int64_t first, int64_t rows) {
   TensorSource t;
   t.rows = rows;
   t.cols = whole.cols;
+  t.stored_type = whole.stored_type;
+  t.native_format = whole.native_format;
+  if (whole.read_native)
+    t.read_native = [nat = whole.read_native, first, rows](int64_t r0, int64_t n, uint8_t* dst) {
+      check_rows("fused projection part", rows, r0, n);
+      nat(first + r0, n, dst);
+    };
   t.read = [whole = std::move(whole), first, rows](int64_t r0, int64_t n, float* dst) {
     check_rows("fused projection part", rows, r0, n);
     whole.read(first + r0, n, dst);

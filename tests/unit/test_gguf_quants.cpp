@@ -635,6 +635,36 @@ TEST_P(GgufQ4_0Model, Int4G32LogitsMatchTheF32DequantisedModel) {
 
 INSTANTIATE_TEST_SUITE_P(Isa, GgufQ4_0Model, ::testing::ValuesIn(all_isas()), test::isa_param_name);
 
+// The families whose q/k rows the loader reorders (rotate-half in the file: qwen2) or cuts out of
+// a fused tensor (phi3's attn_qkv and ffn_up): the stored Q4_0 rows move with them, still copied.
+TEST_P(GgufQ4_0Model, ReorderedAndFusedRowsAreCopiedToo) {
+  test::IsaScope isa(GetParam());
+  for (const char* family : {"qwen2", "phi3"}) {
+    SCOPED_TRACE(family);
+    TempDir tmp;
+    const LlamaSource hf = open_llama_source(std::string(CIBENCH_SOURCE_DIR) + "/tests/fixtures/families/" + family);
+    const std::string path = tmp.file("q4_0.gguf");
+    write_llama_gguf(hf, placeholder_vocab(hf.config.vocab_size), GgufWeightType::q4_0, family, path);
+    const LlamaSource src = open_llama_source(path);
+    EXPECT_EQ(src.tensor("layers.0.wq").native_format, "int4_g32");
+    EXPECT_EQ(src.tensor("layers.0.wk").stored_type, "Q4_0");
+    LlamaBuildOptions o;
+    o.format = "int4_g32";
+    const LlamaModel m4 = build_llama(src, o);
+    EXPECT_EQ(m4.conversion.at("attention").err_sq, 0.0);
+    EXPECT_GT(m4.conversion.at("attention").copied, 0);
+    const LlamaSource deq = dequantised_copy(src);
+    const LlamaModel m32 = build_llama(deq);
+    const std::vector<int> toks = {1, 5, 39, 0, 17, 2};
+    const std::vector<float> a = session_logits(m4, toks), b = session_logits(m32, toks);
+    const double tol = test::pair_tolerance(deq, toks);
+    ASSERT_EQ(a.size(), b.size());
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+    EXPECT_LE(worst, tol);
+  }
+}
+
 // ---- Bad files ---------------------------------------------------------------------------------
 
 std::vector<uint8_t> fixture_bytes() { return file_bytes(kFixture); }
