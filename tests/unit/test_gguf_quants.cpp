@@ -608,6 +608,26 @@ TEST(GgufQ4_0Conversion, BlocksWithoutTheMinusEightCodeAreTheInt4G32Rows) {
   EXPECT_EQ(std::memcmp(mt.output.data(), emb->data, emb->nbytes), 0);
 }
 
+// Packs `src` (GGUF Q4_0 weights) as int4_g32 and checks its logits against the model built from
+// the dequantised f32 weights; returns the int4_g32 model.
+LlamaModel expect_int4_g32_logits_of_dequantised(const LlamaSource& src) {
+  LlamaBuildOptions o;
+  o.format = "int4_g32";
+  LlamaModel m4 = build_llama(src, o);
+  const LlamaSource deq = dequantised_copy(src);
+  const LlamaModel m32 = build_llama(deq);
+  const std::vector<int> toks = {1, 5, 39, 0, 17, 2};
+  const std::vector<float> a = session_logits(m4, toks), b = session_logits(m32, toks);
+  // The same weights, sums in other orders (per group d * sum((q - 8) x) against sum(w x)).
+  const double tol = test::pair_tolerance(deq, toks);
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+  EXPECT_LE(worst, tol);
+  return m4;
+}
+
 class GgufQ4_0Model : public ::testing::TestWithParam<Isa> {
  protected:
   void SetUp() override { CIBENCH_REQUIRE_ISA(GetParam()); }
@@ -617,20 +637,7 @@ TEST_P(GgufQ4_0Model, Int4G32LogitsMatchTheF32DequantisedModel) {
   test::IsaScope isa(GetParam());
   TempDir tmp;
   const std::string path = write_q4_0_gguf(tmp);
-  const LlamaSource src = open_llama_source(path);
-  LlamaBuildOptions o;
-  o.format = "int4_g32";
-  const LlamaModel m4 = build_llama(src, o);
-  const LlamaSource deq = dequantised_copy(src);
-  const LlamaModel m32 = build_llama(deq);
-  const std::vector<int> toks = {1, 5, 39, 0, 17, 2};
-  const std::vector<float> a = session_logits(m4, toks), b = session_logits(m32, toks);
-  // The same weights, sums in other orders (per group d * sum((q - 8) x) against sum(w x)).
-  const double tol = test::pair_tolerance(deq, toks);
-  ASSERT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-  EXPECT_LE(worst, tol);
+  expect_int4_g32_logits_of_dequantised(open_llama_source(path));
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, GgufQ4_0Model, ::testing::ValuesIn(all_isas()), test::isa_param_name);
@@ -648,20 +655,9 @@ TEST_P(GgufQ4_0Model, ReorderedAndFusedRowsAreCopiedToo) {
     const LlamaSource src = open_llama_source(path);
     EXPECT_EQ(src.tensor("layers.0.wq").native_format, "int4_g32");
     EXPECT_EQ(src.tensor("layers.0.wk").stored_type, "Q4_0");
-    LlamaBuildOptions o;
-    o.format = "int4_g32";
-    const LlamaModel m4 = build_llama(src, o);
+    const LlamaModel m4 = expect_int4_g32_logits_of_dequantised(src);
     EXPECT_EQ(m4.conversion.at("attention").err_sq, 0.0);
     EXPECT_GT(m4.conversion.at("attention").copied, 0);
-    const LlamaSource deq = dequantised_copy(src);
-    const LlamaModel m32 = build_llama(deq);
-    const std::vector<int> toks = {1, 5, 39, 0, 17, 2};
-    const std::vector<float> a = session_logits(m4, toks), b = session_logits(m32, toks);
-    const double tol = test::pair_tolerance(deq, toks);
-    ASSERT_EQ(a.size(), b.size());
-    double worst = 0;
-    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-    EXPECT_LE(worst, tol);
   }
 }
 
