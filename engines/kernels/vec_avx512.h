@@ -2,7 +2,7 @@
 // The AVX-512 (F/BW/VL/DQ) vector-traits type shared by kernels_avx512.cpp (f32 kernels,
 // simd_kernels.inc) and fmt_avx512.cpp (packed formats, fmt_dense.inc). Include only from
 // sources compiled with the AVX-512 flags. Internal linkage (anonymous namespace), as in
-// vec_avx2.h. NOT EXECUTED on the development host (no AVX-512).
+// vec_avx2.h.
 #include <immintrin.h>
 
 #include <cstdint>
