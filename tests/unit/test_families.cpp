@@ -76,21 +76,8 @@ std::vector<double> reference_logits(const LlamaSource& src, const std::vector<i
   return out;
 }
 
-template <typename A, typename B>
-double max_abs_diff(const A& a, const B& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
-    m = std::max(m, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
-  return m;
-}
-
-template <typename T>
-double max_abs(const std::vector<T>& v) {
-  double m = 0;
-  for (T x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
-  return m;
-}
+using test::max_abs;
+using test::max_abs_diff;
 
 // As test_llama.cpp: a fast path sums in other orders than the FP32 reference; each order's
 // forward error is a realisation of the same gamma_n bounds through the same network, so the fast

@@ -620,11 +620,7 @@ LlamaModel expect_int4_g32_logits_of_dequantised(const LlamaSource& src) {
   const std::vector<float> a = session_logits(m4, toks), b = session_logits(m32, toks);
   // The same weights, sums in other orders (per group d * sum((q - 8) x) against sum(w x)).
   const double tol = test::pair_tolerance(deq, toks);
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
-    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
-  EXPECT_LE(worst, tol);
+  EXPECT_LE(test::max_abs_diff(a, b), tol);
   return m4;
 }
 

@@ -64,20 +64,8 @@ double tolerance_vs_exact(double ref32_error, double max_abs_exact) {
   return kOrderFactor * ref32_error + 4.0 * test::kF32U * max_abs_exact;
 }
 
-template <typename A, typename B>
-double max_abs_diff(const A& a, const B& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    m = std::max(m, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
-  return m;
-}
-
-template <typename T>
-double max_abs(const std::vector<T>& v) {
-  double m = 0;
-  for (T x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
-  return m;
-}
+using test::max_abs;
+using test::max_abs_diff;
 
 // Teacher-forced logits at every position of `toks` from a reference of arithmetic Real.
 template <typename Real>

@@ -53,6 +53,23 @@ constexpr double kF32U = 0x1p-24;
 
 // gamma_n = n u / (1 - n u): the standard bound (Higham, Accuracy and Stability of Numerical
 // Algorithms, 2nd ed., Lemma 3.1) on the relative error accumulated by n binary32 roundings.
+// The largest |a[i] - b[i]| (sizes must match), and the largest |v[i]|, in binary64.
+template <typename A, typename B>
+double max_abs_diff(const A& a, const B& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    m = std::max(m, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+  return m;
+}
+
+template <typename T>
+double max_abs(const std::vector<T>& v) {
+  double m = 0;
+  for (T x : v) m = std::max(m, std::fabs(static_cast<double>(x)));
+  return m;
+}
+
 inline double gamma_f32(double n) { return n * kF32U / (1.0 - n * kF32U); }
 
 // Two binary32 evaluations of the same dot product of length k (any summation order, with or
