@@ -20,8 +20,17 @@ case "$mode" in
     ctest --test-dir build/release --output-on-failure -j "$jobs" --output-junit ctest-junit.xml
     bash scripts/check-suite.sh build/release build/release/ctest-junit.xml ;;
   --asan-parsers)
-    cmake --preset asan-parsers -DCIBENCH_SHARED_DIR="$shared" >/dev/null
-    cmake --build build/asan-parsers -j "$jobs" --target cibench cibench_tests fuzz_smoke fuzz_smoke_scenario fuzz_smoke_text fuzz_smoke_bert fuzz_smoke_store
+    # The fuzz seed files are written by the Release tree's cibench when there is one (brought up
+    # to date here; CI has just built it), else by a sanitizer build of it.
+    seed_cli=""
+    if [ -f build/release/build.ninja ]; then
+      cmake --build build/release -j "$jobs" --target cibench
+      seed_cli="$(pwd)/build/release/bin/cibench"
+    fi
+    cmake --preset asan-parsers -DCIBENCH_SHARED_DIR="$shared" -DCIBENCH_SEED_CLI="$seed_cli" >/dev/null
+    targets=(cibench_tests fuzz_smoke fuzz_smoke_scenario fuzz_smoke_text fuzz_smoke_bert fuzz_smoke_store)
+    [ -z "$seed_cli" ] && targets+=(cibench)
+    cmake --build build/asan-parsers -j "$jobs" --target "${targets[@]}"
     ctest --test-dir build/asan-parsers --output-on-failure --no-tests=error -j "$jobs" \
       -R 'Loaders|GgmlKQuant|GgufKQuant|GgufQ4_0|Tokenizer|WordPiece|HarnessScenario|InconsistentModels|fuzz' ;;
   --asan)

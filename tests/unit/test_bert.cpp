@@ -107,6 +107,9 @@ class Sst2Models : public ::testing::TestWithParam<std::tuple<const char*, Isa>>
 // order as ours, so the comparison is with a fixed bound well above both), and the accuracy
 // exactly the reference accuracy, except that a sentence whose PyTorch margin |l0 - l1| is
 // within twice that bound could legitimately flip and is reported rather than counted.
+// All 872 sentences at the process's level (the host's best unless CIBENCH_ISA lowers it); the
+// first 256 at the levels below it, whose kernels the twin suites check against the generic ones
+// (the generic kernels are scalar: the whole set there costs more than the rest of this suite).
 TEST_P(Sst2Models, Fp32LogitsAndAccuracyMatchReference) {
   CIBENCH_REQUIRE_SHARED(std::string("models/") + model_name() + "/ref/summary.json");
   CIBENCH_REQUIRE_ISA(isa());
@@ -120,9 +123,11 @@ TEST_P(Sst2Models, Fp32LogitsAndAccuracyMatchReference) {
   BertSession session(model, {});
   ASSERT_EQ(session.isa(), isa());
   constexpr double kVsTorch = 1e-4;
+  const bool whole_set = isa() == isa_ceiling();
+  const size_t n = whole_set ? ref.ids.size() : 256;
   double max_err = 0;
   int correct = 0, torch_correct_decided = 0, undecided = 0;
-  for (size_t i = 0; i < ref.ids.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const float* lg = session.classify(ref.ids[i].data(), static_cast<int>(ref.ids[i].size()));
     for (int j = 0; j < 2; ++j)
       max_err = std::max(max_err, static_cast<double>(std::fabs(lg[j] - ref.logits[i * 2 + j])));
@@ -135,10 +140,10 @@ TEST_P(Sst2Models, Fp32LogitsAndAccuracyMatchReference) {
     torch_correct_decided += torch_right;
   }
   EXPECT_LE(max_err, kVsTorch) << model_name() << ": max abs logit error vs PyTorch " << max_err;
-  std::printf("[ %s %s ] max abs logit error vs PyTorch over 872 sentences: %.3g; %d sentence(s) "
-              "within the margin\n", model_name(), isa_name(isa()), max_err, undecided);
+  std::printf("[ %s %s ] max abs logit error vs PyTorch over %zu sentences: %.3g; %d sentence(s) "
+              "within the margin\n", model_name(), isa_name(isa()), n, max_err, undecided);
   EXPECT_EQ(correct, torch_correct_decided) << model_name();
-  if (undecided == 0) {
+  if (whole_set && undecided == 0) {
     EXPECT_EQ(correct, ref.n_correct) << model_name();
     EXPECT_EQ(static_cast<double>(correct) / static_cast<double>(ref.ids.size()), ref.accuracy) << model_name();
   }
