@@ -74,18 +74,6 @@ long long status_kb(const char* key) {
 long long peak_rss_bytes() { return status_kb("VmHWM:"); }
 long long current_rss_bytes() { return status_kb("VmRSS:"); }
 
-nlohmann::json weight_conversion_json(const LlamaModel& m) {
-  if (m.conversion.empty()) return nullptr;
-  auto one = [](const WeightConversion& c) {
-    return nlohmann::json{{"stored_types", c.stored_types}, {"format", c.format},
-                          {"relative_rms", c.relative_rms()}, {"tensors", c.tensors}, {"copied", c.copied}};
-  };
-  nlohmann::json j;
-  for (const auto& [cls, c] : m.conversion) j[cls] = one(c);
-  j["overall"] = one(m.conversion_overall());
-  return j;
-}
-
 std::string weight_conversion_line(const LlamaModel& m) {
   if (m.conversion.empty()) return "";
   return str("cibench: ", m.origin, ": quantised weights converted (relative RMS error vs the stored values): ",

@@ -9,6 +9,7 @@
 
 #include "engines/models/llama.h"
 #include "engines/runtime/session.h"
+#include "harness/lib/sut_llama.h"
 
 namespace cibench::cli {
 
@@ -33,10 +34,7 @@ struct EngineOptions {
 long long peak_rss_bytes();
 long long current_rss_bytes();
 
-// How far the packed weights are from a quantised source's values (GGUF blocks re-quantised by
-// the chosen formats, LlamaModel::conversion): per class and "overall", each {stored_types,
-// format, relative_rms, tensors, copied}. null when the source holds no quantised weight.
-nlohmann::json weight_conversion_json(const LlamaModel& m);
+// (weight_conversion_json: harness/lib/sut_llama.h.)
 // The line `generate` and `bench` print for it on stderr; empty when there is none.
 std::string weight_conversion_line(const LlamaModel& m);
 

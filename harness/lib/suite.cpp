@@ -299,6 +299,9 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     r.pinning = info.pinning;
     r.weight_bytes = info.weight_bytes;
     r.kv_cache_bytes = info.kv_cache_bytes;
+    r.weight_conversion_rel_rms = info.weight_conversion_rel_rms;
+    r.weight_conversion = info.weight_conversion;
+    r.weight_conversion_reason = info.weight_conversion_reason;
     r.peak_rss_bytes = serve_peak;
     if (serve_peak && build_peak) r.peak_rss_load_bytes = std::max(*build_peak, *serve_peak);
     if (!serve_peak || !build_peak)

@@ -66,6 +66,12 @@ struct SutInfo {
   std::optional<int64_t> weight_bytes;
   std::optional<int64_t> kv_cache_bytes;  // all workers
   std::string pinning = "none";
+  // The conversion of a quantised source's weights (GGUF blocks) into the built formats: relative
+  // RMS error against the stored values over all classes, and the JSON per class; nullopt with
+  // the reason when there is none to report.
+  std::optional<double> weight_conversion_rel_rms;
+  std::optional<std::string> weight_conversion;
+  std::string weight_conversion_reason = "the system under test reports no weight conversion";
 };
 
 class AsyncSystemUnderTest;

@@ -58,6 +58,30 @@ RecipeRecord LlamaModels::record(const std::string& format, double sparsity,
   return r;
 }
 
+nlohmann::json weight_conversion_json(const LlamaModel& m) {
+  if (m.conversion.empty()) return nullptr;
+  auto one = [](const WeightConversion& c) {
+    return nlohmann::json{{"stored_types", c.stored_types}, {"format", c.format},
+                          {"relative_rms", c.relative_rms()}, {"tensors", c.tensors}, {"copied", c.copied}};
+  };
+  nlohmann::json j;
+  for (const auto& [cls, c] : m.conversion) j[cls] = one(c);
+  j["overall"] = one(m.conversion_overall());
+  return j;
+}
+
+void set_weight_conversion(const LlamaModel& m, SutInfo& info) {
+  if (m.conversion.empty()) {
+    info.weight_conversion_rel_rms.reset();
+    info.weight_conversion.reset();
+    info.weight_conversion_reason = "the source stores no quantised weights";
+    return;
+  }
+  info.weight_conversion_rel_rms = m.conversion_overall().relative_rms();
+  info.weight_conversion = weight_conversion_json(m).dump();
+  info.weight_conversion_reason.clear();
+}
+
 namespace {
 std::string build_key(const std::string& format, double sparsity, const std::string& recipe) {
   return str(format, "/", sparsity, "/", recipe);
@@ -188,6 +212,7 @@ SutInfo LlamaSut::info() const {
   // Called after the workers stopped (no session is being created concurrently).
   if (isa_[0] >= 0) i.isa_used = isa_name(static_cast<Isa>(isa_[0]));
   i.weight_bytes = static_cast<int64_t>(model_->weight_bytes());
+  set_weight_conversion(*model_, i);
   size_t kv = 0;
   for (size_t b : kv_bytes_) kv += b;
   if (kv) i.kv_cache_bytes = static_cast<int64_t>(kv);

@@ -5,6 +5,7 @@
 // SUT reports each output token through the harness's callback and never reads a clock.
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,12 @@
 #include "harness/lib/sut.h"
 
 namespace cibench {
+
+// LlamaModel::conversion for reports and the store: per class and "overall", each {stored_types,
+// format, relative_rms, tensors, copied}; null when the source stores no quantised weights.
+nlohmann::json weight_conversion_json(const LlamaModel& m);
+// The same into a SutInfo's weight_conversion fields (NULL + reason when there is nothing).
+void set_weight_conversion(const LlamaModel& m, SutInfo& info);
 
 // What a variant's weights were made with, for the store (empty/"" when no recipe was applied).
 struct RecipeRecord {

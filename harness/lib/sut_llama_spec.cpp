@@ -116,6 +116,7 @@ SutInfo LlamaSpecSut::info() const {
   int64_t weights = static_cast<int64_t>(target_->weight_bytes());
   if (draft_) weights += static_cast<int64_t>(draft_->weight_bytes());
   i.weight_bytes = weights;
+  set_weight_conversion(*target_, i);  // the target's: the draft's weights are not what is served
   size_t kv = 0;
   for (size_t b : kv_bytes_) kv += b;
   if (kv) i.kv_cache_bytes = static_cast<int64_t>(kv);

@@ -32,6 +32,10 @@ struct VariantResult {
   std::optional<std::string> isa_used;
   std::string pinning;
   std::optional<int64_t> weight_bytes, kv_cache_bytes;
+  // The conversion of a quantised source's weights (SutInfo's; NULL with the reason).
+  std::optional<double> weight_conversion_rel_rms;
+  std::optional<std::string> weight_conversion;
+  std::string weight_conversion_reason;
   // Resident-set peaks (VmHWM) of this variant alone: while serving (restarted after the build,
   // read after the timed run) and with the build (restarted before it); nullopt with the reason
   // when the peak could not be restarted or read.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End to end: `cibench export-gguf` writes a synthetic model as Q4_0 and `cibench generate` runs
-# the file (its own vocabulary included); a model whose rows are not whole Q4_0 blocks is refused
+# the file (its own vocabulary included), and a scenario on it stores the conversion error per
+# variant; a model whose rows are not whole Q4_0 blocks is refused
 # with the tensor named and nothing written. With the shared models: stories260K exported as F32
 # with its tokenizer generates the same text from a prompt as the llama2.c .bin.
 # Usage: export_gguf.sh PATH-TO-CIBENCH [SHARED-DIR]
@@ -26,6 +27,26 @@ j = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
 assert j["model"].endswith("m.gguf"), j["model"]
 assert j["prompt_tokens"] >= 2 and j["generated_tokens"] >= 1, j
 assert all(0 <= t < 32000 for t in j["token_ids"]), j["token_ids"]
+PY
+
+# A scenario on the Q4_0 file stores the conversion per variant: int4_g32 copies the Q4_0 rows
+# (error 0 in the attention and feed-forward classes), int8 re-quantises them (error > 0).
+here=$(cd "$(dirname "$0")/../.." && pwd)
+"$CIBENCH" run "$here/scenarios/quickstart.toml" --db "$tmp/r.sqlite" -q \
+  --set model.source="$tmp/m.gguf" --set 'matrix.format=["int4_g32","int8"]' --set 'matrix.threads=[1]' \
+  --set run.min_duration_ms=200 --set run.max_duration_ms=3000 --set run.min_queries=2 --set run.warmup_queries=0 \
+  --set load.target_qps=4 --set workload.gen_tokens=4 --set accuracy.max_tokens=16 --set accuracy.window=16 \
+  > /dev/null || fail "scenario on the Q4_0 file"
+q() { sqlite3 "$tmp/r.sqlite" "$1"; }
+[ "$(q "SELECT COUNT(*) FROM variants WHERE weight_conversion_rel_rms IS NOT NULL AND weight_conversion_reason IS NULL")" = "2" ] \
+  || fail "conversion stored for both variants: $(q 'SELECT format, weight_conversion_rel_rms, weight_conversion_reason FROM variants')"
+python3 - "$tmp/r.sqlite" <<'PY' || fail "stored conversion per class"
+import json, sqlite3, sys
+rows = dict(sqlite3.connect(sys.argv[1]).execute("SELECT format, weight_conversion FROM variants").fetchall())
+a, b = json.loads(rows["int4_g32"]), json.loads(rows["int8"])
+assert a["attention"]["relative_rms"] == 0 and a["attention"]["copied"] > 0, a
+assert a["ffn"]["relative_rms"] == 0 and a["ffn"]["stored_types"] == ["Q4_0"], a
+assert b["attention"]["relative_rms"] > 0 and b["attention"]["copied"] == 0, b
 PY
 
 # hidden_dim 172 is not a whole number of 32-value blocks.
