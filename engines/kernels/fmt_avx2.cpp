@@ -5,6 +5,7 @@
 //   w8a7: 7-bit unsigned activations straight into _mm256_maddubs_epi16 (no sign trick), exact
 //   activation quantisers of w8a8 / w8a7, bit-identical to the reference ones
 //   int4_gG_a8: unsigned codes x int8 activations with maddubs/madd, int32 per group, bit-exact
+//   int8_g32_a8: the sign trick per block of 32 with maddubs/madd, int32 per block, bit-exact
 //   sparse (f32_sparse, int8_sparse): u16 columns / u16 base + u8 offsets per 8, x gathered 8 at a
 //   time (scalar loads)
 //   int8_bs: 1x16 blocks, contiguous x loads;  int8_24: in-register permutes of x
@@ -587,6 +588,108 @@ FormatKernels int4a8_kernels() {
   return FormatKernels{int4a8_matvec<G>, int4a8_matmul<G>};
 }
 
+// ---- int8_g32_a8: Q8_0 weights x int8 activations per block of 32 ------------------------------
+// Per block of 32: the sign trick, _mm256_maddubs_epi16(|w|, a * sign w) (pairs of products
+// <= 2 x 127 x 127 fit int16) and _mm256_madd_epi16 to 8 int32. A tile's MR x NR (<= 8) vectors
+// are reduced together (reduce8_i32) into one vector of exact block sums, lane l = (token l / NR,
+// row l % NR); each lane does acc = fma(d_w * d_a, float(sum), acc) in block order, as the generic
+// twin does: bit-identical. The weight blocks need no tails: a ragged last block is padded with
+// zeros, and so are the activations.
+template <int MR, int NR, bool Prefetch>
+inline void q8a8_tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k,
+                      float* y, int64_t ldy) {
+  static_assert(MR * NR <= 8, "one lane per (activation row, weight row)");
+  constexpr int L = MR * NR;
+  const int64_t nb = actb_blocks(k, kQ8Block), hdr = actb_header(k, kQ8Block);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t o = b * kQ8BlockBytes;
+    if constexpr (Prefetch) prefetch_span(next + NR * o, NR * kQ8BlockBytes);
+    __m256i wv[NR], wa[NR];
+    for (int t = 0; t < NR; ++t) {
+      wv[t] = load32(rows[t] + o + 2);
+      wa[t] = _mm256_abs_epi8(wv[t]);
+    }
+    __m256i v[8];
+    for (int l = L; l < 8; ++l) v[l] = _mm256_setzero_si256();
+    for (int i = 0; i < MR; ++i) {
+      const __m256i a = load32(x + i * xrb + hdr + kQ8Block * b);
+      for (int t = 0; t < NR; ++t)
+        v[i * NR + t] = _mm256_madd_epi16(_mm256_maddubs_epi16(wa[t], _mm256_sign_epi8(a, wv[t])), ones);
+    }
+    // lane l: the weight scale of row l % NR, the activation scale of token l / NR (0 beyond L)
+    auto h = [&](int l) { return static_cast<short>(l < L ? load_u16(rows[l % NR] + o) : 0); };
+    auto s = [&](int l) { return l < L ? load_f32(x + (l / NR) * xrb + 4 * b) : 0.f; };
+    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)));
+    const __m256 da = MR == 1 ? _mm256_set1_ps(s(0)) : _mm256_setr_ps(s(0), s(1), s(2), s(3), s(4), s(5), s(6), s(7));
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(reduce8_i32(v)), acc);
+  }
+  alignas(32) float out[8];
+  _mm256_store_ps(out, acc);
+  for (int l = 0; l < L; ++l) y[(l / NR) * ldy + l % NR] = out[l];
+}
+
+// One token against rows [r, row_end): 8 adjacent rows per step, prefetching the next 8 at the
+// pace these are read; the last 1 .. 7 rows in one tile. Outputs at y[r' - r].
+inline void q8a8_rows(const uint8_t* w, size_t row_bytes, int64_t k, const uint8_t* x, float* y, int64_t row_begin,
+                      int64_t row_end) {
+  int64_t r = row_begin;
+  for (; r + 8 <= row_end; r += 8) {
+    const uint8_t* rows[8];
+    for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
+    q8a8_tile<1, 8, true>(rows, rows[0] + 8 * row_bytes, x, 0, k, y + (r - row_begin), 0);
+  }
+  const uint8_t* rows[7];
+  for (int t = 0; t < row_end - r; ++t) rows[t] = w + (r + t) * row_bytes;
+  float* yr = y + (r - row_begin);
+  switch (row_end - r) {
+    case 7: q8a8_tile<1, 7, false>(rows, nullptr, x, 0, k, yr, 0); break;
+    case 6: q8a8_tile<1, 6, false>(rows, nullptr, x, 0, k, yr, 0); break;
+    case 5: q8a8_tile<1, 5, false>(rows, nullptr, x, 0, k, yr, 0); break;
+    case 4: q8a8_tile<1, 4, false>(rows, nullptr, x, 0, k, yr, 0); break;
+    case 3: q8a8_tile<1, 3, false>(rows, nullptr, x, 0, k, yr, 0); break;
+    case 2: q8a8_tile<1, 2, false>(rows, nullptr, x, 0, k, yr, 0); break;
+    case 1: q8a8_tile<1, 1, false>(rows, nullptr, x, 0, k, yr, 0); break;
+    default: break;
+  }
+}
+
+void q8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y, int64_t row_begin,
+                 int64_t row_end) {
+  q8a8_rows(w, row_bytes, k, static_cast<const uint8_t*>(x), y, row_begin, row_end);
+}
+
+// Prefill as int4a8_matmul: tokens in chunks of 16, 4 tokens x 2 rows per tile (each weight
+// block loaded once per 4 tokens); the last m mod 4 tokens (all of them up to 8 tokens: batched
+// decode) take the matvec's 8-row tiles token after token. Same sums and float expression either way.
+void q8a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
+                 float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  constexpr int64_t kTok = 16;
+  for (int64_t i0 = 0; i0 < m; i0 += kTok) {
+    const int64_t mc = m - i0 < kTok ? m - i0 : kTok;
+    const int64_t full = mc <= 8 ? 0 : mc / 4 * 4;
+    const uint8_t* xc = xa + i0 * x_row_bytes;
+    float* yc = y + i0 * ldy;
+    if (full > 0) {
+      int64_t r = row_begin;
+      for (; r + 2 <= row_end; r += 2) {
+        const uint8_t* rows[2] = {w + r * row_bytes, w + (r + 1) * row_bytes};
+        for (int64_t i = 0; i < full; i += 4)
+          q8a8_tile<4, 2, false>(rows, nullptr, xc + i * x_row_bytes, x_row_bytes, k, yc + i * ldy + r, ldy);
+      }
+      if (r < row_end) {
+        const uint8_t* rows[1] = {w + r * row_bytes};
+        for (int64_t i = 0; i < full; i += 4)
+          q8a8_tile<4, 1, false>(rows, nullptr, xc + i * x_row_bytes, x_row_bytes, k, yc + i * ldy + r, ldy);
+      }
+    }
+    for (int64_t i = full; i < mc; ++i)
+      q8a8_rows(w, row_bytes, k, xc + i * x_row_bytes, yc + i * ldy + row_begin, row_begin, row_end);
+  }
+}
+
 // ---- sparse: shared row/token loops ----------------------------------------------------------
 // S::dot<MR>(row, k, xs, y): y[i] = dot(row, xs[i]) for i < MR (the row decoded once for MR
 // activation rows). matvec uses MR = 1; matmul walks rows, 4 activation rows at a time, so each
@@ -970,6 +1073,7 @@ FormatKernels kernels_avx2(const Spec& s) {
       if (s.group == 32) return int4a8_kernels<32>();
       if (s.group == 64) return int4a8_kernels<64>();
       return int4a8_kernels<128>();
+    case Kind::q8_a8: return FormatKernels{q8a8_matvec, q8a8_matmul};
     case Kind::f32_sparse: return FormatKernels{sparse_matvec<F32Sparse>, sparse_matmul_t<F32SparseT>};
     case Kind::int8_sparse: return FormatKernels{int8_sparse_matvec, sparse_matmul_t<Int8SparseT>};
     case Kind::int8_bs: return sparse_kernels<Int8BlockSparse>();

@@ -1,7 +1,8 @@
 // AVX-512 VNNI + AVX-512 BF16 kernels. This file alone is compiled with the AVX-512 flags plus
-// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul), the w8a7 matmul and the int4_gG_a8 matmuls
-// (G = 32, 64, 128) have kernels of their own here (vpdpbusd): for a few tokens, and for many
-// (prefill) a register-blocked GEMM over weight panels repacked per call; so has bf16
+// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul), the w8a7 matmul, the int4_gG_a8 matmuls
+// (G = 32, 64, 128) and int8_g32_a8 (matvec and matmul) have kernels of their own here (vpdpbusd):
+// for a few tokens, and for many (prefill) a register-blocked GEMM over weight panels repacked
+// per call; so has bf16
 // (vdpbf16ps, on activations rounded to bf16). Every other row falls back to its AVX-512
 // (w8a7: AVX2) kernels.
 // Dispatched only when cpuid reports the features; the twin tests (tests/unit/test_formats.cpp)
@@ -492,11 +493,12 @@ inline void repack16_q4(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t 
   }
 }
 
-template <int G, int MR, bool Prefetch>
+template <typename B, int MR, bool Prefetch>
 __attribute__((noinline)) void q4_tile(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* part, float* y,
                                        int64_t ldy) {
   constexpr int NV = kPanelVecs;
   static_assert(NV == 2, "two 16-row vectors");
+  constexpr int64_t G = B::G;
   const int64_t nb = actb_blocks(pc.k, G), hdr = actb_header(pc.k, G);
   __m512 f0[MR], f1[MR];
 #pragma GCC unroll 8
@@ -513,8 +515,8 @@ __attribute__((noinline)) void q4_tile(const Q4Chunk& pc, const uint8_t* x, size
     __m512i s0[MR], s1[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const __m512i c8 = _mm512_slli_epi32(_mm512_set1_epi32(load_i32(x + i * xrb + 4 * nb + 4 * g)), 3);
-      s0[i] = s1[i] = _mm512_sub_epi32(_mm512_setzero_si512(), c8);
+      const __m512i c = _mm512_slli_epi32(_mm512_set1_epi32(load_i32(x + i * xrb + 4 * nb + 4 * g)), B::kShift);
+      s0[i] = s1[i] = _mm512_sub_epi32(_mm512_setzero_si512(), c);
     }
     const uint8_t* a = x + hdr + g * G;
     for (int64_t s = 0; s < steps; ++s) {
@@ -556,7 +558,7 @@ __attribute__((noinline)) void q4_tile(const Q4Chunk& pc, const uint8_t* x, size
   }
 }
 
-template <int G>
+template <typename B>
 inline void q4_chunk(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* part, int64_t m, float* y, int64_t ldy) {
   static_assert(kQ4Tokens == 6 && kGemmBlock % kQ4Tokens == 0, "tails of 1 .. 5 tokens");
   for (int64_t i = 0; i < m;) {
@@ -565,21 +567,66 @@ inline void q4_chunk(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* par
     auto tile = [&](auto mr) {
       constexpr int R = decltype(mr)::value;
       float* pt = part + i * kPanelRows;
-      pf ? q4_tile<G, R, true>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy)
-         : q4_tile<G, R, false>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy);
+      pf ? q4_tile<B, R, true>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy)
+         : q4_tile<B, R, false>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy);
     };
     with_tile_rows<6>(n, tile);
     i += n;
   }
 }
 
-// Rows [row_begin, row_end) x m tokens of int4_gG_a8. Stack: a 32 KB panel chunk, its scales
-// (<= 4 KB), 30 KB of parked float sums.
-template <int G>
-void int4a8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m,
+// The block formats the GEMM walks: B::G values per group of B::gb bytes (f16 scale first),
+// B::span(n) bytes holding n columns from a group boundary, B::repack16 (as repack16_q4), and
+// B::kShift: the int32 sums start at -(sum(a) << kShift) per group.
+template <int G_>
+struct Q4Panel {  // int4 gG: unsigned codes, sum((q - 8) a) = sum(q a) - 8 sum(a)
+  static constexpr int64_t G = G_, gb = 2 + G_ / 2;
+  static constexpr int kShift = 3;
+  static int64_t span(int64_t n) { return n / G * gb + (n % G ? 2 + round_up(n % G, 32) / 2 : 0); }
+  static void repack16(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k0, int64_t kc, __m512i* P, int nv,
+                       int v) {
+    repack16_q4<G_>(w, row_bytes, nr, k0, kc, P, nv, v);
+  }
+};
+
+// int8_g32_a8: the Q8_0 values biased to unsigned in the repack (XOR 0x80), so
+// sum((w + 128) a) - 128 sum(a) = sum(w a), exact (|.| <= 32 x 255 x 127 per block).
+struct Q8Panel {
+  static constexpr int64_t G = kQ8Block, gb = kQ8BlockBytes;
+  static constexpr int kShift = 7;
+  static int64_t span(int64_t n) { return (n + G - 1) / G * gb; }
+  // As repack16_q4: rows w[0 .. nr) (nr <= 16), columns [k0, k0 + kc) (k0, kc multiples of 32).
+  static void repack16(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k0, int64_t kc, __m512i* P, int nv,
+                       int v) {
+    const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int64_t c = 0; c < kc; c += 64) {
+      const bool two = c + 64 <= kc;
+      const int64_t o = (k0 + c) / G * gb + 2;
+      __m512i r[16];
+#pragma GCC unroll 16
+      for (int n = 0; n < 16; ++n) {
+        if (n < nr) {
+          const uint8_t* row = w + n * row_bytes + o;
+          const __m256i lo = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)), bias);
+          const __m256i hi = two ? _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + gb)), bias)
+                                 : _mm256_setzero_si256();
+          r[n] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        } else {
+          r[n] = _mm512_setzero_si512();
+        }
+      }
+      store_vnni_columns(r, two ? 16 : 8, P + (c / 4) * nv + v, nv);
+    }
+  }
+};
+
+// Rows [row_begin, row_end) x m tokens of int4_gG_a8 (B = Q4Panel<G>) or int8_g32_a8 (Q8Panel).
+// Stack: a 32 KB panel chunk, its scales (<= 4 KB), 30 KB of parked float sums.
+template <typename B>
+void group_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m,
                       float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  constexpr int64_t G = B::G, gb = B::gb;
   static_assert(kGemmKc % G == 0, "chunks of whole groups");
-  constexpr int64_t gb = 2 + G / 2;
   const int64_t kp = round_up(k, 32);
   const uint8_t* xa = static_cast<const uint8_t*>(x);
   alignas(64) __m512i panel[kGemmKc / 4 * kPanelVecs];
@@ -588,7 +635,7 @@ void int4a8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
   alignas(64) float sc[16];
   auto row_span = [&](int64_t k0) {  // bytes of a row that hold the chunk starting at column k0
     const int64_t k1 = k - k0 < kGemmKc ? k : k0 + kGemmKc;
-    return (k1 - k0) / G * gb + ((k1 - k0) % G ? 2 + round_up((k1 - k0) % G, 32) / 2 : 0);
+    return B::span(k1 - k0);
   };
   for (int64_t i0 = 0; i0 < m; i0 += kGemmBlock) {
     const int64_t mc = m - i0 < kGemmBlock ? m - i0 : kGemmBlock;
@@ -609,8 +656,7 @@ void int4a8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
         pc.ng = (k1 - k0 + G - 1) / G;
         for (int v = 0; v < kPanelVecs; ++v) {
           const int64_t n16 = nr - 16 * v < 0 ? 0 : (nr - 16 * v < 16 ? nr - 16 * v : 16);
-          repack16_q4<G>(w + (r0 + 16 * v) * row_bytes, row_bytes, n16, k0, round_up(k1 - k0, 32), panel,
-                         kPanelVecs, v);
+          B::repack16(w + (r0 + 16 * v) * row_bytes, row_bytes, n16, k0, round_up(k1 - k0, 32), panel, kPanelVecs, v);
           for (int64_t gi = 0; gi < pc.ng; ++gi) {
             for (int64_t t = 0; t < 16; ++t)
               sc[t] = t < n16 ? half_to_float(load_u16(w + (r0 + 16 * v + t) * row_bytes + (pc.g0 + gi) * gb)) : 0.f;
@@ -626,7 +672,7 @@ void int4a8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
         pc.pf_len = nr0 < row_end ? row_span(nk0) : 0;
         const int64_t S = round_up(k1 - k0, 32) / 4;
         pc.pf_lines = (pc.pf_rows * ((pc.pf_len + 63) / 64) + S - 1) / S;
-        q4_chunk<G>(pc, xc, xrb, part, mc, yc + r0, ldy);
+        q4_chunk<B>(pc, xc, xrb, part, mc, yc + r0, ldy);
       }
     }
   }
@@ -748,7 +794,7 @@ inline void int4a8_vnni_rows(const uint8_t* const* rows, const uint8_t* next, co
 void int4g128a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                             int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   if (m >= kGemmMinTokensQ4) {
-    int4a8_gemm_vnni<128>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    group_gemm_vnni<Q4Panel<128>>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
   const uint8_t* xa = static_cast<const uint8_t*>(x);
@@ -870,7 +916,7 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
     return;
   }
   if (m >= kGemmMinTokensQ4) {
-    int4a8_gemm_vnni<G>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    group_gemm_vnni<Q4Panel<G>>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
   constexpr int64_t kTok = 16;
@@ -919,6 +965,31 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
       }
     }
   }
+}
+
+// ---- int8_g32_a8: Q8_0 weights x int8 activations per block of 32 ----------------------------
+// A few tokens (1 .. kGemmMinTokensQ8 - 1) take the 16-row kernels of fmt_q8a8_512.inc with the
+// weights biased to unsigned per load (w + 128, an XOR): per block one vpdpbusd per (token, two
+// rows) from 0, and the bias comes off with the token's block sum: sum((w + 128) a) - 128 sum(a)
+// = sum(w a), exact. From kGemmMinTokensQ8 tokens on (prefill), the panel GEMM above (Q8Panel).
+struct Q8DotVnni {
+  static constexpr int kBiasShift = 7;
+  using Wt = __m512i;
+  static inline Wt prep(__m512i w) { return _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80))); }
+  static inline __m512i dot(Wt w, __m512i a) { return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, a); }
+};
+
+#include "engines/kernels/fmt_q8a8_512.inc"
+
+constexpr int64_t kGemmMinTokensQ8 = 16;
+
+void q8a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
+                      float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m >= kGemmMinTokensQ8) {
+    group_gemm_vnni<Q8Panel>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  q8a8_matmul_512<Q8DotVnni>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
 }
 
 // ---- bf16 weights x bf16 activations: vdpbf16ps ------------------------------------------------
@@ -1147,6 +1218,7 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
     f.matmul = w8a7_matmul_vnni;
     return f;
   }
+  if (s.kind == Kind::q8_a8) return FormatKernels{q8a8_matvec_512<Q8DotVnni>, q8a8_matmul_vnni};
   if (s.kind == Kind::int4_a8) {
     FormatKernels f = kernels_avx2(s);  // the AVX2 quantiser; the matvec and matmuls here
     f.matvec = s.group == 128 ? int4a8_matvec_512<128> : (s.group == 64 ? int4a8_matvec_512<64> : int4a8_matvec_512<32>);
