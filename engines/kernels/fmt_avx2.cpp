@@ -506,96 +506,15 @@ inline void int4a8_rows8(const uint8_t* const* rows, const uint8_t* next, const 
   _mm256_storeu_ps(y, acc);
 }
 
-template <int G>
-void int4a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
-                   int64_t row_begin, int64_t row_end) {
-  const uint8_t* xa = static_cast<const uint8_t*>(x);
-  int64_t r = row_begin;
-  for (; r + 8 <= row_end; r += 8) {
-    const uint8_t* rows[8];
-    for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
-    int4a8_rows8<G>(rows, rows[0] + 8 * row_bytes, xa, k, y + (r - row_begin));
-  }
-  for (; r < row_end; ++r) {
-    const uint8_t* rows[1] = {w + r * row_bytes};
-    int4a8_tile<G, 1, 1>(rows, rows[0] + row_bytes, xa, 0, k, y + (r - row_begin), 0);
-  }
-}
-
-template <int G, int NR>
-inline void int4a8_tile_rows(const uint8_t* const* rows, const uint8_t* x, size_t xrb, int64_t m,
-                             int64_t k, float* y, int64_t ldy) {
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) int4a8_tile<G, 4, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy);
-  switch (m - i) {
-    case 3: int4a8_tile<G, 3, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
-    case 2: int4a8_tile<G, 2, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
-    case 1: int4a8_tile<G, 1, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
-    default: break;
-  }
-}
-
-// Prefill: 2 weight rows x 4 activation rows per tile, so each weight sub-block is unpacked once
-// per 4 tokens; tokens in chunks of 16 keep their activation rows in L2 while the rows pass.
-// The last m mod 4 tokens (all of them when m <= 8: batched decode) take the matvec's 8-row
-// kernel, token after token over each group of 8 rows, so the group is read from
-// memory once and from L1 by the next tokens: the 1-3-token tiles gather their per-group scales
-// through memory, which for G = 32 cost more than reading the weights again (two tokens took
-// 3x the time of one). Same exact group sums and float expression: bit-identical either way.
-template <int G>
-void int4a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
-                   int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
-  const uint8_t* xa = static_cast<const uint8_t*>(x);
-  constexpr int64_t kTok = 16;
-  for (int64_t i0 = 0; i0 < m; i0 += kTok) {
-    const int64_t mc = m - i0 < kTok ? m - i0 : kTok;
-    // Tokens in 4-token tiles; none up to 8 tokens (batched decode), where the tiles fell behind
-    // the 8-row kernel token after token (streaming a TinyLlama-sized 5632 x 2048 G = 32 matrix
-    // from memory on a Zen 5 class core: 4 tokens 2.3 ms in tiles, 8 tokens 3.4-3.7 ms, against
-    // 0.34-0.39 ms for one token through the 8-row kernel).
-    const int64_t full = mc <= 8 ? 0 : mc / 4 * 4;
-    const uint8_t* xc = xa + i0 * x_row_bytes;
-    float* yc = y + i0 * ldy;
-    if (full > 0) {
-      int64_t r = row_begin;
-      for (; r + 2 <= row_end; r += 2) {
-        const uint8_t* rows[2] = {w + r * row_bytes, w + (r + 1) * row_bytes};
-        int4a8_tile_rows<G, 2>(rows, xc, x_row_bytes, full, k, yc + r, ldy);
-      }
-      if (r < row_end) {
-        const uint8_t* rows[1] = {w + r * row_bytes};
-        int4a8_tile_rows<G, 1>(rows, xc, x_row_bytes, full, k, yc + r, ldy);
-      }
-    }
-    if (full == mc) continue;
-    int64_t r = row_begin;
-    for (; r + 8 <= row_end; r += 8) {
-      const uint8_t* rows[8];
-      for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
-      for (int64_t i = full; i < mc; ++i)
-        int4a8_rows8<G>(rows, rows[0] + 8 * row_bytes, xc + i * x_row_bytes, k, yc + i * ldy + r);
-    }
-    for (; r < row_end; ++r) {
-      const uint8_t* rows[1] = {w + r * row_bytes};
-      for (int64_t i = full; i < mc; ++i)
-        int4a8_tile<G, 1, 1>(rows, rows[0] + row_bytes, xc + i * x_row_bytes, 0, k, yc + i * ldy + r, 0);
-    }
-  }
-}
-
-template <int G>
-FormatKernels int4a8_kernels() {
-  return FormatKernels{int4a8_matvec<G>, int4a8_matmul<G>};
-}
-
 // ---- int8_g32_a8: Q8_0 weights x int8 activations per block of 32 ------------------------------
 // Per block of 32: the sign trick, _mm256_maddubs_epi16(|w|, a * sign w) (pairs of products
 // <= 2 x 127 x 127 fit int16) and _mm256_madd_epi16 to 8 int32. A tile's MR x NR (<= 8) vectors
 // are reduced together (reduce8_i32) into one vector of exact block sums, lane l = (token l / NR,
 // row l % NR); each lane does acc = fma(d_w * d_a, float(sum), acc) in block order, as the generic
 // twin does: bit-identical. The weight blocks need no tails: a ragged last block is padded with
-// zeros, and so are the activations.
-template <int MR, int NR, bool Prefetch>
+// zeros, and so are the activations. A single activation row (matvec) prefetches the NR rows at
+// `next`. The matvec and matmul are int4_gG_a8's (a8_matvec, a8_matmul below).
+template <int MR, int NR>
 inline void q8a8_tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k,
                       float* y, int64_t ldy) {
   static_assert(MR * NR <= 8, "one lane per (activation row, weight row)");
@@ -605,7 +524,7 @@ inline void q8a8_tile(const uint8_t* const* rows, const uint8_t* next, const uin
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t o = b * kQ8BlockBytes;
-    if constexpr (Prefetch) prefetch_span(next + NR * o, NR * kQ8BlockBytes);
+    if constexpr (MR == 1) prefetch_span(next + NR * o, NR * kQ8BlockBytes);
     __m256i wv[NR], wa[NR];
     for (int t = 0; t < NR; ++t) {
       wv[t] = load32(rows[t] + o + 2);
@@ -630,45 +549,81 @@ inline void q8a8_tile(const uint8_t* const* rows, const uint8_t* next, const uin
   for (int l = 0; l < L; ++l) y[(l / NR) * ldy + l % NR] = out[l];
 }
 
-// One token against rows [r, row_end): 8 adjacent rows per step, prefetching the next 8 at the
-// pace these are read; the last 1 .. 7 rows in one tile. Outputs at y[r' - r].
-inline void q8a8_rows(const uint8_t* w, size_t row_bytes, int64_t k, const uint8_t* x, float* y, int64_t row_begin,
-                      int64_t row_end) {
+// int8_g32_a8's tiles for a8_matvec / a8_matmul: the 8-row decode tile is q8a8_tile<1, 8> (each
+// row's 32-byte block is one vector already).
+struct Q8a8Tiles {
+  template <int MR, int NR>
+  static void tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k, float* y,
+                   int64_t ldy) {
+    q8a8_tile<MR, NR>(rows, next, x, xrb, k, y, ldy);
+  }
+  static void rows8(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, int64_t k, float* y) {
+    q8a8_tile<1, 8>(rows, next, x, 0, k, y, 0);
+  }
+};
+
+// The tiles of an int8-activation format with groups along K, for the matvec and matmul below:
+//   K::tile<MR, NR>(rows, next, x, xrb, k, y, ldy)   MR activation rows x NR weight rows (<= 8)
+//   K::rows8(rows, next, x, k, y)                     8 weight rows against one activation row
+template <int G>
+struct Int4a8Tiles {
+  template <int MR, int NR>
+  static void tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k, float* y,
+                   int64_t ldy) {
+    int4a8_tile<G, MR, NR>(rows, next, x, xrb, k, y, ldy);
+  }
+  static void rows8(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, int64_t k, float* y) {
+    int4a8_rows8<G>(rows, next, x, k, y);
+  }
+};
+
+template <typename K>
+void a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
+               int64_t row_begin, int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
   int64_t r = row_begin;
   for (; r + 8 <= row_end; r += 8) {
     const uint8_t* rows[8];
     for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
-    q8a8_tile<1, 8, true>(rows, rows[0] + 8 * row_bytes, x, 0, k, y + (r - row_begin), 0);
+    K::rows8(rows, rows[0] + 8 * row_bytes, xa, k, y + (r - row_begin));
   }
-  const uint8_t* rows[7];
-  for (int t = 0; t < row_end - r; ++t) rows[t] = w + (r + t) * row_bytes;
-  float* yr = y + (r - row_begin);
-  switch (row_end - r) {
-    case 7: q8a8_tile<1, 7, false>(rows, nullptr, x, 0, k, yr, 0); break;
-    case 6: q8a8_tile<1, 6, false>(rows, nullptr, x, 0, k, yr, 0); break;
-    case 5: q8a8_tile<1, 5, false>(rows, nullptr, x, 0, k, yr, 0); break;
-    case 4: q8a8_tile<1, 4, false>(rows, nullptr, x, 0, k, yr, 0); break;
-    case 3: q8a8_tile<1, 3, false>(rows, nullptr, x, 0, k, yr, 0); break;
-    case 2: q8a8_tile<1, 2, false>(rows, nullptr, x, 0, k, yr, 0); break;
-    case 1: q8a8_tile<1, 1, false>(rows, nullptr, x, 0, k, yr, 0); break;
+  for (; r < row_end; ++r) {
+    const uint8_t* rows[1] = {w + r * row_bytes};
+    K::template tile<1, 1>(rows, rows[0] + row_bytes, xa, 0, k, y + (r - row_begin), 0);
+  }
+}
+
+template <typename K, int NR>
+inline void a8_tile_rows(const uint8_t* const* rows, const uint8_t* x, size_t xrb, int64_t m,
+                             int64_t k, float* y, int64_t ldy) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) K::template tile<4, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy);
+  switch (m - i) {
+    case 3: K::template tile<3, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 2: K::template tile<2, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 1: K::template tile<1, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
     default: break;
   }
 }
 
-void q8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y, int64_t row_begin,
-                 int64_t row_end) {
-  q8a8_rows(w, row_bytes, k, static_cast<const uint8_t*>(x), y, row_begin, row_end);
-}
-
-// Prefill as int4a8_matmul: tokens in chunks of 16, 4 tokens x 2 rows per tile (each weight
-// block loaded once per 4 tokens); the last m mod 4 tokens (all of them up to 8 tokens: batched
-// decode) take the matvec's 8-row tiles token after token. Same sums and float expression either way.
-void q8a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
-                 float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+// Prefill: 2 weight rows x 4 activation rows per tile, so each weight sub-block is unpacked once
+// per 4 tokens; tokens in chunks of 16 keep their activation rows in L2 while the rows pass.
+// The last m mod 4 tokens (all of them when m <= 8: batched decode) take the matvec's 8-row
+// kernel, token after token over each group of 8 rows, so the group is read from
+// memory once and from L1 by the next tokens: the 1-3-token tiles gather their per-group scales
+// through memory, which for G = 32 cost more than reading the weights again (two tokens took
+// 3x the time of one). Same exact group sums and float expression: bit-identical either way.
+template <typename K>
+void a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+               int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   const uint8_t* xa = static_cast<const uint8_t*>(x);
   constexpr int64_t kTok = 16;
   for (int64_t i0 = 0; i0 < m; i0 += kTok) {
     const int64_t mc = m - i0 < kTok ? m - i0 : kTok;
+    // Tokens in 4-token tiles; none up to 8 tokens (batched decode), where the tiles fell behind
+    // the 8-row kernel token after token (streaming a TinyLlama-sized 5632 x 2048 G = 32 matrix
+    // from memory on a Zen 5 class core: 4 tokens 2.3 ms in tiles, 8 tokens 3.4-3.7 ms, against
+    // 0.34-0.39 ms for one token through the 8-row kernel).
     const int64_t full = mc <= 8 ? 0 : mc / 4 * 4;
     const uint8_t* xc = xa + i0 * x_row_bytes;
     float* yc = y + i0 * ldy;
@@ -676,18 +631,32 @@ void q8a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, s
       int64_t r = row_begin;
       for (; r + 2 <= row_end; r += 2) {
         const uint8_t* rows[2] = {w + r * row_bytes, w + (r + 1) * row_bytes};
-        for (int64_t i = 0; i < full; i += 4)
-          q8a8_tile<4, 2, false>(rows, nullptr, xc + i * x_row_bytes, x_row_bytes, k, yc + i * ldy + r, ldy);
+        a8_tile_rows<K, 2>(rows, xc, x_row_bytes, full, k, yc + r, ldy);
       }
       if (r < row_end) {
         const uint8_t* rows[1] = {w + r * row_bytes};
-        for (int64_t i = 0; i < full; i += 4)
-          q8a8_tile<4, 1, false>(rows, nullptr, xc + i * x_row_bytes, x_row_bytes, k, yc + i * ldy + r, ldy);
+        a8_tile_rows<K, 1>(rows, xc, x_row_bytes, full, k, yc + r, ldy);
       }
     }
-    for (int64_t i = full; i < mc; ++i)
-      q8a8_rows(w, row_bytes, k, xc + i * x_row_bytes, yc + i * ldy + row_begin, row_begin, row_end);
+    if (full == mc) continue;
+    int64_t r = row_begin;
+    for (; r + 8 <= row_end; r += 8) {
+      const uint8_t* rows[8];
+      for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
+      for (int64_t i = full; i < mc; ++i)
+        K::rows8(rows, rows[0] + 8 * row_bytes, xc + i * x_row_bytes, k, yc + i * ldy + r);
+    }
+    for (; r < row_end; ++r) {
+      const uint8_t* rows[1] = {w + r * row_bytes};
+      for (int64_t i = full; i < mc; ++i)
+        K::template tile<1, 1>(rows, rows[0] + row_bytes, xc + i * x_row_bytes, 0, k, yc + i * ldy + r, 0);
+    }
   }
+}
+
+template <int G>
+FormatKernels int4a8_kernels() {
+  return FormatKernels{a8_matvec<Int4a8Tiles<G>>, a8_matmul<Int4a8Tiles<G>>};
 }
 
 // ---- sparse: shared row/token loops ----------------------------------------------------------
@@ -1073,7 +1042,7 @@ FormatKernels kernels_avx2(const Spec& s) {
       if (s.group == 32) return int4a8_kernels<32>();
       if (s.group == 64) return int4a8_kernels<64>();
       return int4a8_kernels<128>();
-    case Kind::q8_a8: return FormatKernels{q8a8_matvec, q8a8_matmul};
+    case Kind::q8_a8: return FormatKernels{a8_matvec<Q8a8Tiles>, a8_matmul<Q8a8Tiles>};
     case Kind::f32_sparse: return FormatKernels{sparse_matvec<F32Sparse>, sparse_matmul_t<F32SparseT>};
     case Kind::int8_sparse: return FormatKernels{int8_sparse_matvec, sparse_matmul_t<Int8SparseT>};
     case Kind::int8_bs: return sparse_kernels<Int8BlockSparse>();
