@@ -906,17 +906,19 @@ inline void int4a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t
 // Tokens in blocks of 16 (their activation rows stay in L1/L2 while the weight rows pass), rows
 // 4 at a time, each group of 4 rows against the block's tokens 8 at a time: the first tile reads
 // the rows from memory and prefetches 8 rows ahead, the others find them in L1. One token alone
-// takes the AVX2 kernels (their 8-row matvec packs two rows per vector with no lanes unused).
-template <int G>
-void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+// takes F::one; from F::kGemmMin tokens on the panel GEMM (group_gemm_vnni<F::Panel>). F is the
+// format's few-token set: F::G values per group, F::tile<MR, Prefetch> (as int4a8s_vnni_tile),
+// and the groups' int32 sums start at -(sum(a) << F::Panel::kShift).
+template <typename F>
+void a8_few_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                         int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  constexpr int G = F::G;
   if (m == 1) {
-    static const decltype(FormatKernels::matmul) one = kernels_avx2(Spec{Kind::int4_a8, G, false}).matmul;
-    one(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    F::one(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
-  if (m >= kGemmMinTokensQ4) {
-    group_gemm_vnni<Q4Panel<G>>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+  if (m >= F::kGemmMin) {
+    group_gemm_vnni<typename F::Panel>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
   constexpr int64_t kTok = 16;
@@ -935,7 +937,8 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
           const int64_t i = 4 * q + s;
           const size_t at = static_cast<size_t>((q * nb + g) * 4 + s);
           da[at] = i < mc ? load_f32(xc + i * x_row_bytes + 4 * g) : 0.f;
-          cs[at] = i < mc ? 8 * static_cast<int32_t>(load_u32(xc + i * x_row_bytes + 4 * nb + 4 * g)) : 0;
+          cs[at] = i < mc ? static_cast<int32_t>(load_u32(xc + i * x_row_bytes + 4 * nb + 4 * g)) * (1 << F::Panel::kShift)
+                          : 0;
         }
     for (int64_t r = row_begin; r < row_end; r += 4) {
       const int nrv = row_end - r < 4 ? static_cast<int>(row_end - r) : 4;
@@ -949,8 +952,8 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
         const bool pf = q == 0 && nrv == 4;
         auto tile = [&](auto mr) {
           constexpr int R = decltype(mr)::value;
-          pf ? int4a8s_vnni_tile<G, R, true>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy)
-             : int4a8s_vnni_tile<G, R, false>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy);
+          pf ? F::template tile<R, true>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy)
+             : F::template tile<R, false>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy);
         };
         switch (mc - 4 * q < 8 ? mc - 4 * q : 8) {
           case 8: tile(std::integral_constant<int, 8>{}); break;
@@ -967,11 +970,30 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
   }
 }
 
+template <int G_>
+struct Int4a8Few {
+  static constexpr int G = G_;
+  static constexpr int64_t kGemmMin = kGemmMinTokensQ4;
+  using Panel = Q4Panel<G_>;
+  template <int MR, bool Prefetch>
+  static void tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x, size_t xrb,
+                   Int4a8ActBlock<G_> ab, int64_t k, float* y, int64_t ldy) {
+    int4a8s_vnni_tile<G_, MR, Prefetch>(rows, nrv, next, x, xrb, ab, k, y, ldy);
+  }
+  static void one(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
+                  float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+    static const decltype(FormatKernels::matmul) avx2 = kernels_avx2(Spec{Kind::int4_a8, G_, false}).matmul;
+    avx2(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+  }
+};
+
 // ---- int8_g32_a8: Q8_0 weights x int8 activations per block of 32 ----------------------------
-// A few tokens (1 .. kGemmMinTokensQ8 - 1) take the 16-row kernels of fmt_q8a8_512.inc with the
-// weights biased to unsigned per load (w + 128, an XOR): per block one vpdpbusd per (token, two
-// rows) from 0, and the bias comes off with the token's block sum: sum((w + 128) a) - 128 sum(a)
-// = sum(w a), exact. From kGemmMinTokensQ8 tokens on (prefill), the panel GEMM above (Q8Panel).
+// One token (the matvec, and a matmul of one token) takes the 16-row kernel of fmt_q8a8_512.inc
+// with the weights biased to unsigned per load (w + 128, an XOR): per block one vpdpbusd per
+// (token, two rows) from 0, and the bias comes off with the token's block sum: sum((w + 128) a) -
+// 128 sum(a) = sum(w a), exact. 2 .. kGemmMinTokensQ8 - 1 tokens take q8a8s_vnni_tile below (the
+// rows of 4 in lanes, so no 16-way reduction per token and block), and from kGemmMinTokensQ8 tokens
+// on (prefill) the panel GEMM above (Q8Panel).
 struct Q8DotVnni {
   static constexpr int kBiasShift = 7;
   using Wt = __m512i;
@@ -983,14 +1005,86 @@ struct Q8DotVnni {
 
 constexpr int64_t kGemmMinTokensQ8 = 16;
 
-void q8a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
-                      float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
-  if (m >= kGemmMinTokensQ8) {
-    group_gemm_vnni<Q8Panel>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
-    return;
+// int4a8s_vnni_tile's layout with Q8_0 blocks: a vector holds one half (16 bytes) of the block of
+// 4 adjacent rows, one row per 128-bit lane, biased to unsigned (XOR 0x80), and meets each token's
+// 16 activations of that half broadcast to every lane: two vpdpbusd per (token, block). The 4
+// tokens' vectors reduce in lane (two unpack-and-add steps) to one vector of exact biased sums
+// whose lane 4 L + s is (row L, token s); 128 x the token's block sum comes off and each lane does
+// acc = fma(d_w * d_a, float(sum), acc) in block order: the generic twin's expression, so
+// bit-identical. Fewer than 4 rows repeat the last one and do not store it.
+template <int MR, bool Prefetch>
+inline void q8a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x, size_t xrb,
+                            Int4a8ActBlock<kQ8Block> ab, int64_t k, float* y, int64_t ldy) {
+  static_assert(MR >= 1 && MR <= 8, "one lane per (row, token) of 4 x 4, one or two vectors");
+  constexpr int NQ = (MR + 3) / 4;  // output vectors: tokens 4q .. 4q + 3
+  const int64_t nb = actb_blocks(k, kQ8Block), hdr = actb_header(k, kQ8Block);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i lane_row = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  __m512 acc[NQ];
+#pragma GCC unroll 2
+  for (int q = 0; q < NQ; ++q) acc[q] = _mm512_setzero_ps();
+  auto load4 = [&](int64_t o) __attribute__((always_inline)) {  // bytes [o, o + 16) of the 4 rows
+    __m512i b = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[0] + o)));
+    b = _mm512_inserti32x4(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[1] + o)), 1);
+    b = _mm512_inserti32x4(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[2] + o)), 2);
+    b = _mm512_inserti32x4(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[3] + o)), 3);
+    return _mm512_xor_si512(b, bias);
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t o = b * kQ8BlockBytes;
+    if constexpr (Prefetch) prefetch_span(next + 4 * o, 4 * kQ8BlockBytes);
+    const __m512i wlo = load4(o + 2), whi = load4(o + 18);
+    __m512i v[4 * NQ];
+#pragma GCC unroll 8
+    for (int i = 0; i < 4 * NQ; ++i) {
+      if (i < MR) {
+        const uint8_t* ai = x + i * xrb + hdr + kQ8Block * b;
+        const __m512i alo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ai)));
+        const __m512i ahi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ai + 16)));
+        v[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wlo, alo), whi, ahi);
+      } else {
+        v[i] = _mm512_setzero_si512();
+      }
+    }
+    const __m512 dw = _mm512_permutexvar_ps(
+        lane_row, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi16(
+                      static_cast<short>(load_u16(rows[0] + o)), static_cast<short>(load_u16(rows[1] + o)),
+                      static_cast<short>(load_u16(rows[2] + o)), static_cast<short>(load_u16(rows[3] + o)), 0, 0, 0, 0))));
+#pragma GCC unroll 2
+    for (int q = 0; q < NQ; ++q) {
+      const __m512i* vq = v + 4 * q;
+      const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[0], vq[1]), _mm512_unpackhi_epi32(vq[0], vq[1]));
+      const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[2], vq[3]), _mm512_unpackhi_epi32(vq[2], vq[3]));
+      const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+      const int64_t at = (q * nb + b) * 4;
+      const __m512i sum =
+          _mm512_sub_epi32(u, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.cs + at))));
+      const __m512 da = _mm512_broadcast_f32x4(_mm_loadu_ps(ab.da + at));
+      acc[q] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sum), acc[q]);
+    }
   }
-  q8a8_matmul_512<Q8DotVnni>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+  for (int q = 0; q < NQ; ++q) {
+    alignas(64) float out[16];
+    _mm512_store_ps(out, acc[q]);
+    for (int t = 0; t < nrv; ++t)
+      for (int s = 0; s < 4 && 4 * q + s < MR; ++s) y[(4 * q + s) * ldy + t] = out[4 * t + s];
+  }
 }
+
+struct Q8a8Few {
+  static constexpr int G = kQ8Block;
+  static constexpr int64_t kGemmMin = kGemmMinTokensQ8;
+  using Panel = Q8Panel;
+  template <int MR, bool Prefetch>
+  static void tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x, size_t xrb,
+                   Int4a8ActBlock<kQ8Block> ab, int64_t k, float* y, int64_t ldy) {
+    q8a8s_vnni_tile<MR, Prefetch>(rows, nrv, next, x, xrb, ab, k, y, ldy);
+  }
+  static void one(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
+                  float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+    q8a8_matmul_512<Q8DotVnni>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+  }
+};
 
 // ---- bf16 weights x bf16 activations: vdpbf16ps ------------------------------------------------
 // The activations arrive rounded to bf16 (actbf16 rows: bf16_act_variant, converted once per call
@@ -1218,12 +1312,12 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
     f.matmul = w8a7_matmul_vnni;
     return f;
   }
-  if (s.kind == Kind::q8_a8) return FormatKernels{q8a8_matvec_512<Q8DotVnni>, q8a8_matmul_vnni};
+  if (s.kind == Kind::q8_a8) return FormatKernels{q8a8_matvec_512<Q8DotVnni>, a8_few_matmul_vnni<Q8a8Few>};
   if (s.kind == Kind::int4_a8) {
     FormatKernels f = kernels_avx2(s);  // the AVX2 quantiser; the matvec and matmuls here
     f.matvec = s.group == 128 ? int4a8_matvec_512<128> : (s.group == 64 ? int4a8_matvec_512<64> : int4a8_matvec_512<32>);
     f.matmul = s.group == 128 ? int4g128a8_matmul_vnni
-                              : (s.group == 64 ? int4a8_matmul_vnni<64> : int4a8_matmul_vnni<32>);
+                              : (s.group == 64 ? a8_few_matmul_vnni<Int4a8Few<64>> : a8_few_matmul_vnni<Int4a8Few<32>>);
     return f;
   }
   return {};
