@@ -828,22 +828,59 @@ void int4g128a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const
 // 2 / 4 / 8 / 16 tokens against 0.46 / 0.93 / 1.89 / 4.08 ms through the AVX2 kernels (G = 64:
 // 0.22 / 0.34 / 0.54 / 1.10 against 0.35 / 0.70 / 1.45 / 2.60 ms); one token, 0.23 / 0.18 ms,
 // stays on the AVX2 kernels.
-template <int G>
-struct Int4a8ActBlock {  // d_a and 8 * block sum of token 4 q + s, group g at (q * nb + g) * 4 + s (0 if none)
+struct A8ActBlock {  // d_a and 8 (int4) or 128 (int8) x block sum of token 4 q + s, group g at (q * nb + g) * 4 + s (0 if none)
   const float* da;
   const int32_t* cs;
 };
 
+// The few-token tiles' step after group g's products (int4a8s_vnni_tile, q8a8s_vnni_tile):
+// v[4 q + s] holds token 4 q + s's int32 sums per lane, lane L for row L; the 4 rows' f16 scales
+// are at rows[t] + h. Each 4 tokens' vectors reduce in lane (two unpack-and-add steps) to one
+// vector whose lane 4 L + s is (row L, token s); the block sum term comes off and
+// acc[q] = fma(d_w * d_a, float(sum), acc[q]).
+template <int NQ>
+inline void a8s_group_finish(const uint8_t* const* rows, int64_t h, const __m512i* v, A8ActBlock ab, int64_t nb,
+                             int64_t g, __m512* acc) {
+  const __m512i lane_row = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512 dw = _mm512_permutexvar_ps(
+      lane_row, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi16(
+                    static_cast<short>(load_u16(rows[0] + h)), static_cast<short>(load_u16(rows[1] + h)),
+                    static_cast<short>(load_u16(rows[2] + h)), static_cast<short>(load_u16(rows[3] + h)), 0, 0, 0, 0))));
+#pragma GCC unroll 2
+  for (int q = 0; q < NQ; ++q) {
+    // per lane L: [v0 v1 v2 v3] totals over the lane's 4 int32
+    const __m512i* vq = v + 4 * q;
+    const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[0], vq[1]), _mm512_unpackhi_epi32(vq[0], vq[1]));
+    const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[2], vq[3]), _mm512_unpackhi_epi32(vq[2], vq[3]));
+    const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    const int64_t at = (q * nb + g) * 4;
+    const __m512i sum =
+        _mm512_sub_epi32(u, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.cs + at))));
+    const __m512 da = _mm512_broadcast_f32x4(_mm_loadu_ps(ab.da + at));
+    acc[q] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sum), acc[q]);
+  }
+}
+
+// y[(4 q + s) * ldy + t] = lane 4 t + s of acc[q], for the nrv rows and MR tokens that exist.
+template <int NQ, int MR>
+inline void a8s_store(const __m512* acc, int nrv, float* y, int64_t ldy) {
+  for (int q = 0; q < NQ; ++q) {
+    alignas(64) float out[16];
+    _mm512_store_ps(out, acc[q]);
+    for (int t = 0; t < nrv; ++t)
+      for (int s = 0; s < 4 && 4 * q + s < MR; ++s) y[(4 * q + s) * ldy + t] = out[4 * t + s];
+  }
+}
+
 template <int G, int MR, bool Prefetch>
 inline void int4a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x,
-                              size_t xrb, Int4a8ActBlock<G> ab, int64_t k, float* y, int64_t ldy) {
+                              size_t xrb, A8ActBlock ab, int64_t k, float* y, int64_t ldy) {
   static_assert(G == 32 || G == 64, "one or two sub-blocks per group");
   static_assert(MR >= 1 && MR <= 8, "one lane per (row, token) of 4 x 4, one or two vectors");
   constexpr int NQ = (MR + 3) / 4;  // output vectors: tokens 4q .. 4q + 3
   constexpr int64_t gb = 2 + G / 2;
   const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  const __m512i lane_row = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   __m512 acc[NQ];
 #pragma GCC unroll 2
   for (int q = 0; q < NQ; ++q) acc[q] = _mm512_setzero_ps();
@@ -876,31 +913,9 @@ inline void int4a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t
         sub(w1, x + hdr + g * G + 32, xrb);
       }
     }
-    const int64_t h = g * gb;
-    const __m512 dw = _mm512_permutexvar_ps(
-        lane_row, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi16(
-                      static_cast<short>(load_u16(rows[0] + h)), static_cast<short>(load_u16(rows[1] + h)),
-                      static_cast<short>(load_u16(rows[2] + h)), static_cast<short>(load_u16(rows[3] + h)), 0, 0, 0, 0))));
-#pragma GCC unroll 2
-    for (int q = 0; q < NQ; ++q) {
-      // per lane L: [v0 v1 v2 v3] totals over the lane's 4 int32
-      const __m512i* vq = v + 4 * q;
-      const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[0], vq[1]), _mm512_unpackhi_epi32(vq[0], vq[1]));
-      const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[2], vq[3]), _mm512_unpackhi_epi32(vq[2], vq[3]));
-      const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
-      const int64_t at = (q * nb + g) * 4;
-      const __m512i sum =
-          _mm512_sub_epi32(u, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.cs + at))));
-      const __m512 da = _mm512_broadcast_f32x4(_mm_loadu_ps(ab.da + at));
-      acc[q] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sum), acc[q]);
-    }
+    a8s_group_finish<NQ>(rows, g * gb, v, ab, nb, g, acc);
   }
-  for (int q = 0; q < NQ; ++q) {
-    alignas(64) float out[16];
-    _mm512_store_ps(out, acc[q]);
-    for (int t = 0; t < nrv; ++t)
-      for (int s = 0; s < 4 && 4 * q + s < MR; ++s) y[(4 * q + s) * ldy + t] = out[4 * t + s];
-  }
+  a8s_store<NQ, MR>(acc, nrv, y, ldy);
 }
 
 // Tokens in blocks of 16 (their activation rows stay in L1/L2 while the weight rows pass), rows
@@ -946,7 +961,7 @@ void a8_few_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
       for (int t = 0; t < 4; ++t) rows[t] = w + (r + (t < nrv ? t : nrv - 1)) * row_bytes;
       const uint8_t* next = rows[0] + 8 * row_bytes;
       for (int64_t q = 0; q < nq; q += 2) {
-        const Int4a8ActBlock<G> ab{da.data() + q * nb * 4, cs.data() + q * nb * 4};
+        const A8ActBlock ab{da.data() + q * nb * 4, cs.data() + q * nb * 4};
         const uint8_t* xq = xc + 4 * q * x_row_bytes;
         float* yq = yc + 4 * q * ldy + r;
         const bool pf = q == 0 && nrv == 4;
@@ -977,7 +992,7 @@ struct Int4a8Few {
   using Panel = Q4Panel<G_>;
   template <int MR, bool Prefetch>
   static void tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x, size_t xrb,
-                   Int4a8ActBlock<G_> ab, int64_t k, float* y, int64_t ldy) {
+                   A8ActBlock ab, int64_t k, float* y, int64_t ldy) {
     int4a8s_vnni_tile<G_, MR, Prefetch>(rows, nrv, next, x, xrb, ab, k, y, ldy);
   }
   static void one(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
@@ -1014,12 +1029,11 @@ constexpr int64_t kGemmMinTokensQ8 = 16;
 // bit-identical. Fewer than 4 rows repeat the last one and do not store it.
 template <int MR, bool Prefetch>
 inline void q8a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x, size_t xrb,
-                            Int4a8ActBlock<kQ8Block> ab, int64_t k, float* y, int64_t ldy) {
+                            A8ActBlock ab, int64_t k, float* y, int64_t ldy) {
   static_assert(MR >= 1 && MR <= 8, "one lane per (row, token) of 4 x 4, one or two vectors");
   constexpr int NQ = (MR + 3) / 4;  // output vectors: tokens 4q .. 4q + 3
   const int64_t nb = actb_blocks(k, kQ8Block), hdr = actb_header(k, kQ8Block);
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i lane_row = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   __m512 acc[NQ];
 #pragma GCC unroll 2
   for (int q = 0; q < NQ; ++q) acc[q] = _mm512_setzero_ps();
@@ -1046,29 +1060,9 @@ inline void q8a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t* 
         v[i] = _mm512_setzero_si512();
       }
     }
-    const __m512 dw = _mm512_permutexvar_ps(
-        lane_row, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi16(
-                      static_cast<short>(load_u16(rows[0] + o)), static_cast<short>(load_u16(rows[1] + o)),
-                      static_cast<short>(load_u16(rows[2] + o)), static_cast<short>(load_u16(rows[3] + o)), 0, 0, 0, 0))));
-#pragma GCC unroll 2
-    for (int q = 0; q < NQ; ++q) {
-      const __m512i* vq = v + 4 * q;
-      const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[0], vq[1]), _mm512_unpackhi_epi32(vq[0], vq[1]));
-      const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[2], vq[3]), _mm512_unpackhi_epi32(vq[2], vq[3]));
-      const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
-      const int64_t at = (q * nb + b) * 4;
-      const __m512i sum =
-          _mm512_sub_epi32(u, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.cs + at))));
-      const __m512 da = _mm512_broadcast_f32x4(_mm_loadu_ps(ab.da + at));
-      acc[q] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sum), acc[q]);
-    }
+    a8s_group_finish<NQ>(rows, o, v, ab, nb, b, acc);
   }
-  for (int q = 0; q < NQ; ++q) {
-    alignas(64) float out[16];
-    _mm512_store_ps(out, acc[q]);
-    for (int t = 0; t < nrv; ++t)
-      for (int s = 0; s < 4 && 4 * q + s < MR; ++s) y[(4 * q + s) * ldy + t] = out[4 * t + s];
-  }
+  a8s_store<NQ, MR>(acc, nrv, y, ldy);
 }
 
 struct Q8a8Few {
@@ -1077,7 +1071,7 @@ struct Q8a8Few {
   using Panel = Q8Panel;
   template <int MR, bool Prefetch>
   static void tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x, size_t xrb,
-                   Int4a8ActBlock<kQ8Block> ab, int64_t k, float* y, int64_t ldy) {
+                   A8ActBlock ab, int64_t k, float* y, int64_t ldy) {
     q8a8s_vnni_tile<MR, Prefetch>(rows, nrv, next, x, xrb, ab, k, y, ldy);
   }
   static void one(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
