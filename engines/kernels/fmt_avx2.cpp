@@ -514,7 +514,7 @@ inline void int4a8_rows8(const uint8_t* const* rows, const uint8_t* next, const 
 // twin does: bit-identical. The weight blocks need no tails: a ragged last block is padded with
 // zeros, and so are the activations. A single activation row (matvec) prefetches the NR rows at
 // `next`. The matvec and matmul are int4_gG_a8's (a8_matvec, a8_matmul below).
-template <int MR, int NR>
+template <int MR, int NR, bool Prefetch = MR == 1>
 inline void q8a8_tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k,
                       float* y, int64_t ldy) {
   static_assert(MR * NR <= 8, "one lane per (activation row, weight row)");
@@ -524,7 +524,7 @@ inline void q8a8_tile(const uint8_t* const* rows, const uint8_t* next, const uin
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t o = b * kQ8BlockBytes;
-    if constexpr (MR == 1) prefetch_span(next + NR * o, NR * kQ8BlockBytes);
+    if constexpr (Prefetch) prefetch_span(next + NR * o, NR * kQ8BlockBytes);
     __m256i wv[NR], wa[NR];
     for (int t = 0; t < NR; ++t) {
       wv[t] = load32(rows[t] + o + 2);
@@ -547,6 +547,27 @@ inline void q8a8_tile(const uint8_t* const* rows, const uint8_t* next, const uin
   alignas(32) float out[8];
   _mm256_store_ps(out, acc);
   for (int l = 0; l < L; ++l) y[(l / NR) * ldy + l % NR] = out[l];
+}
+
+// Decode: 8 row streams an eighth of the range apart (rows t, t + q, ..., t + 7q for t < q), each
+// walking contiguous rows, which the hardware prefetcher follows by itself (w8a8's int8_matvec does
+// the same with 4); the last rows one by one. Each output is the same exact sum either way.
+void q8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y, int64_t row_begin,
+                 int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  const int64_t q = (row_end - row_begin) / 8;
+  const size_t qb = static_cast<size_t>(q) * row_bytes;
+  for (int64_t t = 0; t < q; ++t) {
+    const uint8_t* r0 = w + (row_begin + t) * row_bytes;
+    const uint8_t* rows[8] = {r0, r0 + qb, r0 + 2 * qb, r0 + 3 * qb, r0 + 4 * qb, r0 + 5 * qb, r0 + 6 * qb, r0 + 7 * qb};
+    float out[8];
+    q8a8_tile<1, 8, false>(rows, nullptr, xa, 0, k, out, 0);
+    for (int j = 0; j < 8; ++j) y[t + j * q] = out[j];
+  }
+  for (int64_t r = row_begin + 8 * q; r < row_end; ++r) {
+    const uint8_t* rows[1] = {w + r * row_bytes};
+    q8a8_tile<1, 1, true>(rows, rows[0] + row_bytes, xa, 0, k, y + (r - row_begin), 0);
+  }
 }
 
 // int8_g32_a8's tiles for a8_matvec / a8_matmul: the 8-row decode tile is q8a8_tile<1, 8> (each
@@ -1042,7 +1063,7 @@ FormatKernels kernels_avx2(const Spec& s) {
       if (s.group == 32) return int4a8_kernels<32>();
       if (s.group == 64) return int4a8_kernels<64>();
       return int4a8_kernels<128>();
-    case Kind::q8_a8: return FormatKernels{a8_matvec<Q8a8Tiles>, a8_matmul<Q8a8Tiles>};
+    case Kind::q8_a8: return FormatKernels{q8a8_matvec, a8_matmul<Q8a8Tiles>};
     case Kind::f32_sparse: return FormatKernels{sparse_matvec<F32Sparse>, sparse_matmul_t<F32SparseT>};
     case Kind::int8_sparse: return FormatKernels{int8_sparse_matvec, sparse_matmul_t<Int8SparseT>};
     case Kind::int8_bs: return sparse_kernels<Int8BlockSparse>();
