@@ -512,8 +512,8 @@ inline void int4a8_rows8(const uint8_t* const* rows, const uint8_t* next, const 
 // are reduced together (reduce8_i32) into one vector of exact block sums, lane l = (token l / NR,
 // row l % NR); each lane does acc = fma(d_w * d_a, float(sum), acc) in block order, as the generic
 // twin does: bit-identical. The weight blocks need no tails: a ragged last block is padded with
-// zeros, and so are the activations. A single activation row (matvec) prefetches the NR rows at
-// `next`. The matvec and matmul are int4_gG_a8's (a8_matvec, a8_matmul below).
+// zeros, and so are the activations. A single activation row prefetches the NR rows at `next`
+// (unless told not to). The matmul is int4_gG_a8's (a8_matmul below, over Q8a8Tiles).
 template <int MR, int NR, bool Prefetch = MR == 1>
 inline void q8a8_tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k,
                       float* y, int64_t ldy) {
@@ -570,8 +570,8 @@ void q8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, f
   }
 }
 
-// int8_g32_a8's tiles for a8_matvec / a8_matmul: the 8-row decode tile is q8a8_tile<1, 8> (each
-// row's 32-byte block is one vector already).
+// int8_g32_a8's tiles for a8_matmul: its 8-row tile for the last tokens is q8a8_tile<1, 8> over
+// adjacent rows (each row's 32-byte block is one vector already).
 struct Q8a8Tiles {
   template <int MR, int NR>
   static void tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k, float* y,
