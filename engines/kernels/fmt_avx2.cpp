@@ -5,6 +5,7 @@
 //   w8a7: 7-bit unsigned activations straight into _mm256_maddubs_epi16 (no sign trick), exact
 //   activation quantisers of w8a8 / w8a7, bit-identical to the reference ones
 //   int4_gG_a8: unsigned codes x int8 activations with maddubs/madd, int32 per group, bit-exact
+//   int8_g32_a8: the sign trick per block of 32 with maddubs/madd, int32 per block, bit-exact
 //   sparse (f32_sparse, int8_sparse): u16 columns / u16 base + u8 offsets per 8, x gathered 8 at a
 //   time (scalar loads)
 //   int8_bs: 1x16 blocks, contiguous x loads;  int8_24: in-register permutes of x
@@ -505,31 +506,123 @@ inline void int4a8_rows8(const uint8_t* const* rows, const uint8_t* next, const 
   _mm256_storeu_ps(y, acc);
 }
 
+// ---- int8_g32_a8: Q8_0 weights x int8 activations per block of 32 ------------------------------
+// Per block of 32: the sign trick, _mm256_maddubs_epi16(|w|, a * sign w) (pairs of products
+// <= 2 x 127 x 127 fit int16) and _mm256_madd_epi16 to 8 int32. A tile's MR x NR (<= 8) vectors
+// are reduced together (reduce8_i32) into one vector of exact block sums, lane l = (token l / NR,
+// row l % NR); each lane does acc = fma(d_w * d_a, float(sum), acc) in block order, as the generic
+// twin does: bit-identical. The weight blocks need no tails: a ragged last block is padded with
+// zeros, and so are the activations. A single activation row prefetches the NR rows at `next`
+// (unless told not to). The matmul is int4_gG_a8's (a8_matmul below, over Q8a8Tiles).
+template <int MR, int NR, bool Prefetch = MR == 1>
+inline void q8a8_tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k,
+                      float* y, int64_t ldy) {
+  static_assert(MR * NR <= 8, "one lane per (activation row, weight row)");
+  constexpr int L = MR * NR;
+  const int64_t nb = actb_blocks(k, kQ8Block), hdr = actb_header(k, kQ8Block);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t o = b * kQ8BlockBytes;
+    if constexpr (Prefetch) prefetch_span(next + NR * o, NR * kQ8BlockBytes);
+    __m256i wv[NR], wa[NR];
+    for (int t = 0; t < NR; ++t) {
+      wv[t] = load32(rows[t] + o + 2);
+      wa[t] = _mm256_abs_epi8(wv[t]);
+    }
+    __m256i v[8];
+    for (int l = L; l < 8; ++l) v[l] = _mm256_setzero_si256();
+    for (int i = 0; i < MR; ++i) {
+      const __m256i a = load32(x + i * xrb + hdr + kQ8Block * b);
+      for (int t = 0; t < NR; ++t)
+        v[i * NR + t] = _mm256_madd_epi16(_mm256_maddubs_epi16(wa[t], _mm256_sign_epi8(a, wv[t])), ones);
+    }
+    // lane l: the weight scale of row l % NR, the activation scale of token l / NR (0 beyond L)
+    auto h = [&](int l) { return static_cast<short>(l < L ? load_u16(rows[l % NR] + o) : 0); };
+    auto s = [&](int l) { return l < L ? load_f32(x + (l / NR) * xrb + 4 * b) : 0.f; };
+    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(h(0), h(1), h(2), h(3), h(4), h(5), h(6), h(7)));
+    const __m256 da = MR == 1 ? _mm256_set1_ps(s(0)) : _mm256_setr_ps(s(0), s(1), s(2), s(3), s(4), s(5), s(6), s(7));
+    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(reduce8_i32(v)), acc);
+  }
+  alignas(32) float out[8];
+  _mm256_store_ps(out, acc);
+  for (int l = 0; l < L; ++l) y[(l / NR) * ldy + l % NR] = out[l];
+}
+
+// Decode: 8 row streams an eighth of the range apart (rows t, t + q, ..., t + 7q for t < q), each
+// walking contiguous rows, which the hardware prefetcher follows by itself (w8a8's int8_matvec does
+// the same with 4); the last rows one by one. Each output is the same exact sum either way.
+void q8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y, int64_t row_begin,
+                 int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  const int64_t q = (row_end - row_begin) / 8;
+  const size_t qb = static_cast<size_t>(q) * row_bytes;
+  for (int64_t t = 0; t < q; ++t) {
+    const uint8_t* r0 = w + (row_begin + t) * row_bytes;
+    const uint8_t* rows[8] = {r0, r0 + qb, r0 + 2 * qb, r0 + 3 * qb, r0 + 4 * qb, r0 + 5 * qb, r0 + 6 * qb, r0 + 7 * qb};
+    float out[8];
+    q8a8_tile<1, 8, false>(rows, nullptr, xa, 0, k, out, 0);
+    for (int j = 0; j < 8; ++j) y[t + j * q] = out[j];
+  }
+  for (int64_t r = row_begin + 8 * q; r < row_end; ++r) {
+    const uint8_t* rows[1] = {w + r * row_bytes};
+    q8a8_tile<1, 1, true>(rows, rows[0] + row_bytes, xa, 0, k, y + (r - row_begin), 0);
+  }
+}
+
+// int8_g32_a8's tiles for a8_matmul: its 8-row tile for the last tokens is q8a8_tile<1, 8> over
+// adjacent rows (each row's 32-byte block is one vector already).
+struct Q8a8Tiles {
+  template <int MR, int NR>
+  static void tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k, float* y,
+                   int64_t ldy) {
+    q8a8_tile<MR, NR>(rows, next, x, xrb, k, y, ldy);
+  }
+  static void rows8(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, int64_t k, float* y) {
+    q8a8_tile<1, 8>(rows, next, x, 0, k, y, 0);
+  }
+};
+
+// The tiles of an int8-activation format with groups along K, for the matvec and matmul below:
+//   K::tile<MR, NR>(rows, next, x, xrb, k, y, ldy)   MR activation rows x NR weight rows (<= 8)
+//   K::rows8(rows, next, x, k, y)                     8 weight rows against one activation row
 template <int G>
-void int4a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
-                   int64_t row_begin, int64_t row_end) {
+struct Int4a8Tiles {
+  template <int MR, int NR>
+  static void tile(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, size_t xrb, int64_t k, float* y,
+                   int64_t ldy) {
+    int4a8_tile<G, MR, NR>(rows, next, x, xrb, k, y, ldy);
+  }
+  static void rows8(const uint8_t* const* rows, const uint8_t* next, const uint8_t* x, int64_t k, float* y) {
+    int4a8_rows8<G>(rows, next, x, k, y);
+  }
+};
+
+template <typename K>
+void a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
+               int64_t row_begin, int64_t row_end) {
   const uint8_t* xa = static_cast<const uint8_t*>(x);
   int64_t r = row_begin;
   for (; r + 8 <= row_end; r += 8) {
     const uint8_t* rows[8];
     for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
-    int4a8_rows8<G>(rows, rows[0] + 8 * row_bytes, xa, k, y + (r - row_begin));
+    K::rows8(rows, rows[0] + 8 * row_bytes, xa, k, y + (r - row_begin));
   }
   for (; r < row_end; ++r) {
     const uint8_t* rows[1] = {w + r * row_bytes};
-    int4a8_tile<G, 1, 1>(rows, rows[0] + row_bytes, xa, 0, k, y + (r - row_begin), 0);
+    K::template tile<1, 1>(rows, rows[0] + row_bytes, xa, 0, k, y + (r - row_begin), 0);
   }
 }
 
-template <int G, int NR>
-inline void int4a8_tile_rows(const uint8_t* const* rows, const uint8_t* x, size_t xrb, int64_t m,
+template <typename K, int NR>
+inline void a8_tile_rows(const uint8_t* const* rows, const uint8_t* x, size_t xrb, int64_t m,
                              int64_t k, float* y, int64_t ldy) {
   int64_t i = 0;
-  for (; i + 4 <= m; i += 4) int4a8_tile<G, 4, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy);
+  for (; i + 4 <= m; i += 4) K::template tile<4, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy);
   switch (m - i) {
-    case 3: int4a8_tile<G, 3, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
-    case 2: int4a8_tile<G, 2, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
-    case 1: int4a8_tile<G, 1, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 3: K::template tile<3, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 2: K::template tile<2, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
+    case 1: K::template tile<1, NR>(rows, nullptr, x + i * xrb, xrb, k, y + i * ldy, ldy); break;
     default: break;
   }
 }
@@ -541,9 +634,9 @@ inline void int4a8_tile_rows(const uint8_t* const* rows, const uint8_t* x, size_
 // memory once and from L1 by the next tokens: the 1-3-token tiles gather their per-group scales
 // through memory, which for G = 32 cost more than reading the weights again (two tokens took
 // 3x the time of one). Same exact group sums and float expression: bit-identical either way.
-template <int G>
-void int4a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
-                   int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+template <typename K>
+void a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+               int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   const uint8_t* xa = static_cast<const uint8_t*>(x);
   constexpr int64_t kTok = 16;
   for (int64_t i0 = 0; i0 < m; i0 += kTok) {
@@ -559,11 +652,11 @@ void int4a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
       int64_t r = row_begin;
       for (; r + 2 <= row_end; r += 2) {
         const uint8_t* rows[2] = {w + r * row_bytes, w + (r + 1) * row_bytes};
-        int4a8_tile_rows<G, 2>(rows, xc, x_row_bytes, full, k, yc + r, ldy);
+        a8_tile_rows<K, 2>(rows, xc, x_row_bytes, full, k, yc + r, ldy);
       }
       if (r < row_end) {
         const uint8_t* rows[1] = {w + r * row_bytes};
-        int4a8_tile_rows<G, 1>(rows, xc, x_row_bytes, full, k, yc + r, ldy);
+        a8_tile_rows<K, 1>(rows, xc, x_row_bytes, full, k, yc + r, ldy);
       }
     }
     if (full == mc) continue;
@@ -572,19 +665,19 @@ void int4a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
       const uint8_t* rows[8];
       for (int t = 0; t < 8; ++t) rows[t] = w + (r + t) * row_bytes;
       for (int64_t i = full; i < mc; ++i)
-        int4a8_rows8<G>(rows, rows[0] + 8 * row_bytes, xc + i * x_row_bytes, k, yc + i * ldy + r);
+        K::rows8(rows, rows[0] + 8 * row_bytes, xc + i * x_row_bytes, k, yc + i * ldy + r);
     }
     for (; r < row_end; ++r) {
       const uint8_t* rows[1] = {w + r * row_bytes};
       for (int64_t i = full; i < mc; ++i)
-        int4a8_tile<G, 1, 1>(rows, rows[0] + row_bytes, xc + i * x_row_bytes, 0, k, yc + i * ldy + r, 0);
+        K::template tile<1, 1>(rows, rows[0] + row_bytes, xc + i * x_row_bytes, 0, k, yc + i * ldy + r, 0);
     }
   }
 }
 
 template <int G>
 FormatKernels int4a8_kernels() {
-  return FormatKernels{int4a8_matvec<G>, int4a8_matmul<G>};
+  return FormatKernels{a8_matvec<Int4a8Tiles<G>>, a8_matmul<Int4a8Tiles<G>>};
 }
 
 // ---- sparse: shared row/token loops ----------------------------------------------------------
@@ -970,6 +1063,7 @@ FormatKernels kernels_avx2(const Spec& s) {
       if (s.group == 32) return int4a8_kernels<32>();
       if (s.group == 64) return int4a8_kernels<64>();
       return int4a8_kernels<128>();
+    case Kind::q8_a8: return FormatKernels{q8a8_matvec, a8_matmul<Q8a8Tiles>};
     case Kind::f32_sparse: return FormatKernels{sparse_matvec<F32Sparse>, sparse_matmul_t<F32SparseT>};
     case Kind::int8_sparse: return FormatKernels{int8_sparse_matvec, sparse_matmul_t<Int8SparseT>};
     case Kind::int8_bs: return sparse_kernels<Int8BlockSparse>();

@@ -2,12 +2,14 @@
 // -mavx512f -mavx512bw -mavx512vl -mavx512dq.
 //   dense f32-activation formats (bf16, int8, int4): fmt_dense.inc over VecAvx512
 //   w8a8: the AVX2 sign trick at 512 bits (_mm512_maddubs_epi16 + _mm512_madd_epi16)
+//   int8_g32_a8: the same sign trick per block of 32, 16 rows per step (fmt_q8a8_512.inc)
 //   sparse formats: none of their own here, so the table falls back to the AVX2 kernels.
 // Dispatched only when cpuid reports AVX-512; the twin tests (tests/unit/test_formats.cpp) hold
 // it to the generic kernels on such a host and skip it elsewhere.
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "engines/kernels/fmt_common.h"
 #include "engines/kernels/vec_avx512.h"
@@ -31,10 +33,27 @@ struct Dot64Bw {
 
 #include "engines/kernels/fmt_w8a8_512.inc"
 
+// ---- int8_g32_a8 at 512 bits: the sign trick per block -------------------------------------
+struct Q8DotBw {
+  static constexpr int kBiasShift = 0;
+  struct Wt {
+    __m512i w, wabs;
+  };
+  static inline Wt prep(__m512i w) { return Wt{w, _mm512_abs_epi8(w)}; }
+  // |w| (u8) x (a * sign w) (s8): pairs of products <= 2 x 127 x 127 fit int16, exact.
+  static inline __m512i dot(const Wt& w, __m512i a) {
+    const __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(w.w), _mm512_setzero_si512(), a);
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(w.wabs, sa), _mm512_set1_epi16(1));
+  }
+};
+
+#include "engines/kernels/fmt_q8a8_512.inc"
+
 }  // namespace
 
 FormatKernels kernels_avx512(const Spec& s) {
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Bw>, w8a8_matmul_512<Dot64Bw>};
+  if (s.kind == Kind::q8_a8) return FormatKernels{q8a8_matvec_512<Q8DotBw>, q8a8_matmul_512<Q8DotBw>};
   return dense_kernels<VecAvx512>(s);
 }
 

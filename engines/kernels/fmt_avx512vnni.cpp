@@ -1,7 +1,8 @@
 // AVX-512 VNNI + AVX-512 BF16 kernels. This file alone is compiled with the AVX-512 flags plus
-// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul), the w8a7 matmul and the int4_gG_a8 matmuls
-// (G = 32, 64, 128) have kernels of their own here (vpdpbusd): for a few tokens, and for many
-// (prefill) a register-blocked GEMM over weight panels repacked per call; so has bf16
+// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul), the w8a7 matmul, the int4_gG_a8 matmuls
+// (G = 32, 64, 128) and int8_g32_a8 (matvec and matmul) have kernels of their own here (vpdpbusd):
+// for a few tokens, and for many (prefill) a register-blocked GEMM over weight panels repacked
+// per call; so has bf16
 // (vdpbf16ps, on activations rounded to bf16). Every other row falls back to its AVX-512
 // (w8a7: AVX2) kernels.
 // Dispatched only when cpuid reports the features; the twin tests (tests/unit/test_formats.cpp)
@@ -492,11 +493,12 @@ inline void repack16_q4(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t 
   }
 }
 
-template <int G, int MR, bool Prefetch>
+template <typename B, int MR, bool Prefetch>
 __attribute__((noinline)) void q4_tile(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* part, float* y,
                                        int64_t ldy) {
   constexpr int NV = kPanelVecs;
   static_assert(NV == 2, "two 16-row vectors");
+  constexpr int64_t G = B::G;
   const int64_t nb = actb_blocks(pc.k, G), hdr = actb_header(pc.k, G);
   __m512 f0[MR], f1[MR];
 #pragma GCC unroll 8
@@ -513,8 +515,8 @@ __attribute__((noinline)) void q4_tile(const Q4Chunk& pc, const uint8_t* x, size
     __m512i s0[MR], s1[MR];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const __m512i c8 = _mm512_slli_epi32(_mm512_set1_epi32(load_i32(x + i * xrb + 4 * nb + 4 * g)), 3);
-      s0[i] = s1[i] = _mm512_sub_epi32(_mm512_setzero_si512(), c8);
+      const __m512i c = _mm512_slli_epi32(_mm512_set1_epi32(load_i32(x + i * xrb + 4 * nb + 4 * g)), B::kShift);
+      s0[i] = s1[i] = _mm512_sub_epi32(_mm512_setzero_si512(), c);
     }
     const uint8_t* a = x + hdr + g * G;
     for (int64_t s = 0; s < steps; ++s) {
@@ -556,7 +558,7 @@ __attribute__((noinline)) void q4_tile(const Q4Chunk& pc, const uint8_t* x, size
   }
 }
 
-template <int G>
+template <typename B>
 inline void q4_chunk(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* part, int64_t m, float* y, int64_t ldy) {
   static_assert(kQ4Tokens == 6 && kGemmBlock % kQ4Tokens == 0, "tails of 1 .. 5 tokens");
   for (int64_t i = 0; i < m;) {
@@ -565,21 +567,66 @@ inline void q4_chunk(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* par
     auto tile = [&](auto mr) {
       constexpr int R = decltype(mr)::value;
       float* pt = part + i * kPanelRows;
-      pf ? q4_tile<G, R, true>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy)
-         : q4_tile<G, R, false>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy);
+      pf ? q4_tile<B, R, true>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy)
+         : q4_tile<B, R, false>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy);
     };
     with_tile_rows<6>(n, tile);
     i += n;
   }
 }
 
-// Rows [row_begin, row_end) x m tokens of int4_gG_a8. Stack: a 32 KB panel chunk, its scales
-// (<= 4 KB), 30 KB of parked float sums.
-template <int G>
-void int4a8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m,
+// The block formats the GEMM walks: B::G values per group of B::gb bytes (f16 scale first),
+// B::span(n) bytes holding n columns from a group boundary, B::repack16 (as repack16_q4), and
+// B::kShift: the int32 sums start at -(sum(a) << kShift) per group.
+template <int G_>
+struct Q4Panel {  // int4 gG: unsigned codes, sum((q - 8) a) = sum(q a) - 8 sum(a)
+  static constexpr int64_t G = G_, gb = 2 + G_ / 2;
+  static constexpr int kShift = 3;
+  static int64_t span(int64_t n) { return n / G * gb + (n % G ? 2 + round_up(n % G, 32) / 2 : 0); }
+  static void repack16(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k0, int64_t kc, __m512i* P, int nv,
+                       int v) {
+    repack16_q4<G_>(w, row_bytes, nr, k0, kc, P, nv, v);
+  }
+};
+
+// int8_g32_a8: the Q8_0 values biased to unsigned in the repack (XOR 0x80), so
+// sum((w + 128) a) - 128 sum(a) = sum(w a), exact (|.| <= 32 x 255 x 127 per block).
+struct Q8Panel {
+  static constexpr int64_t G = kQ8Block, gb = kQ8BlockBytes;
+  static constexpr int kShift = 7;
+  static int64_t span(int64_t n) { return (n + G - 1) / G * gb; }
+  // As repack16_q4: rows w[0 .. nr) (nr <= 16), columns [k0, k0 + kc) (k0, kc multiples of 32).
+  static void repack16(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k0, int64_t kc, __m512i* P, int nv,
+                       int v) {
+    const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int64_t c = 0; c < kc; c += 64) {
+      const bool two = c + 64 <= kc;
+      const int64_t o = (k0 + c) / G * gb + 2;
+      __m512i r[16];
+#pragma GCC unroll 16
+      for (int n = 0; n < 16; ++n) {
+        if (n < nr) {
+          const uint8_t* row = w + n * row_bytes + o;
+          const __m256i lo = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)), bias);
+          const __m256i hi = two ? _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + gb)), bias)
+                                 : _mm256_setzero_si256();
+          r[n] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        } else {
+          r[n] = _mm512_setzero_si512();
+        }
+      }
+      store_vnni_columns(r, two ? 16 : 8, P + (c / 4) * nv + v, nv);
+    }
+  }
+};
+
+// Rows [row_begin, row_end) x m tokens of int4_gG_a8 (B = Q4Panel<G>) or int8_g32_a8 (Q8Panel).
+// Stack: a 32 KB panel chunk, its scales (<= 4 KB), 30 KB of parked float sums.
+template <typename B>
+void group_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m,
                       float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  constexpr int64_t G = B::G, gb = B::gb;
   static_assert(kGemmKc % G == 0, "chunks of whole groups");
-  constexpr int64_t gb = 2 + G / 2;
   const int64_t kp = round_up(k, 32);
   const uint8_t* xa = static_cast<const uint8_t*>(x);
   alignas(64) __m512i panel[kGemmKc / 4 * kPanelVecs];
@@ -588,7 +635,7 @@ void int4a8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
   alignas(64) float sc[16];
   auto row_span = [&](int64_t k0) {  // bytes of a row that hold the chunk starting at column k0
     const int64_t k1 = k - k0 < kGemmKc ? k : k0 + kGemmKc;
-    return (k1 - k0) / G * gb + ((k1 - k0) % G ? 2 + round_up((k1 - k0) % G, 32) / 2 : 0);
+    return B::span(k1 - k0);
   };
   for (int64_t i0 = 0; i0 < m; i0 += kGemmBlock) {
     const int64_t mc = m - i0 < kGemmBlock ? m - i0 : kGemmBlock;
@@ -609,8 +656,7 @@ void int4a8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
         pc.ng = (k1 - k0 + G - 1) / G;
         for (int v = 0; v < kPanelVecs; ++v) {
           const int64_t n16 = nr - 16 * v < 0 ? 0 : (nr - 16 * v < 16 ? nr - 16 * v : 16);
-          repack16_q4<G>(w + (r0 + 16 * v) * row_bytes, row_bytes, n16, k0, round_up(k1 - k0, 32), panel,
-                         kPanelVecs, v);
+          B::repack16(w + (r0 + 16 * v) * row_bytes, row_bytes, n16, k0, round_up(k1 - k0, 32), panel, kPanelVecs, v);
           for (int64_t gi = 0; gi < pc.ng; ++gi) {
             for (int64_t t = 0; t < 16; ++t)
               sc[t] = t < n16 ? half_to_float(load_u16(w + (r0 + 16 * v + t) * row_bytes + (pc.g0 + gi) * gb)) : 0.f;
@@ -626,7 +672,7 @@ void int4a8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
         pc.pf_len = nr0 < row_end ? row_span(nk0) : 0;
         const int64_t S = round_up(k1 - k0, 32) / 4;
         pc.pf_lines = (pc.pf_rows * ((pc.pf_len + 63) / 64) + S - 1) / S;
-        q4_chunk<G>(pc, xc, xrb, part, mc, yc + r0, ldy);
+        q4_chunk<B>(pc, xc, xrb, part, mc, yc + r0, ldy);
       }
     }
   }
@@ -748,7 +794,7 @@ inline void int4a8_vnni_rows(const uint8_t* const* rows, const uint8_t* next, co
 void int4g128a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                             int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   if (m >= kGemmMinTokensQ4) {
-    int4a8_gemm_vnni<128>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    group_gemm_vnni<Q4Panel<128>>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
   const uint8_t* xa = static_cast<const uint8_t*>(x);
@@ -782,22 +828,59 @@ void int4g128a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const
 // 2 / 4 / 8 / 16 tokens against 0.46 / 0.93 / 1.89 / 4.08 ms through the AVX2 kernels (G = 64:
 // 0.22 / 0.34 / 0.54 / 1.10 against 0.35 / 0.70 / 1.45 / 2.60 ms); one token, 0.23 / 0.18 ms,
 // stays on the AVX2 kernels.
-template <int G>
-struct Int4a8ActBlock {  // d_a and 8 * block sum of token 4 q + s, group g at (q * nb + g) * 4 + s (0 if none)
+struct A8ActBlock {  // d_a and 8 (int4) or 128 (int8) x block sum of token 4 q + s, group g at (q * nb + g) * 4 + s (0 if none)
   const float* da;
   const int32_t* cs;
 };
 
+// The few-token tiles' step after group g's products (int4a8s_vnni_tile, q8a8s_vnni_tile):
+// v[4 q + s] holds token 4 q + s's int32 sums per lane, lane L for row L; the 4 rows' f16 scales
+// are at rows[t] + h. Each 4 tokens' vectors reduce in lane (two unpack-and-add steps) to one
+// vector whose lane 4 L + s is (row L, token s); the block sum term comes off and
+// acc[q] = fma(d_w * d_a, float(sum), acc[q]).
+template <int NQ>
+inline void a8s_group_finish(const uint8_t* const* rows, int64_t h, const __m512i* v, A8ActBlock ab, int64_t nb,
+                             int64_t g, __m512* acc) {
+  const __m512i lane_row = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512 dw = _mm512_permutexvar_ps(
+      lane_row, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi16(
+                    static_cast<short>(load_u16(rows[0] + h)), static_cast<short>(load_u16(rows[1] + h)),
+                    static_cast<short>(load_u16(rows[2] + h)), static_cast<short>(load_u16(rows[3] + h)), 0, 0, 0, 0))));
+#pragma GCC unroll 2
+  for (int q = 0; q < NQ; ++q) {
+    // per lane L: [v0 v1 v2 v3] totals over the lane's 4 int32
+    const __m512i* vq = v + 4 * q;
+    const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[0], vq[1]), _mm512_unpackhi_epi32(vq[0], vq[1]));
+    const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[2], vq[3]), _mm512_unpackhi_epi32(vq[2], vq[3]));
+    const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+    const int64_t at = (q * nb + g) * 4;
+    const __m512i sum =
+        _mm512_sub_epi32(u, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.cs + at))));
+    const __m512 da = _mm512_broadcast_f32x4(_mm_loadu_ps(ab.da + at));
+    acc[q] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sum), acc[q]);
+  }
+}
+
+// y[(4 q + s) * ldy + t] = lane 4 t + s of acc[q], for the nrv rows and MR tokens that exist.
+template <int NQ, int MR>
+inline void a8s_store(const __m512* acc, int nrv, float* y, int64_t ldy) {
+  for (int q = 0; q < NQ; ++q) {
+    alignas(64) float out[16];
+    _mm512_store_ps(out, acc[q]);
+    for (int t = 0; t < nrv; ++t)
+      for (int s = 0; s < 4 && 4 * q + s < MR; ++s) y[(4 * q + s) * ldy + t] = out[4 * t + s];
+  }
+}
+
 template <int G, int MR, bool Prefetch>
 inline void int4a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x,
-                              size_t xrb, Int4a8ActBlock<G> ab, int64_t k, float* y, int64_t ldy) {
+                              size_t xrb, A8ActBlock ab, int64_t k, float* y, int64_t ldy) {
   static_assert(G == 32 || G == 64, "one or two sub-blocks per group");
   static_assert(MR >= 1 && MR <= 8, "one lane per (row, token) of 4 x 4, one or two vectors");
   constexpr int NQ = (MR + 3) / 4;  // output vectors: tokens 4q .. 4q + 3
   constexpr int64_t gb = 2 + G / 2;
   const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  const __m512i lane_row = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   __m512 acc[NQ];
 #pragma GCC unroll 2
   for (int q = 0; q < NQ; ++q) acc[q] = _mm512_setzero_ps();
@@ -830,47 +913,27 @@ inline void int4a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t
         sub(w1, x + hdr + g * G + 32, xrb);
       }
     }
-    const int64_t h = g * gb;
-    const __m512 dw = _mm512_permutexvar_ps(
-        lane_row, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_setr_epi16(
-                      static_cast<short>(load_u16(rows[0] + h)), static_cast<short>(load_u16(rows[1] + h)),
-                      static_cast<short>(load_u16(rows[2] + h)), static_cast<short>(load_u16(rows[3] + h)), 0, 0, 0, 0))));
-#pragma GCC unroll 2
-    for (int q = 0; q < NQ; ++q) {
-      // per lane L: [v0 v1 v2 v3] totals over the lane's 4 int32
-      const __m512i* vq = v + 4 * q;
-      const __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[0], vq[1]), _mm512_unpackhi_epi32(vq[0], vq[1]));
-      const __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(vq[2], vq[3]), _mm512_unpackhi_epi32(vq[2], vq[3]));
-      const __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
-      const int64_t at = (q * nb + g) * 4;
-      const __m512i sum =
-          _mm512_sub_epi32(u, _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ab.cs + at))));
-      const __m512 da = _mm512_broadcast_f32x4(_mm_loadu_ps(ab.da + at));
-      acc[q] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sum), acc[q]);
-    }
+    a8s_group_finish<NQ>(rows, g * gb, v, ab, nb, g, acc);
   }
-  for (int q = 0; q < NQ; ++q) {
-    alignas(64) float out[16];
-    _mm512_store_ps(out, acc[q]);
-    for (int t = 0; t < nrv; ++t)
-      for (int s = 0; s < 4 && 4 * q + s < MR; ++s) y[(4 * q + s) * ldy + t] = out[4 * t + s];
-  }
+  a8s_store<NQ, MR>(acc, nrv, y, ldy);
 }
 
 // Tokens in blocks of 16 (their activation rows stay in L1/L2 while the weight rows pass), rows
 // 4 at a time, each group of 4 rows against the block's tokens 8 at a time: the first tile reads
 // the rows from memory and prefetches 8 rows ahead, the others find them in L1. One token alone
-// takes the AVX2 kernels (their 8-row matvec packs two rows per vector with no lanes unused).
-template <int G>
-void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
+// takes F::one; from F::kGemmMin tokens on the panel GEMM (group_gemm_vnni<F::Panel>). F is the
+// format's few-token set: F::G values per group, F::tile<MR, Prefetch> (as int4a8s_vnni_tile),
+// and the groups' int32 sums start at -(sum(a) << F::Panel::kShift).
+template <typename F>
+void a8_few_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                         int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  constexpr int G = F::G;
   if (m == 1) {
-    static const decltype(FormatKernels::matmul) one = kernels_avx2(Spec{Kind::int4_a8, G, false}).matmul;
-    one(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    F::one(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
-  if (m >= kGemmMinTokensQ4) {
-    int4a8_gemm_vnni<G>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+  if (m >= F::kGemmMin) {
+    group_gemm_vnni<typename F::Panel>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
   constexpr int64_t kTok = 16;
@@ -889,7 +952,8 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
           const int64_t i = 4 * q + s;
           const size_t at = static_cast<size_t>((q * nb + g) * 4 + s);
           da[at] = i < mc ? load_f32(xc + i * x_row_bytes + 4 * g) : 0.f;
-          cs[at] = i < mc ? 8 * static_cast<int32_t>(load_u32(xc + i * x_row_bytes + 4 * nb + 4 * g)) : 0;
+          cs[at] = i < mc ? static_cast<int32_t>(load_u32(xc + i * x_row_bytes + 4 * nb + 4 * g)) * (1 << F::Panel::kShift)
+                          : 0;
         }
     for (int64_t r = row_begin; r < row_end; r += 4) {
       const int nrv = row_end - r < 4 ? static_cast<int>(row_end - r) : 4;
@@ -897,14 +961,14 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
       for (int t = 0; t < 4; ++t) rows[t] = w + (r + (t < nrv ? t : nrv - 1)) * row_bytes;
       const uint8_t* next = rows[0] + 8 * row_bytes;
       for (int64_t q = 0; q < nq; q += 2) {
-        const Int4a8ActBlock<G> ab{da.data() + q * nb * 4, cs.data() + q * nb * 4};
+        const A8ActBlock ab{da.data() + q * nb * 4, cs.data() + q * nb * 4};
         const uint8_t* xq = xc + 4 * q * x_row_bytes;
         float* yq = yc + 4 * q * ldy + r;
         const bool pf = q == 0 && nrv == 4;
         auto tile = [&](auto mr) {
           constexpr int R = decltype(mr)::value;
-          pf ? int4a8s_vnni_tile<G, R, true>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy)
-             : int4a8s_vnni_tile<G, R, false>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy);
+          pf ? F::template tile<R, true>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy)
+             : F::template tile<R, false>(rows, nrv, next, xq, x_row_bytes, ab, k, yq, ldy);
         };
         switch (mc - 4 * q < 8 ? mc - 4 * q : 8) {
           case 8: tile(std::integral_constant<int, 8>{}); break;
@@ -920,6 +984,101 @@ void int4a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const voi
     }
   }
 }
+
+template <int G_>
+struct Int4a8Few {
+  static constexpr int G = G_;
+  static constexpr int64_t kGemmMin = kGemmMinTokensQ4;
+  using Panel = Q4Panel<G_>;
+  template <int MR, bool Prefetch>
+  static void tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x, size_t xrb,
+                   A8ActBlock ab, int64_t k, float* y, int64_t ldy) {
+    int4a8s_vnni_tile<G_, MR, Prefetch>(rows, nrv, next, x, xrb, ab, k, y, ldy);
+  }
+  static void one(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
+                  float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+    static const decltype(FormatKernels::matmul) avx2 = kernels_avx2(Spec{Kind::int4_a8, G_, false}).matmul;
+    avx2(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+  }
+};
+
+// ---- int8_g32_a8: Q8_0 weights x int8 activations per block of 32 ----------------------------
+// One token (the matvec, and a matmul of one token) takes the 16-row kernel of fmt_q8a8_512.inc
+// with the weights biased to unsigned per load (w + 128, an XOR): per block one vpdpbusd per
+// (token, two rows) from 0, and the bias comes off with the token's block sum: sum((w + 128) a) -
+// 128 sum(a) = sum(w a), exact. 2 .. kGemmMinTokensQ8 - 1 tokens take q8a8s_vnni_tile below (the
+// rows of 4 in lanes, so no 16-way reduction per token and block), and from kGemmMinTokensQ8 tokens
+// on (prefill) the panel GEMM above (Q8Panel).
+struct Q8DotVnni {
+  static constexpr int kBiasShift = 7;
+  using Wt = __m512i;
+  static inline Wt prep(__m512i w) { return _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80))); }
+  static inline __m512i dot(Wt w, __m512i a) { return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, a); }
+};
+
+#include "engines/kernels/fmt_q8a8_512.inc"
+
+constexpr int64_t kGemmMinTokensQ8 = 16;
+
+// int4a8s_vnni_tile's layout with Q8_0 blocks: a vector holds one half (16 bytes) of the block of
+// 4 adjacent rows, one row per 128-bit lane, biased to unsigned (XOR 0x80), and meets each token's
+// 16 activations of that half broadcast to every lane: two vpdpbusd per (token, block). The 4
+// tokens' vectors reduce in lane (two unpack-and-add steps) to one vector of exact biased sums
+// whose lane 4 L + s is (row L, token s); 128 x the token's block sum comes off and each lane does
+// acc = fma(d_w * d_a, float(sum), acc) in block order: the generic twin's expression, so
+// bit-identical. Fewer than 4 rows repeat the last one and do not store it.
+template <int MR, bool Prefetch>
+inline void q8a8s_vnni_tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x, size_t xrb,
+                            A8ActBlock ab, int64_t k, float* y, int64_t ldy) {
+  static_assert(MR >= 1 && MR <= 8, "one lane per (row, token) of 4 x 4, one or two vectors");
+  constexpr int NQ = (MR + 3) / 4;  // output vectors: tokens 4q .. 4q + 3
+  const int64_t nb = actb_blocks(k, kQ8Block), hdr = actb_header(k, kQ8Block);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512 acc[NQ];
+#pragma GCC unroll 2
+  for (int q = 0; q < NQ; ++q) acc[q] = _mm512_setzero_ps();
+  auto load4 = [&](int64_t o) __attribute__((always_inline)) {  // bytes [o, o + 16) of the 4 rows
+    __m512i b = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[0] + o)));
+    b = _mm512_inserti32x4(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[1] + o)), 1);
+    b = _mm512_inserti32x4(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[2] + o)), 2);
+    b = _mm512_inserti32x4(b, _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[3] + o)), 3);
+    return _mm512_xor_si512(b, bias);
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t o = b * kQ8BlockBytes;
+    if constexpr (Prefetch) prefetch_span(next + 4 * o, 4 * kQ8BlockBytes);
+    const __m512i wlo = load4(o + 2), whi = load4(o + 18);
+    __m512i v[4 * NQ];
+#pragma GCC unroll 8
+    for (int i = 0; i < 4 * NQ; ++i) {
+      if (i < MR) {
+        const uint8_t* ai = x + i * xrb + hdr + kQ8Block * b;
+        const __m512i alo = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ai)));
+        const __m512i ahi = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(ai + 16)));
+        v[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), wlo, alo), whi, ahi);
+      } else {
+        v[i] = _mm512_setzero_si512();
+      }
+    }
+    a8s_group_finish<NQ>(rows, o, v, ab, nb, b, acc);
+  }
+  a8s_store<NQ, MR>(acc, nrv, y, ldy);
+}
+
+struct Q8a8Few {
+  static constexpr int G = kQ8Block;
+  static constexpr int64_t kGemmMin = kGemmMinTokensQ8;
+  using Panel = Q8Panel;
+  template <int MR, bool Prefetch>
+  static void tile(const uint8_t* const* rows, int nrv, const uint8_t* next, const uint8_t* x, size_t xrb,
+                   A8ActBlock ab, int64_t k, float* y, int64_t ldy) {
+    q8a8s_vnni_tile<MR, Prefetch>(rows, nrv, next, x, xrb, ab, k, y, ldy);
+  }
+  static void one(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
+                  float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+    q8a8_matmul_512<Q8DotVnni>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+  }
+};
 
 // ---- bf16 weights x bf16 activations: vdpbf16ps ------------------------------------------------
 // The activations arrive rounded to bf16 (actbf16 rows: bf16_act_variant, converted once per call
@@ -1147,11 +1306,12 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
     f.matmul = w8a7_matmul_vnni;
     return f;
   }
+  if (s.kind == Kind::q8_a8) return FormatKernels{q8a8_matvec_512<Q8DotVnni>, a8_few_matmul_vnni<Q8a8Few>};
   if (s.kind == Kind::int4_a8) {
     FormatKernels f = kernels_avx2(s);  // the AVX2 quantiser; the matvec and matmuls here
     f.matvec = s.group == 128 ? int4a8_matvec_512<128> : (s.group == 64 ? int4a8_matvec_512<64> : int4a8_matvec_512<32>);
     f.matmul = s.group == 128 ? int4g128a8_matmul_vnni
-                              : (s.group == 64 ? int4a8_matmul_vnni<64> : int4a8_matmul_vnni<32>);
+                              : (s.group == 64 ? a8_few_matmul_vnni<Int4a8Few<64>> : a8_few_matmul_vnni<Int4a8Few<32>>);
     return f;
   }
   return {};

@@ -55,6 +55,14 @@
 // codes q (0..15) and correct with -8 * sum: sum((q - 8) a) = sum(q a) - 8 sum(a), exact in int32.
 // Per group the dot product is (d_w * d_a) * float(int32 sum), accumulated in group order with
 // fma, the same in every twin.
+//
+// int8_g32_a8 weights: ggml's block_q8_0 byte for byte, blocks of 32 along K, each
+//   [f16 d][int8 q x 32]                           34 bytes, w = d * q, q in [-127, 127]
+// d = amax / 127 rounded to f16 (round to nearest even), q = roundf(x * (1 / d)) with the f32 d
+// (ggml's quantize_row_q8_0_ref). A ragged last block is padded with q = 0 to 32 values (a row
+// with K a multiple of 32 is exactly ggml's row). Activations: the int4_g32_a8 rows above (G = 32,
+// the blocks line up with the weight blocks). Per block the int32 sum(q a) is exact; the dot
+// product is acc = fma(d_w * d_a, float(sum), acc) in block order, as for int4_gG_a8.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -68,7 +76,7 @@
 namespace cibench {
 namespace fmt {
 
-enum class Kind : uint8_t { bf16, int8, w8a8, w8a7, int4, f32_sparse, int8_sparse, int8_bs, int8_24, int4_a8 };
+enum class Kind : uint8_t { bf16, int8, w8a8, w8a7, int4, f32_sparse, int8_sparse, int8_bs, int8_24, int4_a8, q8_a8 };
 
 // What a kernel getter needs to know about a row.
 struct Spec {
@@ -160,6 +168,11 @@ inline size_t int4_row_bytes(int64_t k, int64_t group, bool asym) {
   return static_cast<size_t>(full * int4_group_bytes(group, asym) +
                              (tail ? int4_group_bytes(tail, asym) : 0));
 }
+
+// ---- int8_g32_a8 (Q8_0) block geometry ------------------------------------------------------
+constexpr int64_t kQ8Block = 32;       // values per block
+constexpr int64_t kQ8BlockBytes = 34;  // f16 d + 32 int8
+inline size_t q8_row_bytes(int64_t k) { return static_cast<size_t>((k + kQ8Block - 1) / kQ8Block * kQ8BlockBytes); }
 
 // ---- int8 activation rows (w8a8) -----------------------------------------------------------
 inline size_t act8_row_bytes(int64_t k) { return static_cast<size_t>(kActHeader + round_up(k, 32)); }

@@ -110,6 +110,22 @@ float dot_int4_a8(const uint8_t* row, int64_t k, const void* xv) {
   return acc;
 }
 
+// int8_g32_a8 (Q8_0 weights) x int8 activations per block of 32: exact int32 per block, then
+// acc = fma(d_w * d_a, float(sum), acc) in block order (the SIMD twins do the same per lane).
+float dot_q8_a8(const uint8_t* row, int64_t k, const void* xv) {
+  const uint8_t* xa = static_cast<const uint8_t*>(xv);
+  const int8_t* a = reinterpret_cast<const int8_t*>(xa + actb_header(k, kQ8Block));
+  const int64_t nb = actb_blocks(k, kQ8Block);
+  float acc = 0.f;
+  for (int64_t b = 0; b < nb; ++b, row += kQ8BlockBytes) {
+    const int8_t* q = reinterpret_cast<const int8_t*>(row + 2);
+    int32_t s = 0;
+    for (int64_t i = 0; i < kQ8Block; ++i) s += q[i] * a[b * kQ8Block + i];  // padding: 0 x 0
+    acc = std::fma(half_to_float(load_u16(row)) * load_f32(xa + 4 * b), static_cast<float>(s), acc);
+  }
+  return acc;
+}
+
 float dot_f32_sparse(const uint8_t* row, int64_t, const void* xv) {
   const float* x = static_cast<const float*>(xv);
   const int64_t n = load_u32(row);
@@ -210,6 +226,7 @@ FormatKernels kernels_generic(const Spec& s) {
     case Kind::int8_sparse: return make<dot_int8_sparse>();
     case Kind::int8_bs: return make<dot_int8_bs>();
     case Kind::int8_24: return make<dot_int8_24>();
+    case Kind::q8_a8: return make<dot_q8_a8>();
     case Kind::int4_a8:
       if (s.group == 32) return make<dot_int4_a8<32>>();
       if (s.group == 64) return make<dot_int4_a8<64>>();

@@ -213,6 +213,31 @@ void actb_quantize(const float* x, int64_t k, void* dst_v) {
   for (int64_t i = k; i < round_up(k, 32); ++i) v[i] = 0;
 }
 
+// ---- int8_g32_a8: ggml's block_q8_0 ---------------------------------------------------------
+size_t q8_bytes(int64_t k) { return q8_row_bytes(k); }
+// quantize_row_q8_0_ref: d = amax / 127 (f32), stored rounded to f16; q = roundf(x * (1 / d)) with
+// the f32 d (one rounding of the product, no fused multiply-add; halves away from zero). A
+// ragged last block is quantised as if padded with zeros (they change neither amax nor any q).
+void q8_pack(const float* src, int64_t k, uint8_t* dst) {
+  for (int64_t c0 = 0; c0 < k; c0 += kQ8Block, dst += kQ8BlockBytes) {
+    const int64_t n = std::min<int64_t>(kQ8Block, k - c0);
+    const float d = absmax(src + c0, n) / 127.f;
+    const float id = d != 0.f ? 1.f / d : 0.f;
+    store_u16(dst, half_from_float(d));
+    for (int64_t j = 0; j < kQ8Block; ++j) {
+      const float v = j < n ? src[c0 + j] * id : 0.f;
+      dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(v)));
+    }
+  }
+}
+void q8_unpack(const uint8_t* src, int64_t k, float* dst) {
+  for (int64_t c0 = 0; c0 < k; c0 += kQ8Block, src += kQ8BlockBytes) {
+    const float d = half_to_float(load_u16(src));
+    for (int64_t j = 0; j < kQ8Block && c0 + j < k; ++j)
+      dst[c0 + j] = d * static_cast<float>(static_cast<int8_t>(src[2 + j]));
+  }
+}
+
 // ---- sparse ----------------------------------------------------------------------------------
 void check_sparse_k(int64_t k) {
   CIBENCH_CHECK(k <= kMaxSparseCols, "sparse formats index columns with 16 bits: K=", k,
@@ -547,6 +572,23 @@ void append_packed_rows(std::vector<FormatRow>& t) {
   t.push_back(int4_a8_row<32>("int4_g32_a8", "int4 symmetric, group 32 (as int4_g32) x int8 activations quantised per block of 32 at run time; int32 per block"));
   t.push_back(int4_a8_row<64>("int4_g64_a8", "int4 symmetric, group 64 (as int4_g64) x int8 activations quantised per block of 64 at run time; int32 per block"));
   t.push_back(int4_a8_row<128>("int4_g128_a8", "int4 symmetric, group 128 (as int4_g128) x int8 activations quantised per block of 128 at run time; int32 per block"));
+  {
+    FormatRow r = base_row("int8_g32_a8",
+                           "int8 symmetric, group 32 along K, f16 scale per group (ggml's Q8_0 block "
+                           "byte for byte) x int8 activations quantised per block of 32 at run time; "
+                           "int32 per block",
+                           Spec{Kind::q8_a8, 32, false});
+    r.block_size = kQ8Block;
+    r.bytes_per_block = kQ8BlockBytes;
+    r.bits_per_weight = 8.0 * kQ8BlockBytes / kQ8Block;
+    r.act = ActType::int8_per_block;
+    r.row_bytes = q8_bytes;
+    r.pack_row = q8_pack;
+    r.unpack_row = q8_unpack;
+    r.act_row_bytes = actb_bytes<32>;
+    r.quantize_act = actb_quantize<32>;
+    t.push_back(r);
+  }
   {
     FormatRow r = base_row("f32_sparse",
                            "unstructured sparse f32: per row the non-zeros as (f32 value, u16 "

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "engines/core/error.h"
+#include "engines/core/format.h"
 #include "engines/kernels/half.h"
 
 namespace cibench {
@@ -23,18 +24,11 @@ float load_half(const uint8_t* p) {
 
 }  // namespace
 
+// Q8_0 blocks are the rows of the int8_g32_a8 format (engines/kernels/fmt_pack.cpp), which
+// packs and unpacks them with quantize_row_q8_0_ref's rounding: one implementation for both.
 void quantize_q8_0(const float* x, int64_t n, uint8_t* out) {
-  for (int64_t b = 0; b < n / kGgmlBlock; ++b, x += kGgmlBlock, out += kQ8_0BlockBytes) {
-    float amax = 0.0f;
-    for (int j = 0; j < kGgmlBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    store_half(out, d);
-    for (int j = 0; j < kGgmlBlock; ++j) {
-      const float v = x[j] * id;  // one rounding, then roundf: as ggml (no fused multiply-add)
-      out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(v)));
-    }
-  }
+  static const auto pack = format_by_name("int8_g32_a8").pack_row;
+  pack(x, n, out);
 }
 
 void quantize_q4_0(const float* x, int64_t n, uint8_t* out) {
@@ -60,11 +54,8 @@ void quantize_q4_0(const float* x, int64_t n, uint8_t* out) {
 }
 
 void dequantize_q8_0(const uint8_t* in, int64_t n, float* y) {
-  for (int64_t b = 0; b < n / kGgmlBlock; ++b, in += kQ8_0BlockBytes, y += kGgmlBlock) {
-    const float d = load_half(in);
-    for (int j = 0; j < kGgmlBlock; ++j)
-      y[j] = static_cast<float>(static_cast<int8_t>(in[2 + j])) * d;
-  }
+  static const auto unpack = format_by_name("int8_g32_a8").unpack_row;
+  unpack(in, n, y);
 }
 
 void dequantize_q4_0(const uint8_t* in, int64_t n, float* y) {

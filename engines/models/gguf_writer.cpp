@@ -30,6 +30,11 @@ struct TypeRow {
   uint32_t file_type;
   int64_t block;        // values per block
   uint64_t block_bytes;
+  // The cibench format whose rows are this type's rows byte for byte (nullptr: none). A source
+  // tensor stored in it (TensorSource::native_format, a GGUF Q8_0 or Q4_0 tensor) is written by
+  // copying its rows, not by re-quantising its values: a scale or code another quantiser chose
+  // (an importance matrix) stays as it was.
+  const char* native = nullptr;
 };
 
 // Formats are table rows (ggml-common.h / llama.h numbering).
@@ -37,8 +42,8 @@ constexpr TypeRow kTypes[] = {
     {GgufWeightType::f32, "f32", 0, 0, 1, 4},
     {GgufWeightType::f16, "f16", 1, 1, 1, 2},
     {GgufWeightType::bf16, "bf16", 30, 32, 1, 2},
-    {GgufWeightType::q8_0, "q8_0", 8, 7, kGgmlBlock, kQ8_0BlockBytes},
-    {GgufWeightType::q4_0, "q4_0", 2, 2, kGgmlBlock, kQ4_0BlockBytes},
+    {GgufWeightType::q8_0, "q8_0", 8, 7, kGgmlBlock, kQ8_0BlockBytes, "int8_g32_a8"},
+    {GgufWeightType::q4_0, "q4_0", 2, 2, kGgmlBlock, kQ4_0BlockBytes, "int4_g32"},
 };
 
 const TypeRow& row_of(GgufWeightType t) {
@@ -179,6 +184,25 @@ void read_planned(const PlannedTensor& t, int64_t r0, int64_t n, std::vector<flo
   } else {
     for (int64_t r = 0; r < n; ++r)
       t.source->read(canonical_of_rotate_half(r0 + r, t.permute_head, t.permute_rot), 1, out.data() + r * cols);
+  }
+}
+
+// Whether the planned tensor's rows are copied from its source's stored rows (TypeRow::native).
+bool copies_native(const PlannedTensor& t) {
+  return t.type->native && !t.one_d && t.source->read_native && t.source->native_format == t.type->native;
+}
+
+// Rows [r0, r0 + n) of such a tensor, in the order the file stores them, appended to `out`.
+void read_planned_native(const PlannedTensor& t, int64_t r0, int64_t n, std::vector<uint8_t>& out) {
+  const size_t rb = static_cast<size_t>(t.source->cols / t.type->block) * t.type->block_bytes;
+  const size_t at = out.size();
+  out.resize(at + rb * static_cast<size_t>(n));
+  if (t.permute_head == 0) {
+    t.source->read_native(r0, n, out.data() + at);
+  } else {
+    for (int64_t r = 0; r < n; ++r)
+      t.source->read_native(canonical_of_rotate_half(r0 + r, t.permute_head, t.permute_rot), 1,
+                            out.data() + at + rb * static_cast<size_t>(r));
   }
 }
 
@@ -522,12 +546,17 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
     const int64_t block = std::max<int64_t>(1, (int64_t{1} << 20) / cols);  // ~4 MiB of f32
     for (int64_t r = 0; r < t.source->rows; r += block) {
       const int64_t n = std::min(block, t.source->rows - r);
+      encoded.clear();
+      if (copies_native(t)) {
+        read_planned_native(t, r, n, encoded);
+        out.write(reinterpret_cast<const char*>(encoded.data()), static_cast<std::streamsize>(encoded.size()));
+        continue;
+      }
       read_planned(t, r, n, rows_f32);
       for (int64_t i = 0; i < n * cols; ++i)
         if (!std::isfinite(rows_f32[static_cast<size_t>(i)]))
           throw Error(str("tensor '", t.gguf_name, "' row ", r + i / cols, " column ", i % cols, " is ",
                           rows_f32[static_cast<size_t>(i)], " (not finite)"));
-      encoded.clear();
       encode_rows(t, rows_f32.data(), n, encoded);
       out.write(reinterpret_cast<const char*>(encoded.data()), static_cast<std::streamsize>(encoded.size()));
     }

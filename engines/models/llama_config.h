@@ -108,7 +108,7 @@ struct TensorSource {
   // delivers the dequantised values. Empty for float tensors.
   std::string stored_type;
   // When the stored rows already are rows of a cibench format byte for byte (GGUF Q4_0 rows are
-  // int4_g32 rows): that format's name and a reader of the raw rows (row_bytes(cols) each), so
+  // int4_g32 rows, Q8_0 rows int8_g32_a8 rows): that format's name and a reader of the raw rows (row_bytes(cols) each), so
   // packing into any format with that row layout copies them instead of re-quantising.
   std::string native_format;
   std::function<void(int64_t row_begin, int64_t n_rows, uint8_t* dst)> read_native;

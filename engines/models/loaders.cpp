@@ -793,8 +793,9 @@ LlamaSource open_gguf(const std::string& path) {
       dequantize_ggml(type, base + static_cast<size_t>(r0) * row_bytes, n * cols, dst);
     };
     if (ggml_block_values(type) > 1) t.stored_type = GgufFile::ggml_type_name(type);
-    if (type == kGgmlQ4_0) {  // Q4_0 blocks are int4_g32 groups byte for byte
-      t.native_format = "int4_g32";
+    // Q4_0 blocks are int4_g32 groups, Q8_0 blocks int8_g32_a8 blocks, byte for byte.
+    if (type == kGgmlQ4_0 || type == kGgmlQ8_0) {
+      t.native_format = type == kGgmlQ4_0 ? "int4_g32" : "int8_g32_a8";
       t.read_native = [g, name, base, t_rows, row_bytes](int64_t r0, int64_t n, uint8_t* dst) {
         check_rows(name, t_rows, r0, n);
         std::memcpy(dst, base + static_cast<size_t>(r0) * row_bytes, static_cast<size_t>(n) * row_bytes);

@@ -621,8 +621,8 @@ const RegisterCommand reg{
        sub.add_option("--peer", a->peer,
                       "side by side with llama.cpp: llama-bench=PATH (a llama-bench you built). Each repetition runs "
                       "cibench, then the peer once (-r 1 -mmp 0, the same threads, prompt, decode steps and KV cache "
-                      "type) on a GGUF of the same weights in the paired ggml type (f32 ~ F32, bf16 ~ BF16, int8/w8a8/"
-                      "w8a7 ~ Q8_0, int4 ~ Q4_0); both measure llama-bench's tests: prefill of --prompt tokens and "
+                      "type) on a GGUF of the same weights in the paired ggml type (f32 ~ F32, bf16 ~ BF16, int8_g32_a8/"
+                      "int8/w8a8/w8a7 ~ Q8_0, int4 ~ Q4_0); both measure llama-bench's tests: prefill of --prompt tokens and "
                       "--decode single-token steps, each from an empty cache");
        sub.add_option("--peer-args", a->peer_args,
                       "--peer: extra llama-bench arguments, appended as given (e.g. --peer-args=-fa --peer-args=1)")

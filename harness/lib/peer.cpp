@@ -20,10 +20,10 @@ namespace cibench {
 std::string peer_ggml_type(const std::string& f) {
   if (f == "f32") return "F32";
   if (f == "bf16") return "BF16";
-  if (f == "int8" || f == "w8a8" || f == "w8a8_static" || f == "w8a7") return "Q8_0";
+  if (f == "int8_g32_a8" || f == "int8" || f == "w8a8" || f == "w8a8_static" || f == "w8a7") return "Q8_0";
   if (f.rfind("int4_g", 0) == 0 && f.find("asym") == std::string::npos) return "Q4_0";
-  throw Error(str("format '", f, "' has no llama.cpp counterpart (paired: f32 ~ F32, bf16 ~ BF16, int8/w8a8/w8a7 ~ "
-                  "Q8_0, int4_gG[_a8] ~ Q4_0); leave it out of --formats when running --peer"));
+  throw Error(str("format '", f, "' has no llama.cpp counterpart (paired: f32 ~ F32, bf16 ~ BF16, int8_g32_a8 "
+                  "(like for like)/int8/w8a8/w8a7 ~ Q8_0, int4_gG[_a8] ~ Q4_0); leave it out of --formats when running --peer"));
 }
 
 namespace {

@@ -21,7 +21,8 @@ class PeerError : public Error {
 };
 
 // The ggml tensor type of llama.cpp's nearest build to a cibench format: f32 -> F32, bf16 -> BF16,
-// the int8 formats -> Q8_0, the int4 formats -> Q4_0 (ggml's group of 32, symmetric). Formats with
+// the int8 formats -> Q8_0 (int8_g32_a8 is its very layout and arithmetic), the int4 formats ->
+// Q4_0 (ggml's group of 32, symmetric). Formats with
 // no ggml counterpart (the sparse ones, asymmetric int4) throw naming the format.
 std::string peer_ggml_type(const std::string& cibench_format);
 

@@ -593,6 +593,7 @@ TEST_P(BatchedDecode, TokensOfSeparateSessionsAndLogitsIdenticalOrWithinRounding
                                    {"bf16", KvMode::preallocated, false}};
   if (small) {
     variants.push_back({"int4_g32_a8", KvMode::preallocated, true});
+    variants.push_back({"int8_g32_a8", KvMode::preallocated, true});
     variants.push_back({"int8", KvMode::preallocated, false});
     variants.push_back({"int4_g32", KvMode::preallocated, false});
     variants.push_back({"f32", KvMode::preallocated_f16, false});

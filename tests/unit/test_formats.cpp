@@ -21,6 +21,7 @@
 #include "engines/core/thread_pool.h"
 #include "engines/core/prune.h"
 #include "engines/kernels/fmt_common.h"
+#include "engines/models/ggml_quants.h"
 
 namespace cibench {
 namespace {
@@ -71,7 +72,7 @@ double error_bound(const FormatRow& f) {
 TEST(Formats, TableHasEveryRowWithConsistentGeometry) {
   for (const char* name : {"f32", "bf16", "int8", "w8a8", "w8a7", "int4_g32", "int4_g64", "int4_g128",
                            "int4_g32_asym", "int4_g64_asym", "int4_g128_asym", "int4_g32_a8",
-                           "int4_g64_a8", "int4_g128_a8", "f32_sparse",
+                           "int4_g64_a8", "int4_g128_a8", "int8_g32_a8", "f32_sparse",
                            "int8_sparse", "int8_bs", "int8_24"})
     EXPECT_EQ(std::string(format_by_name(name).name), name);
   for (const FormatRow& f : format_table()) {
@@ -118,6 +119,33 @@ TEST(Formats, PackUnpackErrorWithinBound) {
       const double rel = ref > 0 ? std::sqrt(err / ref) : 0.0;
       EXPECT_LE(rel, error_bound(f)) << "k=" << k;
     }
+  }
+}
+
+// int8_g32_a8 rows are ggml's Q8_0 rows (quantize_q8_0, held to ggml's rounding by GgmlBlocks):
+// byte for byte when K is a multiple of 32, and a ragged last block is the block of the row
+// padded with zeros. 34 bytes per 32 weights.
+TEST(Formats, Int8G32A8RowsAreGgmlQ8_0Rows) {
+  const FormatRow& f = format_by_name("int8_g32_a8");
+  EXPECT_EQ(f.bits_per_weight, 8.5);
+  EXPECT_EQ(f.act, ActType::int8_per_block);
+  std::mt19937 rng(13);
+  for (int64_t k : {1, 7, 31, 32, 45, 64, 100, 768}) {
+    SCOPED_TRACE(k);
+    std::vector<float> x = gauss(k, rng);
+    x[static_cast<size_t>(k / 2)] *= 20.f;  // one block with a large amax
+    const int64_t kp = (k + 31) / 32 * 32;
+    ASSERT_EQ(f.row_bytes(k), static_cast<size_t>(kp / 32) * kQ8_0BlockBytes);
+    std::vector<uint8_t> got(f.row_bytes(k), 0xcd), want(f.row_bytes(k), 0xab);
+    f.pack_row(x.data(), k, got.data());
+    std::vector<float> padded(x);
+    padded.resize(static_cast<size_t>(kp), 0.f);
+    quantize_q8_0(padded.data(), kp, want.data());
+    EXPECT_EQ(got, want);
+    std::vector<float> back(k), deq(static_cast<size_t>(kp));
+    f.unpack_row(got.data(), k, back.data());
+    dequantize_q8_0(want.data(), kp, deq.data());
+    for (int64_t i = 0; i < k; ++i) ASSERT_EQ(back[i], deq[static_cast<size_t>(i)]) << i;
   }
 }
 
@@ -356,7 +384,7 @@ void check_matmul_range(const FormatRow& f, Isa isa, const Packed& p, const Acts
 
 TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
   std::mt19937 rng(23);
-  for (const char* name : {"w8a8", "w8a7", "int4_g32_a8", "int4_g64_a8", "int4_g128_a8"}) {
+  for (const char* name : {"w8a8", "w8a7", "int4_g32_a8", "int4_g64_a8", "int4_g128_a8", "int8_g32_a8"}) {
     const FormatRow& f = format_by_name(name);
     SCOPED_TRACE(std::string(name) + " at " + isa_name(GetParam()));
     struct Shape {
@@ -387,20 +415,21 @@ TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
   }
 }
 
-// The int4_gG_a8 matvec works 16 rows at a time (AVX-512 VNNI) or 8 (AVX2) with one group of G
-// per step: every row count from 1 to 33 around those steps, K with full groups only, a ragged
-// last group of one partial sub-block, and (G = 64, 128) a ragged group of more than one
+// The int4_gG_a8 and int8_g32_a8 matvecs work 16 rows at a time (AVX-512) or 8 (AVX2) with one
+// group of G per step: every row count from 1 to 33 around those steps, K with full groups only,
+// a ragged last group of one partial sub-block, and (G = 64, 128) a ragged group of more than one
 // sub-block; ranges [row_begin, row_end) of every start and end that are not multiples of 16
 // (a thread's share of rows), bit for bit against the generic twin, nothing written past the range.
-TEST_P(FormatTwin, Int4A8MatvecRowTailsRaggedGroupsAndRowRanges) {
+TEST_P(FormatTwin, GroupA8MatvecRowTailsRaggedGroupsAndRowRanges) {
   std::mt19937 rng(5);
-  for (int g : {32, 64, 128}) {
-    const FormatRow& f = format_by_name("int4_g" + std::to_string(g) + "_a8");
+  for (const char* name : {"int4_g32_a8", "int4_g64_a8", "int4_g128_a8", "int8_g32_a8"}) {
+    const FormatRow& f = format_by_name(name);
+    const int g = static_cast<int>(f.block_size);
     const FormatKernels& fast = f.kernels_at(GetParam());
     const FormatKernels& ref = f.kernels[0];
     for (int64_t k : {int64_t{2} * g, int64_t{3} * g + 5, int64_t{g} + g / 2 + 9, int64_t{7}}) {
       for (int64_t rows = 1; rows <= 33; ++rows) {
-        SCOPED_TRACE("int4_g" + std::to_string(g) + "_a8 at " + isa_name(GetParam()) + " k=" +
+        SCOPED_TRACE(std::string(name) + " at " + isa_name(GetParam()) + " k=" +
                      std::to_string(k) + " rows=" + std::to_string(rows));
         Packed p = pack_rows(f, gauss(rows * k, rng), rows, k);
         Acts a = make_acts(f, gauss(k, rng), 1, k);
@@ -428,7 +457,7 @@ TEST_P(FormatTwin, Int4A8MatvecRowTailsRaggedGroupsAndRowRanges) {
 TEST_P(FormatTwin, PrefillExtremeValuesMatchTheGenericTwin) {
   std::mt19937 rng(29);
   std::bernoulli_distribution coin(0.5);
-  for (const char* name : {"w8a8", "w8a7", "int4_g32_a8", "int4_g128_a8"}) {
+  for (const char* name : {"w8a8", "w8a7", "int4_g32_a8", "int4_g128_a8", "int8_g32_a8"}) {
     const FormatRow& f = format_by_name(name);
     SCOPED_TRACE(std::string(name) + " at " + isa_name(GetParam()));
     const int64_t rows = 37, k = 2080, m = 14;
@@ -979,7 +1008,7 @@ TEST(Formats, MatmulRunnerEveryFormatAtOneAndTwoThreads) {
 TEST(Formats, PrefillThreadSplitsMatchOneGenericThread) {
   std::mt19937 rng(67);
   const int64_t rows = 83, cols = 300, m = 27;
-  for (const char* name : {"w8a8", "w8a7", "int4_g32_a8", "int4_g64_a8", "int4_g128_a8"}) {
+  for (const char* name : {"w8a8", "w8a7", "int4_g32_a8", "int4_g64_a8", "int4_g128_a8", "int8_g32_a8"}) {
     const FormatRow& f = format_by_name(name);
     SCOPED_TRACE(name);
     auto w = gauss(rows * cols, rng);

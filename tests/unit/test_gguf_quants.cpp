@@ -502,10 +502,8 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
   out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 
-// A GGUF with every 2-D tensor in Q4_0 blocks whose codes avoid 0 (-8) and whose scales are not
-// the block's largest magnitude / 8, as an importance-weighted quantiser may choose: re-quantising
-// their values would pick other scales and codes; copying keeps them.
-std::string write_q4_0_gguf(const TempDir& tmp) {
+// A small decoder (q4_config) of uniform weights in [-0.1, 0.1), norms 1, held in memory.
+LlamaSource small_source() {
   const LlamaConfig c = q4_config();
   LlamaSource src;
   src.config = c;
@@ -543,8 +541,16 @@ std::string write_q4_0_gguf(const TempDir& tmp) {
   add("layers.0.w2", d, h, false);
   add("layers.0.w3", h, d, false);
   src.keepalive = held;
+  return src;
+}
+
+// A GGUF with every 2-D tensor in Q4_0 blocks whose codes avoid 0 (-8) and whose scales are not
+// the block's largest magnitude / 8, as an importance-weighted quantiser may choose: re-quantising
+// their values would pick other scales and codes; copying keeps them.
+std::string write_q4_0_gguf(const TempDir& tmp) {
+  const LlamaSource src = small_source();
   const std::string path = tmp.file("q4_0.gguf");
-  write_llama_gguf(src, placeholder_vocab(c.vocab_size), GgufWeightType::q4_0, "q4", path);
+  write_llama_gguf(src, placeholder_vocab(src.config.vocab_size), GgufWeightType::q4_0, "q4", path);
   // Every block: code 0 becomes 1 (no value at -8 d any more) and d grows by 1.25 (exact in f16).
   std::vector<uint8_t> b = file_bytes(path);
   {
@@ -566,6 +572,41 @@ std::string write_q4_0_gguf(const TempDir& tmp) {
   return path;
 }
 
+// Every class of `m` (attention, ffn, output) was copied from `stored` blocks: 0 error.
+void expect_every_class_copied(const LlamaModel& m, const std::string& stored) {
+  ASSERT_EQ(m.conversion.size(), 3u);
+  for (const auto& [cls, c] : m.conversion) {
+    SCOPED_TRACE(cls);
+    EXPECT_EQ(c.err_sq, 0.0);
+    EXPECT_EQ(c.relative_rms(), 0.0);
+    EXPECT_GT(c.tensors, 0);
+    EXPECT_EQ(c.copied, c.tensors);
+    EXPECT_EQ(c.stored_types, std::vector<std::string>{stored});
+  }
+  EXPECT_NE(m.conversion_summary().find("(copied)"), std::string::npos);
+}
+
+// Writes `src` (opened from the GGUF `g`) again as `type` and expects every tensor of ggml type
+// `ggml_type` in `g` to come out with the same bytes; returns how many were compared.
+int expect_reexported_blocks(const LlamaSource& src, const GgufFile& g, GgufWeightType type, uint32_t ggml_type,
+                             const TempDir& tmp) {
+  const std::string again = tmp.file("again.gguf");
+  write_llama_gguf(src, placeholder_vocab(src.config.vocab_size), type, "again", again);
+  const GgufFile g2(again);
+  int compared = 0;
+  for (const GgufTensorInfo& t : g.tensors()) {
+    if (t.ggml_type != ggml_type) continue;
+    SCOPED_TRACE(t.name);
+    const GgufTensorInfo* t2 = g2.find_tensor(t.name);
+    EXPECT_NE(t2, nullptr);
+    if (!t2) continue;
+    EXPECT_EQ(t2->nbytes, t.nbytes);
+    EXPECT_EQ(std::memcmp(t2->data, t.data, std::min(t.nbytes, t2->nbytes)), 0);
+    ++compared;
+  }
+  return compared;
+}
+
 TEST(GgufQ4_0Conversion, BlocksWithoutTheMinusEightCodeAreTheInt4G32Rows) {
   TempDir tmp;
   const std::string path = write_q4_0_gguf(tmp);
@@ -577,15 +618,7 @@ TEST(GgufQ4_0Conversion, BlocksWithoutTheMinusEightCodeAreTheInt4G32Rows) {
     LlamaBuildOptions o;
     o.format = fmt;
     const LlamaModel m = build_llama(src, o);
-    ASSERT_EQ(m.conversion.size(), 3u);
-    for (const auto& [cls, c] : m.conversion) {
-      SCOPED_TRACE(cls);
-      EXPECT_EQ(c.err_sq, 0.0);
-      EXPECT_EQ(c.relative_rms(), 0.0);
-      EXPECT_EQ(c.copied, c.tensors);
-      EXPECT_EQ(c.stored_types, std::vector<std::string>{"Q4_0"});
-    }
-    EXPECT_NE(m.conversion_summary().find("(copied)"), std::string::npos);
+    expect_every_class_copied(m, "Q4_0");
     // The packed rows are the file's bytes.
     const GgufTensorInfo* ti = g.find_tensor("blk.0.ffn_down.weight");
     ASSERT_EQ(m.layers[0].w2.bytes(), ti->nbytes);
@@ -606,6 +639,9 @@ TEST(GgufQ4_0Conversion, BlocksWithoutTheMinusEightCodeAreTheInt4G32Rows) {
   EXPECT_EQ(mt.conversion.at("output").err_sq, 0.0);
   const GgufTensorInfo* emb = g.find_tensor("token_embd.weight");
   EXPECT_EQ(std::memcmp(mt.output.data(), emb->data, emb->nbytes), 0);
+  // Exported again as Q4_0, the stored rows are copied as well: the file's bytes, which
+  // re-quantising the values would not give back.
+  EXPECT_GT(expect_reexported_blocks(src, g, GgufWeightType::q4_0, kGgmlQ4_0, tmp), 5);
 }
 
 // Packs `src` (GGUF Q4_0 weights) as int4_g32 and checks its logits against the model built from
@@ -638,6 +674,19 @@ TEST_P(GgufQ4_0Model, Int4G32LogitsMatchTheF32DequantisedModel) {
 
 INSTANTIATE_TEST_SUITE_P(Isa, GgufQ4_0Model, ::testing::ValuesIn(all_isas()), test::isa_param_name);
 
+// The family fixture `family` written as a GGUF of `type` in `tmp` and opened again; its q/k
+// projections are stored as `stored` blocks, natively rows of `native`.
+LlamaSource family_gguf(const TempDir& tmp, const char* family, GgufWeightType type, const char* native,
+                        const char* stored) {
+  const LlamaSource hf = open_llama_source(std::string(CIBENCH_SOURCE_DIR) + "/tests/fixtures/families/" + family);
+  const std::string path = tmp.file(std::string(family) + ".gguf");
+  write_llama_gguf(hf, placeholder_vocab(hf.config.vocab_size), type, family, path);
+  LlamaSource src = open_llama_source(path);
+  EXPECT_EQ(src.tensor("layers.0.wq").native_format, native);
+  EXPECT_EQ(src.tensor("layers.0.wk").stored_type, stored);
+  return src;
+}
+
 // The families whose q/k rows the loader reorders (rotate-half in the file: qwen2) or cuts out of
 // a fused tensor (phi3's attn_qkv and ffn_up): the stored Q4_0 rows move with them, still copied.
 TEST_P(GgufQ4_0Model, ReorderedAndFusedRowsAreCopiedToo) {
@@ -645,17 +694,74 @@ TEST_P(GgufQ4_0Model, ReorderedAndFusedRowsAreCopiedToo) {
   for (const char* family : {"qwen2", "phi3"}) {
     SCOPED_TRACE(family);
     TempDir tmp;
-    const LlamaSource hf = open_llama_source(std::string(CIBENCH_SOURCE_DIR) + "/tests/fixtures/families/" + family);
-    const std::string path = tmp.file("q4_0.gguf");
-    write_llama_gguf(hf, placeholder_vocab(hf.config.vocab_size), GgufWeightType::q4_0, family, path);
-    const LlamaSource src = open_llama_source(path);
-    EXPECT_EQ(src.tensor("layers.0.wq").native_format, "int4_g32");
-    EXPECT_EQ(src.tensor("layers.0.wk").stored_type, "Q4_0");
+    const LlamaSource src = family_gguf(tmp, family, GgufWeightType::q4_0, "int4_g32", "Q4_0");
     const LlamaModel m4 = expect_int4_g32_logits_of_dequantised(src);
     EXPECT_EQ(m4.conversion.at("attention").err_sq, 0.0);
     EXPECT_GT(m4.conversion.at("attention").copied, 0);
   }
 }
+
+// ---- GGUF Q8_0 into int8_g32_a8: the same bytes -------------------------------------------------
+
+// A Q8_0 file cibench writes holds the int8_g32_a8 rows of its f32 weights (the same rounding,
+// ggml's): loaded as int8_g32_a8 they are copied (0 conversion error, the file's bytes), and the
+// model computes the logits of int8_g32_a8 built from the dequantised weights bit for bit (re-
+// quantising a Q8_0 block's values gives the block back: d * 127 / 127 = d, q * d / d rounds to q).
+// Written again as Q8_0, the file's tensors are the same bytes.
+class GgufQ8_0Model : public GgufQ4_0Model {};
+
+TEST_P(GgufQ8_0Model, Q8_0RowsAreCopiedIntoInt8G32A8WithTheSameLogits) {
+  test::IsaScope isa(GetParam());
+  TempDir tmp;
+  const LlamaSource orig = small_source();
+  const std::string path = tmp.file("q8_0.gguf");
+  write_llama_gguf(orig, placeholder_vocab(orig.config.vocab_size), GgufWeightType::q8_0, "q8", path);
+  const GgufFile g(path);
+  const LlamaSource src = open_llama_source(path);
+  EXPECT_EQ(src.tensor("layers.0.wq").native_format, "int8_g32_a8");
+  LlamaBuildOptions o;
+  o.format = "int8_g32_a8";
+  const LlamaModel m = build_llama(src, o);
+  expect_every_class_copied(m, "Q8_0");
+  for (const char* t : {"blk.0.ffn_down.weight", "output.weight"}) {
+    const GgufTensorInfo* ti = g.find_tensor(t);
+    const WeightMatrix& w = std::string(t) == "output.weight" ? m.output : m.layers[0].w2;
+    ASSERT_EQ(w.bytes(), ti->nbytes) << t;
+    EXPECT_EQ(std::memcmp(w.data(), ti->data, ti->nbytes), 0) << t;
+  }
+  // Packing the f32 weights gives the same rows: the model of the dequantised weights (its
+  // embeddings are the file's too) re-quantises to the file's bytes and computes the same logits.
+  const LlamaModel requantised = build_llama(dequantised_copy(src), o);
+  EXPECT_EQ(requantised.conversion.size(), 0u);
+  EXPECT_EQ(std::memcmp(requantised.layers[0].w2.data(), m.layers[0].w2.data(), m.layers[0].w2.bytes()), 0);
+  const std::vector<int> toks = {1, 5, 39, 0, 17, 2};
+  EXPECT_EQ(session_logits(m, toks), session_logits(requantised, toks));
+  // Written again as Q8_0 (rows copied): the same tensor bytes.
+  EXPECT_GT(expect_reexported_blocks(src, g, GgufWeightType::q8_0, kGgmlQ8_0, tmp), 5);
+}
+
+// As GgufQ4_0Model.ReorderedAndFusedRowsAreCopiedToo, for Q8_0 into int8_g32_a8: the rows the
+// loader reorders (qwen2's rotate-half q/k) or cuts out of a fused tensor (phi3's attn_qkv and
+// ffn_up) are still copied, with the logits of the dequantised weights re-quantised.
+TEST_P(GgufQ8_0Model, ReorderedAndFusedRowsAreCopiedToo) {
+  test::IsaScope isa(GetParam());
+  for (const char* family : {"qwen2", "phi3"}) {
+    SCOPED_TRACE(family);
+    TempDir tmp;
+    const LlamaSource src = family_gguf(tmp, family, GgufWeightType::q8_0, "int8_g32_a8", "Q8_0");
+    LlamaBuildOptions o;
+    o.format = "int8_g32_a8";
+    const LlamaModel m = build_llama(src, o);
+    EXPECT_EQ(m.conversion.at("attention").err_sq, 0.0);
+    EXPECT_EQ(m.conversion.at("ffn").err_sq, 0.0);
+    EXPECT_GT(m.conversion.at("attention").copied, 0);
+    const LlamaModel requantised = build_llama(dequantised_copy(src), o);
+    const std::vector<int> toks = {1, 5, 39, 0, 17, 2};
+    EXPECT_EQ(session_logits(m, toks), session_logits(requantised, toks));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, GgufQ8_0Model, ::testing::ValuesIn(all_isas()), test::isa_param_name);
 
 // ---- Bad files ---------------------------------------------------------------------------------
 

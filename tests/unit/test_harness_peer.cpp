@@ -29,7 +29,7 @@ const char* kTwoTests = R"([
 TEST(Peer, PairsFormatsWithGgmlTypes) {
   EXPECT_EQ(peer_ggml_type("f32"), "F32");
   EXPECT_EQ(peer_ggml_type("bf16"), "BF16");
-  for (const char* f : {"int8", "w8a8", "w8a8_static", "w8a7"}) EXPECT_EQ(peer_ggml_type(f), "Q8_0") << f;
+  for (const char* f : {"int8_g32_a8", "int8", "w8a8", "w8a8_static", "w8a7"}) EXPECT_EQ(peer_ggml_type(f), "Q8_0") << f;
   for (const char* f : {"int4_g32", "int4_g128", "int4_g32_a8", "int4_g128_a8"}) EXPECT_EQ(peer_ggml_type(f), "Q4_0") << f;
   for (const char* f : {"f32_sparse", "int8_sparse", "int4_g32_asym", "nonsense"}) {
     try {
