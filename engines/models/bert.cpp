@@ -287,6 +287,72 @@ void parallel_rows(ThreadPool& pool, int64_t n, int64_t row_values, Fn&& fn) {
   });
 }
 
+// One layer's self-attention over B sequences of L rows of qkv (each row: the query, key and
+// value columns of every head, before their biases), split by (sequence, head) over the pool (on
+// this thread alone under ~1M multiply-adds). Per task: the biases of this head's query (the n_q
+// rows attended from: all L, or the first only), key and value columns; rotary positions on the
+// queries and keys when rope_cos is set (rotate-half: dimensions i and i + head_dim / 2 turn by
+// the angle of position t, tables of head_dim / 2 per position); scores Q K^T / sqrt(head_dim);
+// the masked softmax per query over every key, or over the keys within `reach` positions when
+// reach >= 0 (a sliding window; the others get weight 0); then P V into ctx (rows n_q per
+// sequence, `h` apart). `scores` holds per_thread floats per thread: n_q x L scores and the
+// head's values transposed (head_dim x L).
+void self_attention(const KernelTable& k, ThreadPool& pool, float* qkv, const float* bqkv, const uint8_t* mask,
+                    int64_t B, int64_t L, int64_t n_q, int64_t h, int64_t nh, const float* rope_cos,
+                    const float* rope_sin, int64_t reach, float* scores, int64_t per_thread, float* ctx) {
+  const int64_t h3 = 3 * h, hd = h / nh, half = hd / 2;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  auto attention = [&](int ti, int parts) {
+    float* s = scores + ti * per_thread;  // (n_q, L)
+    float* vt = s + L * L;                // (hd, L)
+    int64_t b0, b1;
+    ThreadPool::split(B * nh, ti, parts, &b0, &b1);
+    for (int64_t task = b0; task < b1; ++task) {
+      const int64_t b = task / nh, head = task % nh;
+      float* base = qkv + b * L * h3 + head * hd;
+      const uint8_t* mrow = mask ? mask + b * L : nullptr;
+      for (int64_t part = 0; part < 3; ++part) {
+        const float* bias = bqkv + part * h + head * hd;
+        for (int64_t t = 0, rows = part == 0 ? n_q : L; t < rows; ++t) {
+          float* row = base + t * h3 + part * h;
+          for (int64_t d = 0; d < hd; ++d) row[d] += bias[d];
+        }
+      }
+      if (rope_cos)
+        for (int64_t part = 0; part < 2; ++part)
+          for (int64_t t = 0, rows = part == 0 ? n_q : L; t < rows; ++t) {
+            float* v = base + t * h3 + part * h;
+            const float* cs = rope_cos + t * half;
+            const float* sn = rope_sin + t * half;
+            for (int64_t i = 0; i < half; ++i) {
+              const float a = v[i], e = v[i + half];
+              v[i] = a * cs[i] - e * sn[i];
+              v[i + half] = e * cs[i] + a * sn[i];
+            }
+          }
+      k.matmul_f32(base + h, h3, base, h3, s, L, n_q, L, hd);
+      for (int64_t qi = 0; qi < n_q; ++qi) {
+        const int64_t lo = reach < 0 ? 0 : std::max<int64_t>(0, qi - reach);
+        const int64_t hi = reach < 0 ? L : std::min<int64_t>(L, qi + reach + 1);
+        float* sr = s + qi * L;
+        for (int64_t j = lo; j < hi; ++j) sr[j] *= scale;
+        k.masked_softmax(sr + lo, mrow ? mrow + lo : nullptr, hi - lo);
+        std::fill(sr, sr + lo, 0.0f);
+        std::fill(sr + hi, sr + L, 0.0f);
+      }
+      // out = P V, with V transposed so the product is another X W^T
+      const float* v = base + 2 * h;
+      for (int64_t j = 0; j < L; ++j)
+        for (int64_t d = 0; d < hd; ++d) vt[d * L + j] = v[j * h3 + d];
+      k.matmul_f32(vt, L, s, L, ctx + b * n_q * h + head * hd, h, n_q, hd, L);
+    }
+  };
+  if (pool.size() == 1 || 2 * B * n_q * L * h < (int64_t{1} << 20))
+    attention(0, 1);
+  else
+    pool.run(attention);
+}
+
 }  // namespace
 
 BertSession::BertSession(const BertModel& model, const BertSessionOptions& opts)
@@ -415,7 +481,6 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
                      eps, xin + r * h, L0.qkv_in_norm_w.data(), L0.qkv_in_norm_b.data());
   });
 
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (int l = 0; l < c.n_layers; ++l) {
     const BertLayer& Ly = model_.layers[l];
     // In the last layer only the [CLS] rows feed the head: their queries alone are attended,
@@ -428,44 +493,8 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const float* qkv_in = Ly.qkv_in_norm_w.empty() ? x : xin;
     if (obs) obs->observe(lp + "query", qkv_in, M, h);
     mm_->matmul(Ly.wqkv, qkv_in, h, M, qkv, h3);
-    // Attention of short sequences (under ~1M multiply-adds) on this thread alone.
-    auto attention = [&](int ti, int parts) {
-      float* s = buf<float>(scores_) + ti * per_thread;  // (n_q, L)
-      float* vt = s + L * L;                              // (hd, L)
-      int64_t b0, b1;
-      ThreadPool::split(B * nh, ti, parts, &b0, &b1);
-      for (int64_t task = b0; task < b1; ++task) {
-        const int64_t b = task / nh, head = task % nh;
-        float* base = qkv + b * L * h3 + head * hd;
-        const uint8_t* mrow = mask ? mask + b * L : nullptr;
-        // The projection biases of this head's query (rows that are attended from), key and
-        // value columns, added here rather than in a pass of their own.
-        for (int64_t part = 0; part < 3; ++part) {
-          const float* bias = Ly.bqkv.data() + part * h + head * hd;
-          for (int64_t t = 0, rows = part == 0 ? n_q : L; t < rows; ++t) {
-            float* row = base + t * h3 + part * h;
-            for (int64_t d = 0; d < hd; ++d) row[d] += bias[d];
-          }
-        }
-        // scores = Q K^T * scale, masked softmax per query row
-        k.matmul_f32(base + h, h3, base, h3, s, L, n_q, L, hd);
-        for (int64_t qi = 0; qi < n_q; ++qi) {
-          float* sr = s + qi * L;
-          for (int64_t j = 0; j < L; ++j) sr[j] *= scale;
-          k.masked_softmax(sr, mrow, L);
-        }
-        // out = P V, with V transposed so the product is another X W^T
-        const float* v = base + 2 * h;
-        for (int64_t j = 0; j < L; ++j)
-          for (int64_t d = 0; d < hd; ++d) vt[d * L + j] = v[j * h3 + d];
-        float* out = (last ? ctx + b * h : ctx + b * L * h) + head * hd;
-        k.matmul_f32(vt, L, s, L, out, h, n_q, hd, L);
-      }
-    };
-    if (pool.size() == 1 || 2 * B * n_q * L * h < (int64_t{1} << 20))
-      attention(0, 1);
-    else
-      pool.run(attention);
+    self_attention(k, pool, qkv, Ly.bqkv.data(), mask, B, L, n_q, h, nh, nullptr, nullptr, -1,
+                   buf<float>(scores_), per_thread, ctx);
 
     float* xs = x;          // the rows that continue: all of them, or the [CLS] rows
     int64_t m = M;
@@ -539,7 +568,7 @@ void BertSession::forward_modern(const int* ids, const uint8_t* mask, int batch,
   const BertConfig& c = model_.config;
   const int64_t B = batch, L = seq_len, M = B * L;
   const int64_t h = c.hidden, h3 = 3 * h, f = c.intermediate, f2 = 2 * f, nh = c.n_heads;
-  const int64_t hd = c.head_dim(), half = hd / 2, reach = c.local_window / 2;
+  const int64_t hd = c.head_dim(), reach = c.local_window / 2;
   const float eps = static_cast<float>(c.layer_norm_eps);
   const KernelTable& k = kernels_for(isa_);
   ThreadPool& pool = *pool_;
@@ -573,8 +602,6 @@ void BertSession::forward_modern(const int* ids, const uint8_t* mask, int batch,
                 static_cast<size_t>(h) * sizeof(float));
     layer_norm(x + r * h, model_.emb_norm_w, model_.emb_norm_b);
   });
-
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (int l = 0; l < c.n_layers; ++l) {
     const BertLayer& Ly = model_.layers[l];
     // With [CLS] pooling only the first row of each sequence leaves the last layer: its query
@@ -594,57 +621,9 @@ void BertSession::forward_modern(const int* ids, const uint8_t* mask, int batch,
     }
     if (obs) obs->observe(lp + "query", ain, M, h);
     mm_->matmul(Ly.wqkv, ain, h, M, qkv, h3);
-    auto attention = [&](int ti, int parts) {
-      float* s = buf<float>(scores_) + ti * per_thread;  // (n_q, L)
-      float* vt = s + L * L;                              // (hd, L)
-      int64_t b0, b1;
-      ThreadPool::split(B * nh, ti, parts, &b0, &b1);
-      for (int64_t task = b0; task < b1; ++task) {
-        const int64_t b = task / nh, head = task % nh;
-        float* base = qkv + b * L * h3 + head * hd;
-        const uint8_t* mrow = mask ? mask + b * L : nullptr;
-        for (int64_t part = 0; part < 3; ++part) {
-          const float* bias = Ly.bqkv.data() + part * h + head * hd;
-          for (int64_t t = 0, rows = part == 0 ? n_q : L; t < rows; ++t) {
-            float* row = base + t * h3 + part * h;
-            for (int64_t d = 0; d < hd; ++d) row[d] += bias[d];
-          }
-        }
-        // Rotary positions on the query and key rows: dimensions i and i + head_dim / 2 turn
-        // by the angle of position t (Hugging Face's rotate_half).
-        for (int64_t part = 0; part < 2; ++part)
-          for (int64_t t = 0, rows = part == 0 ? n_q : L; t < rows; ++t) {
-            float* v = base + t * h3 + part * h;
-            const float* cs = rcos + t * half;
-            const float* sn = rsin + t * half;
-            for (int64_t i = 0; i < half; ++i) {
-              const float a = v[i], e = v[i + half];
-              v[i] = a * cs[i] - e * sn[i];
-              v[i + half] = e * cs[i] + a * sn[i];
-            }
-          }
-        k.matmul_f32(base + h, h3, base, h3, s, L, n_q, L, hd);
-        for (int64_t qi = 0; qi < n_q; ++qi) {
-          // Global layers see every key; local ones the keys within `reach` of the query.
-          const int64_t lo = global ? 0 : std::max<int64_t>(0, qi - reach);
-          const int64_t hi = global ? L : std::min<int64_t>(L, qi + reach + 1);
-          float* sr = s + qi * L;
-          for (int64_t j = lo; j < hi; ++j) sr[j] *= scale;
-          k.masked_softmax(sr + lo, mrow ? mrow + lo : nullptr, hi - lo);
-          std::fill(sr, sr + lo, 0.0f);
-          std::fill(sr + hi, sr + L, 0.0f);
-        }
-        const float* v = base + 2 * h;
-        for (int64_t j = 0; j < L; ++j)
-          for (int64_t d = 0; d < hd; ++d) vt[d * L + j] = v[j * h3 + d];
-        float* out = (cls_only ? ctx + b * h : ctx + b * L * h) + head * hd;
-        k.matmul_f32(vt, L, s, L, out, h, n_q, hd, L);
-      }
-    };
-    if (pool.size() == 1 || 2 * B * n_q * L * h < (int64_t{1} << 20))
-      attention(0, 1);
-    else
-      pool.run(attention);
+    // Global layers see every key; local ones the keys within local_window / 2 of the query.
+    self_attention(k, pool, qkv, Ly.bqkv.data(), mask, B, L, n_q, h, nh, rcos, rsin, global ? -1 : reach,
+                   buf<float>(scores_), per_thread, ctx);
 
     float* xs = x;  // the rows that continue: all of them, or the [CLS] rows
     int64_t m = M;

@@ -96,6 +96,15 @@ std::pair<int, int> hf_fused_part(const BertConfig& c, const std::string& canon)
   return {0, 1};
 }
 
+// The encoder's sizes under the family's key names.
+void read_sizes(const nlohmann::json& j, const std::string& cfg, BertConfig& c, const char* hidden,
+                const char* layers, const char* heads, const char* intermediate) {
+  c.hidden = hf::get_int(j, hidden, cfg);
+  c.n_layers = hf::get_int(j, layers, cfg);
+  c.n_heads = hf::get_int(j, heads, cfg);
+  c.intermediate = hf::get_int(j, intermediate, cfg);
+}
+
 bool get_flag(const nlohmann::json& j, const char* key, const std::string& cfg, bool fallback) {
   const nlohmann::json* v = hf::field(j, key);
   if (!v) return fallback;
@@ -107,10 +116,7 @@ bool get_flag(const nlohmann::json& j, const char* key, const std::string& cfg, 
 // arithmetic in a way cibench does not compute is a FileError naming the key and the value.
 void read_modernbert_config(const nlohmann::json& j, const std::string& cfg, BertConfig& c) {
   c.arch = BertArch::modernbert;
-  c.hidden = hf::get_int(j, "hidden_size", cfg);
-  c.n_layers = hf::get_int(j, "num_hidden_layers", cfg);
-  c.n_heads = hf::get_int(j, "num_attention_heads", cfg);
-  c.intermediate = hf::get_int(j, "intermediate_size", cfg);
+  read_sizes(j, cfg, c, "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size");
   c.type_vocab_size = 0;
   c.layer_norm_eps = hf::get_number(j, "norm_eps", cfg, 1e-5);
   c.activation = parse_activation(hf::get_string(j, "hidden_activation", cfg, "gelu"), cfg, "hidden_activation");
@@ -274,10 +280,7 @@ BertSource open_hf_bert(const std::string& spec) {
     read_modernbert_config(j, cfg, c);
   } else if (bert || roberta) {
     c.arch = roberta ? BertArch::roberta : BertArch::bert;
-    c.hidden = hf::get_int(j, "hidden_size", cfg);
-    c.n_layers = hf::get_int(j, "num_hidden_layers", cfg);
-    c.n_heads = hf::get_int(j, "num_attention_heads", cfg);
-    c.intermediate = hf::get_int(j, "intermediate_size", cfg);
+    read_sizes(j, cfg, c, "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size");
     const int two = 2;
     c.type_vocab_size = hf::get_int(j, "type_vocab_size", cfg, &two);
     if (const auto* eps = hf::field(j, "layer_norm_eps")) {
@@ -291,10 +294,7 @@ BertSource open_hf_bert(const std::string& spec) {
                                "\" is not supported (only absolute)"));
   } else {
     c.arch = BertArch::distilbert;
-    c.hidden = hf::get_int(j, "dim", cfg);
-    c.n_layers = hf::get_int(j, "n_layers", cfg);
-    c.n_heads = hf::get_int(j, "n_heads", cfg);
-    c.intermediate = hf::get_int(j, "hidden_dim", cfg);
+    read_sizes(j, cfg, c, "dim", "n_layers", "n_heads", "hidden_dim");
     c.type_vocab_size = 0;
     c.layer_norm_eps = 1e-12;  // fixed in DistilBERT
     c.activation = parse_activation(hf::get_string(j, "activation", cfg, "gelu"), cfg, "activation");

@@ -74,6 +74,41 @@ Real activation(Real v, BertActivation act) {
   return v;
 }
 
+// Self-attention of every query row over every key row, head by head:
+//   att[t] = sum_s softmax_s(q_t . k_s / sqrt(head_dim) + m(t, s)) v_s
+// where a key the query may not see (hidden(t, s): padding, or outside a sliding window) gets
+// the most negative float added, as Hugging Face's masks do. q, k, v, att are (n, h) rows.
+template <typename Real, typename Hidden>
+void attention(const std::vector<Real>& q, const std::vector<Real>& k, const std::vector<Real>& v, int64_t n,
+               int64_t h, int64_t nh, Hidden hidden, std::vector<Real>& att) {
+  const int64_t hd = h / nh;
+  const Real scale = Real(1) / std::sqrt(static_cast<Real>(hd));
+  const Real masked = static_cast<Real>(-3.4028234663852886e38);  // the most negative float
+  std::vector<Real> scores(n);
+  for (int64_t head = 0; head < nh; ++head) {
+    for (int64_t t = 0; t < n; ++t) {
+      const Real* qt = &q[t * h + head * hd];
+      Real mx = -INFINITY;
+      for (int64_t s = 0; s < n; ++s) {
+        Real d = 0;
+        for (int64_t i = 0; i < hd; ++i) d += qt[i] * k[s * h + head * hd + i];
+        scores[s] = d * scale + (hidden(t, s) ? masked : Real(0));
+        mx = std::max(mx, scores[s]);
+      }
+      Real sum = 0;
+      for (int64_t s = 0; s < n; ++s) {
+        scores[s] = std::exp(scores[s] - mx);
+        sum += scores[s];
+      }
+      for (int64_t i = 0; i < hd; ++i) {
+        Real o = 0;
+        for (int64_t s = 0; s < n; ++s) o += scores[s] / sum * v[s * h + head * hd + i];
+        att[t * h + head * hd + i] = o;
+      }
+    }
+  }
+}
+
 template <typename Real>
 std::vector<Real> widen(const std::vector<float>& f) {
   return std::vector<Real>(f.begin(), f.end());
@@ -147,7 +182,7 @@ std::vector<Real> BertReferenceT<Real>::forward(const std::vector<int>& ids,
                                                 const std::vector<uint8_t>& mask,
                                                 const std::vector<int>& token_types) const {
   const int64_t n = static_cast<int64_t>(ids.size());
-  const int64_t h = c_.hidden, f = c_.intermediate, nh = c_.n_heads, hd = c_.head_dim();
+  const int64_t h = c_.hidden, f = c_.intermediate, nh = c_.n_heads;
   CIBENCH_CHECK(n >= 1 && n <= c_.max_length(), "sequence length ", n, " is outside 1..",
                 c_.max_length());
   CIBENCH_CHECK(mask.empty() || static_cast<int64_t>(mask.size()) == n, "mask length ",
@@ -173,39 +208,15 @@ std::vector<Real> BertReferenceT<Real>::forward(const std::vector<int>& ids,
   }
 
   // ---- encoder layers -------------------------------------------------------------------------
-  std::vector<Real> q(n * h), k(n * h), v(n * h), att(n * h), tmp(h), hid(f), scores(n);
-  const Real scale = Real(1) / std::sqrt(static_cast<Real>(hd));
-  const Real masked = static_cast<Real>(-3.4028234663852886e38);  // the most negative float
+  std::vector<Real> q(n * h), k(n * h), v(n * h), att(n * h), tmp(h), hid(f);
   for (const Layer& L : layers) {
     for (int64_t t = 0; t < n; ++t) {
       linear(L.wq, L.bq, &x[t * h], h, h, &q[t * h]);
       linear(L.wk, L.bk, &x[t * h], h, h, &k[t * h]);
       linear(L.wv, L.bv, &x[t * h], h, h, &v[t * h]);
     }
-    // attention, head by head
-    for (int64_t head = 0; head < nh; ++head) {
-      for (int64_t t = 0; t < n; ++t) {
-        const Real* qt = &q[t * h + head * hd];
-        Real mx = -INFINITY;
-        for (int64_t s = 0; s < n; ++s) {
-          Real d = 0;
-          for (int64_t i = 0; i < hd; ++i) d += qt[i] * k[s * h + head * hd + i];
-          // padding keys get the most negative float added, as Hugging Face does
-          scores[s] = d * scale + (mask.empty() || mask[s] ? Real(0) : masked);
-          mx = std::max(mx, scores[s]);
-        }
-        Real sum = 0;
-        for (int64_t s = 0; s < n; ++s) {
-          scores[s] = std::exp(scores[s] - mx);
-          sum += scores[s];
-        }
-        for (int64_t i = 0; i < hd; ++i) {
-          Real o = 0;
-          for (int64_t s = 0; s < n; ++s) o += scores[s] / sum * v[s * h + head * hd + i];
-          att[t * h + head * hd + i] = o;
-        }
-      }
-    }
+    // attention; padding keys hidden
+    attention(q, k, v, n, h, nh, [&](int64_t, int64_t s) { return !mask.empty() && !mask[s]; }, att);
     // output projection, residual, LayerNorm; feed-forward, residual, LayerNorm
     for (int64_t t = 0; t < n; ++t) {
       Real* xt = &x[t * h];
@@ -236,7 +247,6 @@ std::vector<Real> BertReferenceT<Real>::forward_modern(const std::vector<int>& i
   const int64_t n = static_cast<int64_t>(ids.size());
   const int64_t h = c_.hidden, f = c_.intermediate, nh = c_.n_heads, hd = c_.head_dim(), half = hd / 2;
   const Real eps = static_cast<Real>(c_.layer_norm_eps);
-  const Real masked = static_cast<Real>(-3.4028234663852886e38);  // the most negative float
 
   // ---- embeddings -----------------------------------------------------------------------------
   std::vector<Real> x(n * h);
@@ -262,8 +272,7 @@ std::vector<Real> BertReferenceT<Real>::forward_modern(const std::vector<int>& i
   rope_tables(c_.rope_theta_local, cos_tab[1], sin_tab[1]);
 
   // ---- encoder layers -------------------------------------------------------------------------
-  std::vector<Real> a(n * h), q(n * h), k(n * h), v(n * h), att(n * h), tmp(h), u(2 * f), g(f), scores(n);
-  const Real scale = Real(1) / std::sqrt(static_cast<Real>(hd));
+  std::vector<Real> a(n * h), q(n * h), k(n * h), v(n * h), att(n * h), tmp(h), u(2 * f), g(f);
   const int64_t reach = c_.local_window / 2;
   for (size_t l = 0; l < layers.size(); ++l) {
     const Layer& L = layers[l];
@@ -287,31 +296,12 @@ std::vector<Real> BertReferenceT<Real>::forward_modern(const std::vector<int>& i
           }
         }
     }
-    for (int64_t head = 0; head < nh; ++head) {
-      for (int64_t t = 0; t < n; ++t) {
-        const Real* qt = &q[t * h + head * hd];
-        Real mx = -INFINITY;
-        for (int64_t s = 0; s < n; ++s) {
-          Real d = 0;
-          for (int64_t i = 0; i < hd; ++i) d += qt[i] * k[s * h + head * hd + i];
-          // padding keys, and in a local layer keys beyond the window, get the most negative
-          // float added, as Hugging Face's masks do
-          const bool out = (!mask.empty() && !mask[s]) || (!global && std::abs(t - s) > reach);
-          scores[s] = d * scale + (out ? masked : Real(0));
-          mx = std::max(mx, scores[s]);
-        }
-        Real sum = 0;
-        for (int64_t s = 0; s < n; ++s) {
-          scores[s] = std::exp(scores[s] - mx);
-          sum += scores[s];
-        }
-        for (int64_t i = 0; i < hd; ++i) {
-          Real o = 0;
-          for (int64_t s = 0; s < n; ++s) o += scores[s] / sum * v[s * h + head * hd + i];
-          att[t * h + head * hd + i] = o;
-        }
-      }
-    }
+    // padding keys, and in a local layer the keys beyond the window, hidden
+    attention(q, k, v, n, h, nh,
+              [&](int64_t t, int64_t s) {
+                return (!mask.empty() && !mask[s]) || (!global && std::abs(t - s) > reach);
+              },
+              att);
     for (int64_t t = 0; t < n; ++t) {
       Real* xt = &x[t * h];
       linear(L.wo, L.bo, &att[t * h], h, h, tmp.data());

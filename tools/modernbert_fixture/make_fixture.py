@@ -15,10 +15,13 @@ import json
 import math
 import os
 import re
-import struct
 import sys
 
 import numpy as np
+
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "family_fixtures"))
+from make_fixtures import write_safetensors  # noqa: E402  (the decoder fixtures' writer)
 
 # Texts encoded with the tokenizer below; the last is longer than the local windows.
 TEXTS = [
@@ -207,23 +210,6 @@ def make_weights(c, seed):
     lin("classifier", len(c["id2label"]) if "id2label" in c else 2, h, True)
     # Stored as f32: the forward pass below reads the same rounded values.
     return {k: np.asarray(a, dtype=np.float32) for k, a in w.items()}
-
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {}, 0, []
-    for name in sorted(tensors):
-        b = np.ascontiguousarray(tensors[name], dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape), "data_offsets": [offset, offset + len(b)]}
-        offset += len(b)
-        blobs.append(b)
-    header["__metadata__"] = {"format": "pt"}
-    hdr = json.dumps(header, separators=(",", ":")).encode()
-    hdr += b" " * ((8 - len(hdr) % 8) % 8)
-    with open(path, "wb") as out:
-        out.write(struct.pack("<Q", len(hdr)))
-        out.write(hdr)
-        for b in blobs:
-            out.write(b)
 
 
 # ------------------------------------------------------------------------------------------------
