@@ -202,9 +202,10 @@ struct BertSessionOptions {
   int isa = -1;        // -1 = active_isa(); otherwise an Isa value
   // Calibration: sees the rows entering each projection, named "layers.{i}.query" (the q/k/v
   // input, read once for the three), "layers.{i}.attn_out", "layers.{i}.ffn_in",
-  // "layers.{i}.ffn_out" (after the activation). In the last layer only the [CLS] rows reach
-  // attn_out/ffn_in/ffn_out. Padded rows of a masked batch are included, so calibrate with
-  // unpadded sequences. Not owned; nullptr in timed runs.
+  // "layers.{i}.ffn_out" (after the activation; ModernBERT: act(input) * gate). In the last layer
+  // only the [CLS] rows reach attn_out/ffn_in/ffn_out (all rows under ModernBERT's mean
+  // pooling). Padded rows of a masked batch are included, so calibrate with unpadded sequences.
+  // Not owned; nullptr in timed runs.
   ActivationObserver* observer = nullptr;
 };
 

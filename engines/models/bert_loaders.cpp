@@ -228,8 +228,8 @@ std::string describe_config(const BertConfig& c) {
   if (c.modern())
     return str("hidden_size ", c.hidden, ", intermediate_size ", c.intermediate, ", vocab_size ", c.vocab_size,
                ", num_hidden_layers ", c.n_layers, ", attention_bias ", c.attention_bias, ", mlp_bias ",
-               c.mlp_bias, ", norm_bias ", c.norm_bias, ", classifier_bias ", c.head_dense_bias, ", ",
-               c.num_labels, " labels");
+               c.mlp_bias, ", norm_bias ", c.norm_bias, ", classifier_bias ", c.head_dense_bias, ", classifier_pooling ",
+               bert_pooling_name(c.pooling), ", ", c.num_labels, " labels");
   return c.arch != BertArch::distilbert
              ? str("hidden_size ", c.hidden, ", intermediate_size ", c.intermediate,
                    ", vocab_size ", c.vocab_size, ", max_position_embeddings ", c.max_positions,

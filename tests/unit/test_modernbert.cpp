@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engines/core/buffer.h"
@@ -23,6 +24,7 @@
 #include "engines/core/error.h"
 #include "engines/core/format.h"
 #include "engines/core/matrix.h"
+#include "engines/core/observer.h"
 #include "engines/models/bert.h"
 #include "engines/models/classifier_tokenizer.h"
 #include "engines/quant/bert_recipes.h"
@@ -361,6 +363,44 @@ TEST(ModernBert, SyntheticMiniSessionMatchesTheReference) {
   EXPECT_LE(max_abs_diff(padded_logits(s, seqs), exact), tol);
   // Encoder recipes follow post-LayerNorm layers: refused for ModernBERT.
   EXPECT_THROW(apply_bert_recipe(src, RecipeSpec{}, nullptr, 1), Error);
+}
+
+// The calibration observer sees each projection's input (the gated values packed to rows of
+// intermediate_size for the feed-forward output), and watching changes no logit.
+TEST(ModernBert, ObserverSeesEveryProjectionInputAndChangesNothing) {
+  struct Seen : ActivationObserver {
+    std::vector<std::string> names;
+    std::vector<std::pair<int64_t, int64_t>> shapes;
+    void observe(const std::string& name, const float*, int64_t rows, int64_t cols) override {
+      names.push_back(name);
+      shapes.emplace_back(rows, cols);
+    }
+  };
+  const Fixture f = load_fixture("mean");
+  const BertSource src = open_bert_source(fixture("mean"));
+  const BertConfig& c = src.config;
+  const BertModel m = build_bert(src);
+  BertSession plain(m, {});
+  const std::vector<double> want = session_logits(plain, f.seqs);
+  Seen seen;
+  BertSessionOptions o;
+  o.observer = &seen;
+  BertSession watched(m, o);
+  const std::vector<int>& ids = f.seqs.back();
+  const float* lg = watched.classify(ids.data(), static_cast<int>(ids.size()));
+  const std::vector<double> got(lg, lg + c.num_labels);
+  EXPECT_EQ(got, std::vector<double>(want.end() - c.num_labels, want.end()));
+  ASSERT_EQ(seen.names.size(), static_cast<size_t>(4 * c.n_layers));
+  const int64_t n = static_cast<int64_t>(ids.size());
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    const size_t i = static_cast<size_t>(4 * l);
+    EXPECT_EQ(seen.names[i], p + "query");
+    EXPECT_EQ(seen.names[i + 3], p + "ffn_out");
+    // Mean pooling: every row goes through the last layer too.
+    EXPECT_EQ(seen.shapes[i], std::make_pair(n, int64_t{c.hidden}));
+    EXPECT_EQ(seen.shapes[i + 3], std::make_pair(n, int64_t{c.intermediate}));
+  }
 }
 
 // A copy of the cls fixture with config.json changed by `edit`.
