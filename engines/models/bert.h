@@ -2,10 +2,14 @@
 // BERT-family encoders for sequence classification: BERT (post-LayerNorm, GELU, absolute
 // positions, token types, tanh pooler, linear classifier), DistilBERT (no token types, a
 // ReLU pre-classifier instead of the pooler) and RoBERTa / XLM-RoBERTa (BERT's encoder with
-// positions numbered from padding_idx + 1 and a dense + tanh + out_proj head on <s>), loaded
-// from Hugging Face folders (BertForSequenceClassification, DistilBertForSequenceClassification,
-// RobertaForSequenceClassification, XLMRobertaForSequenceClassification) or built from a seed
-// (synthetic:distilbert-base, synthetic:bert-base, synthetic:roberta-base, ...).
+// positions numbered from padding_idx + 1 and a dense + tanh + out_proj head on <s>) and
+// ModernBERT (pre-LayerNorm layers, rotary positions, global attention every few layers and a
+// sliding window in the others, a gated feed-forward, a dense + act + LayerNorm head on the
+// [CLS] row or the mean of the tokens), loaded from Hugging Face folders
+// (BertForSequenceClassification, DistilBertForSequenceClassification,
+// RobertaForSequenceClassification, XLMRobertaForSequenceClassification,
+// ModernBertForSequenceClassification) or built from a seed (synthetic:distilbert-base,
+// synthetic:bert-base, synthetic:roberta-base, synthetic:modernbert-base, ...).
 //
 // The attention and feed-forward projections are WeightMatrix objects packed in any row of the
 // format table; embeddings, LayerNorms, the pooler/pre-classifier and the classifier stay f32.
@@ -28,10 +32,13 @@
 namespace cibench {
 
 
-enum class BertArch { bert, distilbert, roberta };
+enum class BertArch { bert, distilbert, roberta, modernbert };
+// What the head reads: the first token ([CLS]) or the mean over the sequence's tokens.
+enum class BertPooling { cls, mean };
 using BertActivation = Activation;  // feed-forward activation (engines/kernels/kernels.h)
 const char* bert_arch_name(BertArch a);
 const char* bert_activation_name(BertActivation a);
+const char* bert_pooling_name(BertPooling p);
 
 struct BertConfig {
   BertArch arch = BertArch::bert;
@@ -45,12 +52,27 @@ struct BertConfig {
   // number the positions of real tokens from padding_idx + 1 (fairseq's convention), so 2 there.
   int position_offset = 0;
   int type_vocab_size = 0;  // token types (0 for DistilBERT)
-  float layer_norm_eps = 1e-12f;
+  double layer_norm_eps = 1e-12;  // binary64 as written in config.json: the fast path rounds it to float
   BertActivation activation = BertActivation::gelu;
   int num_labels = 0;
   std::vector<std::string> labels;  // id2label, num_labels names
   int pad_token_id = 0;
 
+  // ModernBERT only. Layer l attends globally when l % global_every == 0, otherwise to the keys
+  // within local_window / 2 positions on either side (local_attention // 2 in Hugging Face's
+  // sliding-window mask). Rotary positions (rotate-half) with rope_theta_global on global
+  // layers and rope_theta_local on the others. Biases exist only where the flags say so
+  // (attention_bias: Wqkv, Wo; mlp_bias: Wi, Wo; norm_bias: every LayerNorm; head_dense_bias:
+  // head.dense, Hugging Face's classifier_bias); the classifier always has one.
+  int global_every = 0;
+  int local_window = 0;
+  double rope_theta_global = 0, rope_theta_local = 0;
+  bool attention_bias = true, mlp_bias = true, norm_bias = true, head_dense_bias = true;
+  BertActivation head_activation = BertActivation::gelu;  // classifier_activation
+  BertPooling pooling = BertPooling::cls;
+
+  bool modern() const { return arch == BertArch::modernbert; }
+  bool global_layer(int l) const { return !modern() || l % global_every == 0; }
   int head_dim() const { return hidden / n_heads; }
   int max_length() const { return max_positions - position_offset; }  // the longest sequence
   int64_t parameter_count() const;
@@ -70,6 +92,12 @@ struct BertConfig {
 //   head.dense.weight [hidden, hidden], .bias [hidden]  (BERT pooler, DistilBERT pre_classifier,
 //                                                        RoBERTa classifier.dense)
 //   head.classifier.weight [num_labels, hidden], .bias [num_labels]
+// ModernBERT (pre-LayerNorm): no position or token-type table; layers.{i}.attn_norm is the
+// LayerNorm before attention (absent in layer 0, where it is the identity) and ffn_norm the one
+// before the feed-forward; query/key/value are the row blocks of the fused Wqkv;
+//   layers.{i}.ffn_in.weight [2 * intermediate, hidden] (input rows, then gate rows), .bias
+//   final_norm.weight / .bias [hidden]   head.norm.weight / .bias [hidden]
+// and biases only where the config's flags put them (bert_has_tensor).
 // Optional (written by the quantisation recipes, never by a Hugging Face folder):
 //   layers.{i}.qkv_in_norm.weight / .bias [hidden]  the LayerNorm parameters that produce the
 //       query/key/value input of layer i (the embedding LayerNorm's output for i = 0, layer i-1's
@@ -98,6 +126,9 @@ BertSource open_bert_source(const std::string& spec);
 // The shape ({rows, cols}, or {n} for a vector) a tensor of this name must have under `c`
 // (engine names: "embeddings.word", "layers.0.query.weight", ...). Loaders and build_bert check it.
 std::vector<int64_t> bert_tensor_shape(const BertConfig& c, const std::string& name);
+// Whether the architecture has this (canonical) tensor under `c`: ModernBERT's biases follow
+// its flags, its layer 0 has no attn_norm. Absent biases read as zeros.
+bool bert_has_tensor(const BertConfig& c, const std::string& name);
 
 struct BertPreset {
   const char* name;
@@ -150,6 +181,8 @@ struct BertModel {
   std::vector<float> type_embeddings;      // (type_vocab_size, hidden), empty for DistilBERT
   std::vector<float> emb_norm_w, emb_norm_b;  // (hidden)
   std::vector<BertLayer> layers;
+  std::vector<float> final_norm_w, final_norm_b;  // (hidden), ModernBERT only
+  std::vector<float> head_norm_w, head_norm_b;    // (hidden), ModernBERT only
   WeightMatrix head_dense;                 // (hidden, hidden), f32
   std::vector<float> head_dense_b;         // (hidden)
   WeightMatrix classifier;                 // (num_labels, hidden), f32
@@ -169,9 +202,10 @@ struct BertSessionOptions {
   int isa = -1;        // -1 = active_isa(); otherwise an Isa value
   // Calibration: sees the rows entering each projection, named "layers.{i}.query" (the q/k/v
   // input, read once for the three), "layers.{i}.attn_out", "layers.{i}.ffn_in",
-  // "layers.{i}.ffn_out" (after the activation). In the last layer only the [CLS] rows reach
-  // attn_out/ffn_in/ffn_out. Padded rows of a masked batch are included, so calibrate with
-  // unpadded sequences. Not owned; nullptr in timed runs.
+  // "layers.{i}.ffn_out" (after the activation; ModernBERT: act(input) * gate). In the last layer
+  // only the [CLS] rows reach attn_out/ffn_in/ffn_out (all rows under ModernBERT's mean
+  // pooling). Padded rows of a masked batch are included, so calibrate with unpadded sequences.
+  // Not owned; nullptr in timed runs.
   ActivationObserver* observer = nullptr;
 };
 
@@ -202,6 +236,8 @@ class BertSession {
  private:
   void forward(const int* ids, const uint8_t* mask, const int* token_types, int batch,
                int seq_len, float* logits);
+  // ModernBERT's pre-LayerNorm pass.
+  void forward_modern(const int* ids, const uint8_t* mask, int batch, int seq_len, float* logits);
 
   const BertModel& model_;
   BertSessionOptions opts_;
@@ -219,6 +255,9 @@ class BertSession {
   AlignedBuffer scores_;  // (threads, max_length) attention scores per thread
   AlignedBuffer cls_;     // (max_batch, hidden) x 2: [CLS] rows of the last layer / the head
   AlignedBuffer logits_;  // (max_batch, num_labels)
+  // ModernBERT: cos / sin of the rotary angles, (max_length, head_dim / 2) per table, global
+  // layers' theta then local layers'.
+  std::vector<float> rope_cos_[2], rope_sin_[2];
 };
 
 // The readable reference forward pass (plain scalar arithmetic, one sequence, no threads, no
@@ -237,6 +276,8 @@ class BertReferenceT {
   const BertConfig& config() const { return c_; }
 
  private:
+  std::vector<Real> forward_modern(const std::vector<int>& ids, const std::vector<uint8_t>& mask) const;
+
   BertConfig c_;
   std::vector<Real> word, position, token_type;  // (vocab | positions | types, hidden)
   std::vector<Real> emb_norm_w, emb_norm_b;      // (hidden)
@@ -251,6 +292,7 @@ class BertReferenceT {
   std::vector<Layer> layers;
   std::vector<Real> head_w, head_b;              // (hidden, hidden), (hidden)
   std::vector<Real> cls_w, cls_b;                // (num_labels, hidden), (num_labels)
+  std::vector<Real> final_norm_w, final_norm_b, head_norm_w, head_norm_b;  // ModernBERT
 };
 extern template class BertReferenceT<float>;
 extern template class BertReferenceT<double>;

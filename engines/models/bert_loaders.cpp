@@ -60,8 +60,120 @@ BertActivation parse_activation(const std::string& name, const std::string& cfg,
                            "\" is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)"));
 }
 
+// ModernBertForSequenceClassification's names: query, key and value are row blocks of the
+// fused attn.Wqkv (hf_fused_part), and only the tensors the config has are listed.
+std::map<std::string, std::string> modernbert_hf_names(const BertConfig& c) {
+  std::map<std::string, std::string> m;
+  auto put = [&](const std::string& canon, const std::string& hf) {
+    for (const char* wb : {".weight", ".bias"})
+      if (bert_has_tensor(c, canon + wb)) m[canon + wb] = hf + wb;
+  };
+  m["embeddings.word"] = "model.embeddings.tok_embeddings.weight";
+  put("embeddings.norm", "model.embeddings.norm");
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string q = "layers." + std::to_string(l) + ".", p = "model.layers." + std::to_string(l) + ".";
+    for (const char* part : {"query", "key", "value"}) put(q + part, p + "attn.Wqkv");
+    put(q + "attn_out", p + "attn.Wo");
+    put(q + "attn_norm", p + "attn_norm");
+    put(q + "ffn_norm", p + "mlp_norm");
+    put(q + "ffn_in", p + "mlp.Wi");
+    put(q + "ffn_out", p + "mlp.Wo");
+  }
+  put("final_norm", "model.final_norm");
+  put("head.dense", "head.dense");
+  put("head.norm", "head.norm");
+  put("head.classifier", "classifier");
+  return m;
+}
+
+// Which row block of a fused file tensor a canonical tensor is: {block, blocks} ({0, 1} when
+// the tensor is stored alone). ModernBERT stores query, key and value stacked in attn.Wqkv.
+std::pair<int, int> hf_fused_part(const BertConfig& c, const std::string& canon) {
+  if (!c.modern()) return {0, 1};
+  const char* parts[3] = {".query.", ".key.", ".value."};
+  for (int i = 0; i < 3; ++i)
+    if (canon.find(parts[i]) != std::string::npos) return {i, 3};
+  return {0, 1};
+}
+
+// The encoder's sizes under the family's key names.
+void read_sizes(const nlohmann::json& j, const std::string& cfg, BertConfig& c, const char* hidden,
+                const char* layers, const char* heads, const char* intermediate) {
+  c.hidden = hf::get_int(j, hidden, cfg);
+  c.n_layers = hf::get_int(j, layers, cfg);
+  c.n_heads = hf::get_int(j, heads, cfg);
+  c.intermediate = hf::get_int(j, intermediate, cfg);
+}
+
+bool get_flag(const nlohmann::json& j, const char* key, const std::string& cfg, bool fallback) {
+  const nlohmann::json* v = hf::field(j, key);
+  if (!v) return fallback;
+  if (!v->is_boolean()) throw FileError(cfg, str("'", key, "' must be true or false, got ", v->dump()));
+  return v->get<bool>();
+}
+
+// ModernBertConfig's keys (defaults as Hugging Face's); a value that would change the
+// arithmetic in a way cibench does not compute is a FileError naming the key and the value.
+void read_modernbert_config(const nlohmann::json& j, const std::string& cfg, BertConfig& c) {
+  c.arch = BertArch::modernbert;
+  read_sizes(j, cfg, c, "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size");
+  c.type_vocab_size = 0;
+  c.layer_norm_eps = hf::get_number(j, "norm_eps", cfg, 1e-5);
+  c.activation = parse_activation(hf::get_string(j, "hidden_activation", cfg, "gelu"), cfg, "hidden_activation");
+  c.head_activation = parse_activation(hf::get_string(j, "classifier_activation", cfg, "gelu"), cfg, "classifier_activation");
+  const std::string pooling = hf::get_string(j, "classifier_pooling", cfg, "cls");
+  if (pooling != "cls" && pooling != "mean")
+    throw FileError(cfg, str("'classifier_pooling' = \"", pooling, "\" is not supported (cls, mean)"));
+  c.pooling = pooling == "cls" ? BertPooling::cls : BertPooling::mean;
+  const int three = 3, window = 128;
+  c.global_every = hf::get_int(j, "global_attn_every_n_layers", cfg, &three);
+  c.local_window = hf::get_int(j, "local_attention", cfg, &window);
+  if (c.global_every < 1)
+    throw FileError(cfg, str("'global_attn_every_n_layers' = ", c.global_every, " must be >= 1"));
+  if (c.local_window < 2)
+    throw FileError(cfg, str("'local_attention' = ", c.local_window, " must be >= 2"));
+  c.rope_theta_global = hf::get_number(j, "global_rope_theta", cfg, 160000.0);
+  c.rope_theta_local = hf::get_number(j, "local_rope_theta", cfg, 10000.0);
+  // Newer configs: rope_parameters per layer type, each a default (unscaled) rotary embedding.
+  if (const nlohmann::json* rp = hf::field(j, "rope_parameters")) {
+    if (!rp->is_object()) throw FileError(cfg, str("'rope_parameters' must be an object, got ", rp->dump()));
+    for (const auto& [type, theta] : {std::pair<const char*, double*>{"full_attention", &c.rope_theta_global},
+                                      std::pair<const char*, double*>{"sliding_attention", &c.rope_theta_local}}) {
+      const nlohmann::json* p = hf::field(*rp, type);
+      if (!p) continue;
+      const std::string key = str("rope_parameters.", type);
+      if (!p->is_object()) throw FileError(cfg, str("'", key, "' must be an object, got ", p->dump()));
+      const std::string rope_type = hf::get_string(*p, "rope_type", cfg, "default");
+      if (rope_type != "default")
+        throw FileError(cfg, str("'", key, ".rope_type' = \"", rope_type, "\" is not supported (default)"));
+      *theta = hf::get_number(*p, "rope_theta", cfg, *theta);
+    }
+  }
+  if (const nlohmann::json* rs = hf::field(j, "rope_scaling"))
+    throw FileError(cfg, str("'rope_scaling' = ", rs->dump(), " is not supported (unscaled rotary positions only)"));
+  // layer_types, when given, must say what global_attn_every_n_layers says.
+  if (const nlohmann::json* lt = hf::field(j, "layer_types")) {
+    if (!lt->is_array() || static_cast<int>(lt->size()) != c.n_layers)
+      throw FileError(cfg, str("'layer_types' must list the ", c.n_layers, " layers, got ", lt->dump()));
+    for (int l = 0; l < c.n_layers; ++l) {
+      const char* want = c.global_layer(l) ? "full_attention" : "sliding_attention";
+      if ((*lt)[static_cast<size_t>(l)] != want)
+        throw FileError(cfg, str("'layer_types'[", l, "] = ", (*lt)[static_cast<size_t>(l)].dump(), " but global_attn_every_n_layers ",
+                                 c.global_every, " makes layer ", l, " ", want, " (other layouts are not supported)"));
+    }
+  }
+  if (const nlohmann::json* hd = hf::field(j, "head_dim"); hd && c.n_heads > 0 &&
+      !(hd->is_number_integer() && hd->get<int64_t>() * c.n_heads == c.hidden))
+    throw FileError(cfg, str("'head_dim' = ", hd->dump(), " is not hidden_size / num_attention_heads (not supported)"));
+  c.attention_bias = get_flag(j, "attention_bias", cfg, false);
+  c.mlp_bias = get_flag(j, "mlp_bias", cfg, false);
+  c.norm_bias = get_flag(j, "norm_bias", cfg, false);
+  c.head_dense_bias = get_flag(j, "classifier_bias", cfg, false);
+}
+
 // Hugging Face tensor names of each canonical tensor.
 std::map<std::string, std::string> hf_names(const BertConfig& c) {
+  if (c.modern()) return modernbert_hf_names(c);
   std::map<std::string, std::string> m;
   // RoBERTa / XLM-R keep BERT's module names under "roberta."
   const bool bert = c.arch != BertArch::distilbert, roberta = c.arch == BertArch::roberta;
@@ -113,6 +225,11 @@ std::map<std::string, std::string> hf_names(const BertConfig& c) {
 // The shape each canonical tensor must have: {rows, cols} for matrices, {n} for vectors.
 
 std::string describe_config(const BertConfig& c) {
+  if (c.modern())
+    return str("hidden_size ", c.hidden, ", intermediate_size ", c.intermediate, ", vocab_size ", c.vocab_size,
+               ", num_hidden_layers ", c.n_layers, ", attention_bias ", c.attention_bias, ", mlp_bias ",
+               c.mlp_bias, ", norm_bias ", c.norm_bias, ", classifier_bias ", c.head_dense_bias, ", classifier_pooling ",
+               bert_pooling_name(c.pooling), ", ", c.num_labels, " labels");
   return c.arch != BertArch::distilbert
              ? str("hidden_size ", c.hidden, ", intermediate_size ", c.intermediate,
                    ", vocab_size ", c.vocab_size, ", max_position_embeddings ", c.max_positions,
@@ -141,6 +258,7 @@ BertSource open_hf_bert(const std::string& spec) {
   const std::string model_type = hf::get_string(j, "model_type", cfg, "");
   bool bert = model_type == "bert", distil = model_type == "distilbert";
   bool roberta = model_type == "roberta" || model_type == "xlm-roberta";
+  bool modern = model_type == "modernbert";
   if (const auto* ar = hf::field(j, "architectures"); ar && ar->is_array())
     for (const auto& a : *ar) {
       if (!a.is_string()) continue;
@@ -149,25 +267,25 @@ BertSource open_hf_bert(const std::string& spec) {
       distil = distil || name == "DistilBertForSequenceClassification";
       roberta = roberta || name == "RobertaForSequenceClassification" ||
                 name == "XLMRobertaForSequenceClassification";
+      modern = modern || name == "ModernBertForSequenceClassification";
     }
-  if (int(bert) + int(distil) + int(roberta) != 1)
-    throw FileError(cfg, str("not a BERT, DistilBERT or RoBERTa/XLM-R classifier (model_type ",
+  if (int(bert) + int(distil) + int(roberta) + int(modern) != 1)
+    throw FileError(cfg, str("not a BERT, DistilBERT, RoBERTa/XLM-R or ModernBERT classifier (model_type ",
                              hf::field(j, "model_type") ? j["model_type"].dump() : "absent",
                              ", architectures ",
                              hf::field(j, "architectures") ? j["architectures"].dump() : "absent",
                              ")"));
-  const int d512 = 512;
-  if (bert || roberta) {
+  const int d512 = 512, d8192 = 8192;
+  if (modern) {
+    read_modernbert_config(j, cfg, c);
+  } else if (bert || roberta) {
     c.arch = roberta ? BertArch::roberta : BertArch::bert;
-    c.hidden = hf::get_int(j, "hidden_size", cfg);
-    c.n_layers = hf::get_int(j, "num_hidden_layers", cfg);
-    c.n_heads = hf::get_int(j, "num_attention_heads", cfg);
-    c.intermediate = hf::get_int(j, "intermediate_size", cfg);
+    read_sizes(j, cfg, c, "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size");
     const int two = 2;
     c.type_vocab_size = hf::get_int(j, "type_vocab_size", cfg, &two);
     if (const auto* eps = hf::field(j, "layer_norm_eps")) {
       if (!eps->is_number()) throw FileError(cfg, str("'layer_norm_eps' must be a number"));
-      c.layer_norm_eps = eps->get<float>();
+      c.layer_norm_eps = eps->get<double>();
     }
     c.activation = parse_activation(hf::get_string(j, "hidden_act", cfg, "gelu"), cfg, "hidden_act");
     const std::string pos = hf::get_string(j, "position_embedding_type", cfg, "absolute");
@@ -176,17 +294,14 @@ BertSource open_hf_bert(const std::string& spec) {
                                "\" is not supported (only absolute)"));
   } else {
     c.arch = BertArch::distilbert;
-    c.hidden = hf::get_int(j, "dim", cfg);
-    c.n_layers = hf::get_int(j, "n_layers", cfg);
-    c.n_heads = hf::get_int(j, "n_heads", cfg);
-    c.intermediate = hf::get_int(j, "hidden_dim", cfg);
+    read_sizes(j, cfg, c, "dim", "n_layers", "n_heads", "hidden_dim");
     c.type_vocab_size = 0;
-    c.layer_norm_eps = 1e-12f;  // fixed in DistilBERT
+    c.layer_norm_eps = 1e-12;  // fixed in DistilBERT
     c.activation = parse_activation(hf::get_string(j, "activation", cfg, "gelu"), cfg, "activation");
     // sinusoidal_pos_embds only changes how the (stored) position table was initialised.
   }
   c.vocab_size = hf::get_int(j, "vocab_size", cfg);
-  c.max_positions = hf::get_int(j, "max_position_embeddings", cfg, &d512);
+  c.max_positions = hf::get_int(j, "max_position_embeddings", cfg, modern ? &d8192 : &d512);
   const int zero = 0;
   c.pad_token_id = hf::get_int(j, "pad_token_id", cfg, roberta ? nullptr : &zero);
   // RoBERTa's position ids: padding_idx + 1 + t for real tokens (create_position_ids_from_input_ids
@@ -244,20 +359,25 @@ BertSource open_hf_bert(const std::string& spec) {
       throw FileError(weights, str("tensor '", hf, "' has dtype ", info->dtype,
                                    "; cibench reads F32/F16/BF16 safetensors"));
     const std::vector<int64_t> want = bert_tensor_shape(c, canon);
-    if (info->shape != want)
+    // A block of a fused tensor (ModernBERT's Wqkv): the file holds `blocks` of them stacked.
+    const auto [block, blocks] = hf_fused_part(c, canon);
+    std::vector<int64_t> stored = want;
+    stored[0] *= blocks;
+    if (info->shape != stored)
       throw FileError(weights, str("tensor '", hf, "' has shape ", shape_str(info->shape),
                                    " but ", cfg, " (", describe_config(c), ") implies ",
-                                   shape_str(want)));
+                                   shape_str(stored)));
     TensorSource t;
     t.rows = want.size() == 2 ? want[0] : 1;
     t.cols = want.back();
     const int64_t rows = t.rows, cols = t.cols;
     const bool one_d = want.size() == 1;
-    t.read = [info, hf_name = hf, rows, cols, one_d](int64_t r0, int64_t n, float* dst) {
+    const int64_t first = block * (one_d ? cols : rows);  // the block's first element / row
+    t.read = [info, hf_name = hf, rows, cols, one_d, first](int64_t r0, int64_t n, float* dst) {
       CIBENCH_CHECK(r0 >= 0 && n >= 0 && r0 + n <= rows, "tensor '", hf_name, "': rows [", r0, ", ",
                     r0 + n, ") are outside its ", rows, " rows");
-      if (one_d) info->read_rows_f32(r0 * cols, n * cols, dst);
-      else info->read_rows_f32(r0, n, dst);
+      if (one_d) info->read_rows_f32(first + r0 * cols, n * cols, dst);
+      else info->read_rows_f32(first + r0, n, dst);
     };
     src.tensors[canon] = std::move(t);
     src.source_names[canon] = hf;
@@ -332,7 +452,23 @@ BertConfig preset_config(BertArch arch, int hidden, int layers, int heads, int i
     c.max_positions = 514;
     c.pad_token_id = 1;
     c.position_offset = 2;
-    c.layer_norm_eps = 1e-5f;
+    c.layer_norm_eps = 1e-5;
+  }
+  if (arch == BertArch::modernbert) {  // ModernBERT-base's config.json (no biases, gelu, [CLS])
+    c.type_vocab_size = 0;
+    c.vocab_size = 50368;
+    c.max_positions = 8192;
+    c.pad_token_id = 50283;
+    c.layer_norm_eps = 1e-5;
+    c.global_every = 3;
+    c.local_window = 128;
+    c.rope_theta_global = 160000.0;
+    c.rope_theta_local = 10000.0;
+    c.attention_bias = c.mlp_bias = c.norm_bias = c.head_dense_bias = false;
+    if (hidden < 768) {  // the small test shape: a window its sequences outgrow
+      c.max_positions = 512;
+      c.local_window = 16;
+    }
   }
   c.num_labels = 2;
   c.labels = {"LABEL_0", "LABEL_1"};
@@ -398,11 +534,31 @@ std::vector<int64_t> bert_tensor_shape(const BertConfig& c, const std::string& n
   if (name == "embeddings.token_type") return {c.type_vocab_size, h};
   if (name == "head.classifier.weight") return {c.num_labels, h};
   if (name == "head.classifier.bias") return {c.num_labels};
-  if (ends("ffn_in.weight")) return {f, h};
-  if (ends("ffn_in.bias")) return {f};
+  const int64_t fi = c.modern() ? 2 * f : f;  // ModernBERT's Wi: input rows, then gate rows
+  if (ends("ffn_in.weight")) return {fi, h};
+  if (ends("ffn_in.bias")) return {fi};
   if (ends("ffn_out.weight")) return {h, f};
   if (ends(".weight") && !ends("norm.weight")) return {h, h};
   return {h};
+}
+
+bool bert_has_tensor(const BertConfig& c, const std::string& name) {
+  auto ends = [&](const char* s) {
+    const size_t n = std::strlen(s);
+    return name.size() >= n && name.compare(name.size() - n, n, s) == 0;
+  };
+  const bool model_level = name == "final_norm.weight" || name == "final_norm.bias" || name.rfind("head.norm.", 0) == 0;
+  if (!c.modern()) {
+    if (name == "embeddings.token_type") return c.type_vocab_size > 0;
+    return !model_level;
+  }
+  if (name == "embeddings.position" || name == "embeddings.token_type") return false;
+  if (name.rfind("layers.0.attn_norm.", 0) == 0) return false;  // the identity in layer 0
+  if (!ends(".bias") || name == "head.classifier.bias") return true;
+  if (ends("norm.bias")) return c.norm_bias;
+  if (name == "head.dense.bias") return c.head_dense_bias;
+  if (ends("ffn_in.bias") || ends("ffn_out.bias")) return c.mlp_bias;
+  return c.attention_bias;  // query, key, value, attn_out
 }
 
 const std::vector<BertPreset>& bert_presets() {
@@ -421,6 +577,15 @@ const std::vector<BertPreset>& bert_presets() {
        preset_config(BertArch::roberta, 768, 12, 12, 3072)},
       {"roberta-mini", "a small RoBERTa (256, 2 layers, 4 heads, FFN 1024, positions from 2) for tests",
        preset_config(BertArch::roberta, 256, 2, 4, 1024)},
+      {"modernbert-base", "ModernBERT-base shape (768, 22 layers, 12 heads, gated FFN 1152, vocab 50368, "
+       "global attention every 3rd layer, local window 128, 8192 positions)",
+       preset_config(BertArch::modernbert, 768, 22, 12, 1152)},
+      {"modernbert-large", "ModernBERT-large shape (1024, 28 layers, 16 heads, gated FFN 2624, vocab 50368, "
+       "global attention every 3rd layer, local window 128, 8192 positions)",
+       preset_config(BertArch::modernbert, 1024, 28, 16, 2624)},
+      {"modernbert-mini", "a small ModernBERT (256, 4 layers, 4 heads, gated FFN 384, global every 3rd, "
+       "local window 16, 512 positions) for tests",
+       preset_config(BertArch::modernbert, 256, 4, 4, 384)},
   };
   return p;
 }
@@ -441,7 +606,7 @@ bool is_bert_spec(const std::string& spec) {
   try {
     const auto j = nlohmann::json::parse(read_file(cfg.string()));
     const std::string mt = j.value("model_type", "");
-    return mt == "bert" || mt == "distilbert" || mt == "roberta" || mt == "xlm-roberta";
+    return mt == "bert" || mt == "distilbert" || mt == "roberta" || mt == "xlm-roberta" || mt == "modernbert";
   } catch (const std::exception&) {
     return false;
   }

@@ -1,7 +1,12 @@
 #include "engines/models/classifier_tokenizer.h"
 
-#include <filesystem>
+#include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <tuple>
+#include <utility>
+
+#include "engines/core/buffer.h"
 #include "engines/core/error.h"
 #include "engines/models/tokenizer.h"
 #include "engines/models/wordpiece.h"
@@ -43,15 +48,90 @@ int piece_id(const VocabPieces& v, const std::string& piece, const std::string& 
   throw FileError(path, str("the vocabulary has no '", piece, "' token, which a ", family, " classifier frames a sentence with"));
 }
 
-// RoBERTa: the byte-level BPE of the model's tokenizer.json, framed by <s> ... </s>.
-class RobertaClassifierTokenizer final : public ClassifierTokenizer {
+// The id of a special token named by a post-processor: its "ids" entry in `specials`
+// (TemplateProcessing's special_tokens) when there is one, else the piece of that name.
+int framing_id(const nlohmann::json* specials, const std::string& name, const VocabPieces& v,
+               const std::string& path, const std::string& key) {
+  if (specials && specials->is_object() && specials->contains(name)) {
+    const nlohmann::json& e = (*specials)[name];
+    if (!e.is_object() || !e.contains("ids") || !e["ids"].is_array() || e["ids"].size() != 1 ||
+        !e["ids"][0].is_number_integer())
+      throw FileError(path, str("post_processor.special_tokens[\"", name, "\"] must have one id, got ", e.dump()));
+    const int64_t id = e["ids"][0].get<int64_t>();
+    if (id < 0 || id >= static_cast<int64_t>(v.tokens.size()))
+      throw FileError(path, str("post_processor.special_tokens[\"", name, "\"]: id ", id, " is outside the vocabulary"));
+    return static_cast<int>(id);
+  }
+  for (size_t i = 0; i < v.tokens.size(); ++i)
+    if (v.tokens[i] == name) return static_cast<int>(i);
+  throw FileError(path, str(key, " names '", name, "', which is not a token of the vocabulary"));
+}
+
+// How a byte-level BPE classifier frames one sentence, from its tokenizer.json's post-processor:
+// TemplateProcessing's single template (ModernBERT: [CLS] $A [SEP]), RobertaProcessing's or
+// BertProcessing's cls and sep, or, without a post-processor, RoBERTa's <s> ... </s>.
+std::pair<int, int> bpe_framing(const std::string& path, const VocabPieces& v) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(path, str("not valid JSON: ", e.what()));
+  }
+  std::vector<const nlohmann::json*> procs;
+  if (j.is_object() && j.contains("post_processor") && j["post_processor"].is_object()) {
+    const nlohmann::json& pp = j["post_processor"];
+    if (pp.value("type", "") == "Sequence" && pp.contains("processors") && pp["processors"].is_array())
+      for (const nlohmann::json& p : pp["processors"]) procs.push_back(&p);
+    else
+      procs.push_back(&pp);
+  }
+  for (const nlohmann::json* p : procs) {
+    if (!p->is_object() || !p->contains("type") || !(*p)["type"].is_string()) continue;
+    const std::string type = (*p)["type"];
+    if (type == "TemplateProcessing") {
+      const nlohmann::json* single = p->contains("single") ? &(*p)["single"] : nullptr;
+      auto special = [&](size_t i) -> std::string {
+        const nlohmann::json& e = (*single)[i];
+        if (!e.is_object() || !e.contains("SpecialToken") || !e["SpecialToken"].is_object() ||
+            !e["SpecialToken"].contains("id") || !e["SpecialToken"]["id"].is_string())
+          return {};
+        return e["SpecialToken"]["id"];
+      };
+      if (!single || !single->is_array() || single->size() != 3 || special(0).empty() || special(2).empty() ||
+          !(*single)[1].is_object() || !(*single)[1].contains("Sequence"))
+        throw FileError(path, str("post_processor.single is ", single ? single->dump() : "absent",
+                                  "; a classifier frames one sentence as [special] $A [special]"));
+      const nlohmann::json* specials = p->contains("special_tokens") ? &(*p)["special_tokens"] : nullptr;
+      return {framing_id(specials, special(0), v, path, "post_processor.single[0]"),
+              framing_id(specials, special(2), v, path, "post_processor.single[2]")};
+    }
+    if (type == "RobertaProcessing" || type == "BertProcessing") {
+      auto pair_id = [&](const char* key) {
+        const nlohmann::json* e = p->contains(key) ? &(*p)[key] : nullptr;
+        if (!e || !e->is_array() || e->size() != 2 || !(*e)[0].is_string() || !(*e)[1].is_number_integer())
+          throw FileError(path, str("post_processor.", key, " must be [token, id], got ", e ? e->dump() : "nothing"));
+        const std::string name = (*e)[0];
+        const int64_t id = (*e)[1].get<int64_t>();
+        if (id < 0 || id >= static_cast<int64_t>(v.tokens.size()) || v.tokens[static_cast<size_t>(id)] != name)
+          throw FileError(path, str("post_processor.", key, " = ", e->dump(), ": the vocabulary has no '", name,
+                                    "' token at id ", id, ", which a classifier frames a sentence with"));
+        return static_cast<int>(id);
+      };
+      return {pair_id("cls"), pair_id("sep")};
+    }
+  }
+  return {piece_id(v, "<s>", path, "RoBERTa"), piece_id(v, "</s>", path, "RoBERTa")};
+}
+
+// Byte-level BPE (RoBERTa, ModernBERT): the model's tokenizer.json, framed as its post-processor
+// frames one sentence.
+class ByteLevelClassifierTokenizer final : public ClassifierTokenizer {
  public:
-  explicit RobertaClassifierTokenizer(const std::string& path) : t_(open_tokenizer(path)) {
+  explicit ByteLevelClassifierTokenizer(const std::string& path) : t_(open_tokenizer(path)) {
     if (t_->kind() != "bpe")
-      throw FileError(path, str("a RoBERTa classifier needs a byte-level BPE tokenizer.json, this is ", t_->kind()));
-    const VocabPieces v = t_->pieces();
-    cls_ = piece_id(v, "<s>", path, "RoBERTa");
-    sep_ = piece_id(v, "</s>", path, "RoBERTa");
+      throw FileError(path, str("a byte-level BPE classifier (RoBERTa, ModernBERT) needs a tokenizer.json, this is ",
+                                t_->kind()));
+    std::tie(cls_, sep_) = bpe_framing(path, t_->pieces());
   }
   std::vector<int> encode(const std::string& text, int max_length) const override {
     return frame_sentence(cls_, t_->encode(text, false, false), sep_, max_length);
@@ -96,13 +176,13 @@ std::shared_ptr<const ClassifierTokenizer> open_classifier_tokenizer(const std::
     if (fs::exists(p / "vocab.txt"))
       return std::make_shared<WordPieceClassifierTokenizer>(WordPieceTokenizer::from_hf_folder(path));
     if (fs::exists(p / "tokenizer.json"))
-      return std::make_shared<RobertaClassifierTokenizer>((p / "tokenizer.json").string());
+      return std::make_shared<ByteLevelClassifierTokenizer>((p / "tokenizer.json").string());
     if (fs::exists(p / "sentencepiece.bpe.model"))
       return std::make_shared<XlmrClassifierTokenizer>((p / "sentencepiece.bpe.model").string());
     throw FileError(path, "no classifier vocabulary in the folder (vocab.txt, tokenizer.json or sentencepiece.bpe.model)");
   }
   const std::string ext = p.extension().string();
-  if (ext == ".json") return std::make_shared<RobertaClassifierTokenizer>(path);
+  if (ext == ".json") return std::make_shared<ByteLevelClassifierTokenizer>(path);
   if (ext == ".model") return std::make_shared<XlmrClassifierTokenizer>(path);
   if (ext == ".gguf") return std::make_shared<WordPieceClassifierTokenizer>(WordPieceTokenizer::from_gguf(path));
   if (p.filename() == "vocab.txt" && fs::exists(p.parent_path() / "tokenizer_config.json"))

@@ -3,6 +3,8 @@
 // family frames one sentence.
 //   BERT / DistilBERT   WordPiece (vocab.txt, a GGUF vocabulary)      [CLS] pieces [SEP]
 //   RoBERTa             byte-level BPE (tokenizer.json)                <s> pieces </s>
+//   ModernBERT          byte-level BPE (tokenizer.json)                [CLS] pieces [SEP]
+//                       (either: the framing of the file's post-processor)
 //   XLM-RoBERTa         SentencePiece (sentencepiece.bpe.model) with   <s> pieces </s>
 //                       fairseq's ids: <s> 0, <pad> 1, </s> 2, <unk> 3, piece p at p + 1
 #include <memory>
@@ -24,7 +26,8 @@ class ClassifierTokenizer {
 // Opens the classifier tokenizer at `path`: a Hugging Face folder (its vocab.txt, else
 // tokenizer.json, else sentencepiece.bpe.model), a vocab.txt (with its folder's
 // tokenizer_config.json when present), a .gguf vocabulary (WordPiece), a tokenizer.json (byte-level
-// BPE whose vocabulary has <s> and </s>), or a SentencePiece .model (XLM-R's numbering).
+// BPE framed by its post-processor's template, else by <s> and </s>), or a SentencePiece .model
+// (XLM-R's numbering).
 // Throws FileError naming the file and what is wrong.
 std::shared_ptr<const ClassifierTokenizer> open_classifier_tokenizer(const std::string& path);
 

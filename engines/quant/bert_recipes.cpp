@@ -225,6 +225,10 @@ BertSource memory_bert_source(const BertSource& base, std::string origin,
 
 BertRecipeOutput apply_bert_recipe(const BertSource& src, const RecipeSpec& spec,
                                    const CalibrationStats* calib, int threads) {
+  // The recipes' sites (and SmoothQuant's folding) follow post-LayerNorm layers.
+  if (src.config.modern())
+    throw Error(str("encoder recipes run on BERT, DistilBERT and RoBERTa/XLM-R; ", src.origin,
+                    " is a ModernBERT (pre-LayerNorm) classifier: pack it in a weight format instead"));
   const bool quantise = QuantGrid::supports(spec.format);
   if (quantise) {
     spec.validate();

@@ -120,6 +120,10 @@ int run_bert_recipes(const BertRecipesArgs& a) {
   }
   const std::string load_start = loadavg();
   const BertSource src = open_bert_source(a.model);
+  if (src.config.modern())
+    throw Error(str("bert-recipes runs on BERT, DistilBERT and RoBERTa/XLM-R; ", src.origin,
+                    " is a ModernBERT (pre-LayerNorm) classifier: compare its weight formats with "
+                    "cibench classify --bench --format"));
   std::string vocab = a.vocab;
   if (vocab.empty()) {
     const fs::path p(a.model);

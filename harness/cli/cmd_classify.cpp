@@ -83,7 +83,7 @@ std::string default_vocab(const std::string& model) {
   if (model.rfind("synthetic:", 0) == 0) return "";
   const fs::path p(model);
   const fs::path dir = fs::is_directory(p) ? p : p.parent_path();
-  // BERT/DistilBERT: vocab.txt; RoBERTa: tokenizer.json; XLM-R: sentencepiece.bpe.model.
+  // BERT/DistilBERT: vocab.txt; RoBERTa, ModernBERT: tokenizer.json; XLM-R: sentencepiece.bpe.model.
   for (const char* name : {"vocab.txt", "tokenizer.json", "sentencepiece.bpe.model"})
     if (fs::exists(dir / name)) return (dir / name).string();
   return "";

@@ -71,7 +71,9 @@ void BertSut::start_worker(int w) {
   so.pin_threads = o_.pin_threads;
   so.isa = o_.isa;
   so.max_batch = o_.max_batch;
-  so.max_length = o_.shape == Shape::padded ? o_.pad_to : std::min(model_->config.max_length(), std::max(2, in_->max_length));
+  // Scratch for the longest sample (every sample's ids are known up front), not the model's
+  // positions: ModernBERT's 8192 would ask 256 MiB of attention scores per thread.
+  so.max_length = o_.shape == Shape::padded ? o_.pad_to : std::min(model_->config.max_length(), std::max(2, in_->longest()));
   wk->session = std::make_unique<BertSession>(*model_, so);
   wk->seq.resize(static_cast<size_t>(o_.max_batch));
   workers_[static_cast<size_t>(w)] = std::move(wk);
@@ -202,14 +204,17 @@ ClassifierBench::ClassifierBench(const Scenario& sc) : sc_(sc) {
         throw ScenarioError(sc.pos("workload.eval_set").message(str("label ", l, " >= the model's ", src_.config.num_labels, " labels")));
   } else {  // seeded random ids, lengths from workload.prompt_tokens ([CLS] and [SEP] included)
     const int vocab = in->tokenizer ? in->tokenizer->vocab_size() : src_.config.vocab_size;
+    // Ids from 1000 up (past BERT's special and unused pieces) when the vocabulary is that large;
+    // a small one (a test model) uses all of its ids.
+    const int lo = vocab > 2000 ? 1000 : 0;
     for (int64_t s = 0; s < sc.synthetic_samples; ++s) {
       const int len = static_cast<int>(std::clamp<int64_t>(
           sc.prompt_tokens.draw(hash3(sc.seed_lengths, 0xb5, static_cast<uint64_t>(s)), hash3(sc.seed_lengths, 0xb6, static_cast<uint64_t>(s))),
           2, in->max_length));
       std::vector<int> ids(static_cast<size_t>(len));
       for (int i = 0; i < len; ++i)
-        ids[static_cast<size_t>(i)] = 1000 + static_cast<int>(hash3(sc.seed_samples, static_cast<uint64_t>(s), static_cast<uint64_t>(i)) %
-                                                              static_cast<uint64_t>(std::max(1, vocab - 1000)));
+        ids[static_cast<size_t>(i)] = lo + static_cast<int>(hash3(sc.seed_samples, static_cast<uint64_t>(s), static_cast<uint64_t>(i)) %
+                                                            static_cast<uint64_t>(vocab - lo));
       in->ids.push_back(std::move(ids));
     }
   }

@@ -1,6 +1,6 @@
-// Fuzz target for the BERT-family loader: each input is the model.safetensors of a BERT and of
-// a DistilBERT Hugging Face folder (fixed small configs, the shapes of the seeds written by
-// tests/fuzz/corpus/make_bert_seeds.py). What loads is packed in f32 and int8 and classifies one
+// Fuzz target for the BERT-family loader: each input is the model.safetensors of a BERT, of
+// a DistilBERT and of a ModernBERT Hugging Face folder (fixed small configs, the shapes of the
+// seeds written by tests/fuzz/corpus/make_bert_seeds.py and of tests/fixtures/modernbert/mean). What loads is packed in f32 and int8 and classifies one
 // sentence. A cibench::Error is the clean rejection of a bad file; any other exception, a crash,
 // a hang or a sanitizer report is a bug.
 #include <cstddef>
@@ -32,10 +32,23 @@ const char* kDistilConfig = R"({
   "id2label": {"0": "negative", "1": "positive"}
 })";
 
+// tests/fixtures/modernbert/mean's config (every bias, mean pooling, rope_parameters).
+const char* kModernConfig = R"({
+  "architectures": ["ModernBertForSequenceClassification"], "model_type": "modernbert",
+  "hidden_size": 16, "intermediate_size": 24, "num_attention_heads": 2, "num_hidden_layers": 3,
+  "global_attn_every_n_layers": 2, "local_attention": 8, "max_position_embeddings": 128,
+  "vocab_size": 288, "norm_eps": 1e-6, "hidden_activation": "gelu_pytorch_tanh",
+  "classifier_activation": "gelu_new", "classifier_pooling": "mean", "attention_bias": true,
+  "mlp_bias": true, "norm_bias": true, "classifier_bias": true,
+  "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 80000.0},
+                      "sliding_attention": {"rope_type": "default", "rope_theta": 5000.0}}
+})";
+
 struct Scratch {
   fs::path dir = cibench::fuzz::scratch_dir("cibench_fuzz_bert");
   Scratch() {
-    for (const auto& [name, config] : {std::pair{"bert", kBertConfig}, std::pair{"distil", kDistilConfig}}) {
+    for (const auto& [name, config] : {std::pair{"bert", kBertConfig}, std::pair{"distil", kDistilConfig},
+                                       std::pair{"modern", kModernConfig}}) {
       fs::create_directories(dir / name);
       std::ofstream(dir / name / "config.json") << config;
       std::ofstream vocab(dir / name / "vocab.txt");
@@ -73,7 +86,7 @@ void load_and_classify(const std::string& folder) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Scratch& s = scratch();
-  for (const char* name : {"bert", "distil"}) {
+  for (const char* name : {"bert", "distil", "modern"}) {
     const std::string folder = (s.dir / name).string();
     cibench::fuzz::write_input(folder + "/model.safetensors", data, size);
     rejecting_errors([&] { load_and_classify(folder); });

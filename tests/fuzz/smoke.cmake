@@ -1,7 +1,7 @@
 # The fuzz entry points driven by deterministic mutations of seed files (any compiler): fuzz_smoke
 # (llama2.c, GGUF and safetensors model files; the stories260K files), fuzz_smoke_scenario
 # (scenario TOML; the shipped scenarios), fuzz_smoke_text (tokenizers, tokenizer.json, vocab.txt, TSV, replay,
-# config.json, .cbq), fuzz_smoke_bert (BERT/DistilBERT safetensors; tests/fuzz/corpus) and
+# config.json, .cbq), fuzz_smoke_bert (BERT/DistilBERT/ModernBERT safetensors; tests/fuzz/corpus, tests/fixtures/modernbert) and
 # fuzz_smoke_store (the results store; the release fixtures). Included from tests/CMakeLists.txt,
 # and from tests/fuzz when only fuzzing. Under a sanitizer (about 10x slower) the slow ones run
 # fewer mutations.
@@ -104,13 +104,14 @@ if(NOT TARGET fuzz_smoke_text)
   endif()
 endif()
 # The BERT-family loader, packing and one classification (seeds: tests/fuzz/corpus, written by
-# make_bert_seeds.py).
+# make_bert_seeds.py, and the ModernBERT fixture's weights).
 if(NOT TARGET fuzz_smoke_bert)
   add_executable(fuzz_smoke_bert ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp ${CMAKE_CURRENT_LIST_DIR}/fuzz_bert.cpp)
   target_link_libraries(fuzz_smoke_bert PRIVATE cibench_engine)
   add_test(NAME fuzz.smoke_bert COMMAND fuzz_smoke_bert --iterations ${CIBENCH_FUZZ_BERT_ITERATIONS}
            ${CMAKE_CURRENT_LIST_DIR}/corpus/bert-mini.safetensors
-           ${CMAKE_CURRENT_LIST_DIR}/corpus/distilbert-mini.safetensors)
+           ${CMAKE_CURRENT_LIST_DIR}/corpus/distilbert-mini.safetensors
+           ${CMAKE_CURRENT_LIST_DIR}/../fixtures/modernbert/mean/model.safetensors)
   set_tests_properties(fuzz.smoke_bert PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
 # The results store as every reader and the writer open it (seeds: the stores of earlier
