@@ -279,9 +279,13 @@ void parse_hf_sliding_window(const nlohmann::json& j, const std::string& cfg, co
     }
   } else if (w > 0) {
     const int six = 6, qwen_default = 28;  // Gemma3TextConfig's pattern, Qwen2Config's max_window_layers
-    const int pattern = fam == "gemma3_text" ? hf::get_int(j, "sliding_window_pattern", cfg, &six) : 0;
+    // (newer transformers save the pattern as _sliding_window_pattern beside layer_types)
+    const char* pattern_key = hf::field(j, "sliding_window_pattern") || !hf::field(j, "_sliding_window_pattern")
+                                  ? "sliding_window_pattern"
+                                  : "_sliding_window_pattern";
+    const int pattern = fam == "gemma3_text" ? hf::get_int(j, pattern_key, cfg, &six) : 0;
     if (fam == "gemma3_text" && pattern <= 0)
-      throw FileError(cfg, str("'sliding_window_pattern' = ", pattern, " must be positive"));
+      throw FileError(cfg, str("'", pattern_key, "' = ", pattern, " must be positive"));
     const int from = fam == "qwen2" || fam == "qwen3" ? hf::get_int(j, "max_window_layers", cfg, &qwen_default) : 0;
     for (int l = 0; l < c.n_layers; ++l) {
       bool sliding = true;

@@ -553,6 +553,20 @@ TEST(Families, UnsupportedConfigsNameFileKeyAndValue) {
     for (const std::string& w : {dir.file("patched.gguf"), key, std::string("longro")})
       EXPECT_NE(m.find(w), std::string::npos) << m;
   }
+  // A gemma2 file whose attention soft-cap is not positive: the key and the value.
+  {
+    std::ifstream in(fixture("gemma2/model.gguf"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const std::string key = "gemma2.attn_logit_softcapping";
+    const size_t at = bytes.find(key);
+    ASSERT_NE(at, std::string::npos);
+    const float minus_two = -2.0f;
+    bytes.replace(at + key.size() + 4, 4, reinterpret_cast<const char*>(&minus_two), 4);  // after the type
+    std::ofstream(dir.file("softcap.gguf"), std::ios::binary) << bytes;
+    const std::string m = error_of([&] { open_llama_source(dir.file("softcap.gguf")); });
+    for (const std::string& w : {dir.file("softcap.gguf"), key, std::string("-2")})
+      EXPECT_NE(m.find(w), std::string::npos) << m;
+  }
   // A knob GGUF cannot hold: NoPE layers.
   const std::string msg = error_of([&] {
     const LlamaSource s = open_llama_source(fixture("smollm3"));
