@@ -9,7 +9,7 @@
 // export-gguf writes.
 // Two independent implementations give the expected logits: a float64 NumPy forward pass in
 // Hugging Face's own layout (rotate-half RoPE, HF's formulas), and llama.cpp (for the
-// architectures its build knows: llama, qwen2, gemma, phi3) on the GGUF file with an f32 KV cache.
+// architectures its build knows: llama, qwen2, gemma, gemma2, phi3) on the GGUF file with an f32 KV cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
