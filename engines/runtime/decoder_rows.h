@@ -69,12 +69,14 @@ inline float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
-// The gated feed-forward's element-wise step on one row: gate = act(gate) * up.
-inline void ffn_gate(const KernelTable& K, const LlamaConfig& c, float* gate, const float* up, int n) {
+// The gated feed-forward's element-wise step on `rows` rows of n: gate = act(gate) * up (the
+// activation chosen once, not per row).
+inline void ffn_gate(const KernelTable& K, const LlamaConfig& c, float* gate, const float* up, int rows, int n) {
+  const int64_t total = static_cast<int64_t>(rows) * n;
   if (c.ffn_act == "silu") {
-    K.swiglu(gate, up, gate, n);
+    K.swiglu(gate, up, gate, total);
   } else {
-    for (int i = 0; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
+    for (int64_t i = 0; i < total; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
   }
 }
 

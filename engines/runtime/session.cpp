@@ -305,8 +305,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     }
     mm_->matmul(L.w1, xb, dim, n, hb, hidden);
     mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
-    for (int i = 0; i < n; ++i)
-      ffn_gate(K, c, hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden, hidden);
+    ffn_gate(K, c, hb, hb2, n, hidden);
     if (obs) obs->observe(lp + "w2", hb, n, hidden);
     mm_->matmul(L.w2, hb, hidden, n, xb, dim);
     for (int i = 0; i < n; ++i) {
