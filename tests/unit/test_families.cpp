@@ -31,6 +31,8 @@
 #include "engines/models/llama.h"
 #include "engines/models/llama_reference.h"
 #include "engines/models/synthetic.h"
+#include "engines/quant/quantized_file.h"
+#include "engines/quant/recipe.h"
 #include "engines/runtime/batch.h"
 #include "engines/runtime/session.h"
 #include "test_support.h"
@@ -593,6 +595,31 @@ TEST(Families, UnsupportedConfigsNameFileKeyAndValue) {
   bad = open_llama_source(fixture("gemma2")).config;
   bad.attn_softcap = -2.0f;
   EXPECT_NE(error_of([&] { bad.validate("cfg"); }).find("soft-cap must be >= 0, got -2"), std::string::npos);
+}
+
+// A quantised model file (.cbq) keeps every family knob: the Gemma 2 and 3 fixtures quantised
+// (rtn int8), written and read back run bit for bit as before.
+TEST(Families, QuantizedFilesKeepTheFamilyKnobs) {
+  const std::vector<int> toks = fixture_tokens();
+  test::TempDir dir("families_cbq");
+  for (const char* name : {"gemma2", "gemma3"}) {
+    SCOPED_TRACE(name);
+    const RecipeOutput out = apply_recipe(open_llama_source(fixture(name)), RecipeSpec::parse("rtn", "int8"), nullptr);
+    const std::string path = dir.file(std::string(name) + ".cbq");
+    write_quantized(path, out.source, quantized_meta(out, nullptr, ""));
+    const QuantizedModelFile q = load_quantized(path);
+    const LlamaConfig &a = out.source.config, &b = q.source.config;
+    EXPECT_EQ(b.family, a.family);
+    EXPECT_EQ(b.attn_window, a.attn_window);
+    EXPECT_EQ(b.rope_local_theta, a.rope_local_theta);
+    EXPECT_EQ(b.post_norms, a.post_norms);
+    EXPECT_EQ(b.attn_softcap, a.attn_softcap);
+    EXPECT_EQ(b.final_softcap, a.final_softcap);
+    EXPECT_EQ(b.query_pre_attn_scalar, a.query_pre_attn_scalar);
+    EXPECT_EQ(b.embed_scale, a.embed_scale);
+    EXPECT_EQ(b.ffn_act, a.ffn_act);
+    EXPECT_EQ(reference_logits<float>(q.source, toks), reference_logits<float>(out.source, toks));
+  }
 }
 
 // ---- Sliding windows -------------------------------------------------------------------------
