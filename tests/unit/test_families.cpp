@@ -683,6 +683,10 @@ TEST(Families, SlidingWindowMasksAlikeInReferenceSessionAndBatch) {
         EXPECT_LE(max_abs_diff(std::vector<float>(b.logits(1), b.logits(1) + V), last), tol) << "batch prompt";
       }
     }
+    std::printf("[ %s ] window %d over %d tokens: windowed vs full attention %.3g; |session - reference| %.3g, "
+                "|batch - reference| %.3g (tolerance %.3g)\n",
+                isa_name(isa), W, n, moved, std::max(max_abs_diff(chunks, exact), max_abs_diff(steps, exact)),
+                max_abs_diff(batch, exact), tol);
     EXPECT_LE(max_abs_diff(chunks, exact), tol) << "session chunks";
     EXPECT_LE(max_abs_diff(steps, exact), tol) << "session steps";
     EXPECT_LE(max_abs_diff(batch, exact), tol) << "batch decode";
