@@ -5,6 +5,7 @@
 // Every table entry has a generic twin (kernels_generic.cpp) that is the oracle in the tests.
 // Each ISA's table lives in its own source file compiled with that ISA's flags only.
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 
 #include "engines/core/cpu.h"
@@ -35,16 +36,18 @@ struct KernelTable {
   // cos/sin tables for this position (head_dim / 2 entries each).
   void (*rope)(float* v, int64_t n_heads, int64_t head_dim, const float* cos_tab,
                const float* sin_tab);
-  // One query head over positions [0, n_pos) of a KV cache:
-  //   att[t] = softmax_t(dot(q, k[t]) * scale);  out = sum_t att[t] * v[t]
-  // k[t] = k_cache + t * kv_stride (likewise v). `att` is scratch of n_pos floats.
-  // The SIMD levels score 8 positions per step (one shared horizontal reduction) and add
-  // 8 weighted value rows per pass over `out`.
-  void (*attention)(const float* q, const float* k_cache, const float* v_cache, int64_t n_pos,
-                    int64_t head_dim, int64_t kv_stride, float scale, float* att, float* out);
+  // One query head over positions [first, n_pos) of a KV cache (first > 0: a sliding window):
+  //   s[t] = dot(q, k[t]) * scale, soft-capped to softcap * tanh(s[t] / softcap) when softcap > 0;
+  //   att[t] = softmax_t(s[t]);  out = sum_t att[t] * v[t]
+  // k[t] = k_cache + t * kv_stride (likewise v). `att` is scratch of n_pos floats (indexed by t).
+  // The SIMD levels score 8 positions per step (groups start at multiples of 8 whatever `first`
+  // is, so a position's score does not depend on the window) with one shared horizontal
+  // reduction, and add 8 weighted value rows per pass over `out`.
+  void (*attention)(const float* q, const float* k_cache, const float* v_cache, int64_t first, int64_t n_pos,
+                    int64_t head_dim, int64_t kv_stride, float scale, float softcap, float* att, float* out);
   // The same over a cache of IEEE halves (uint16 bit patterns), widened in registers.
-  void (*attention_f16)(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
-                        int64_t n_pos, int64_t head_dim, int64_t kv_stride, float scale,
+  void (*attention_f16)(const float* q, const uint16_t* k_cache, const uint16_t* v_cache, int64_t first,
+                        int64_t n_pos, int64_t head_dim, int64_t kv_stride, float scale, float softcap,
                         float* att, float* out);
   // The per-position form (one dot with its own horizontal sum, then one axpy, per position):
   // what `attention` replaced, kept as the baseline the microbenchmark compares against.
@@ -69,14 +72,21 @@ struct KernelTable {
   // (k and v alike), block_tokens a multiple of 8. The same arithmetic as `attention` over the
   // same rows with kv_stride = head_dim, so the two agree bit for bit at every level.
   void (*attention_paged)(const float* q, const float* k_base, const float* v_base,
-                          const int32_t* blocks, int64_t block_tokens, int64_t block_stride,
-                          int64_t n_pos, int64_t head_dim, float scale, float* att, float* out);
+                          const int32_t* blocks, int64_t block_tokens, int64_t block_stride, int64_t first,
+                          int64_t n_pos, int64_t head_dim, float scale, float softcap, float* att, float* out);
   // The same over a cache of IEEE halves (bit-identical to `attention_f16`).
   void (*attention_paged_f16)(const float* q, const uint16_t* k_base, const uint16_t* v_base,
-                              const int32_t* blocks, int64_t block_tokens, int64_t block_stride,
-                              int64_t n_pos, int64_t head_dim, float scale, float* att,
+                              const int32_t* blocks, int64_t block_tokens, int64_t block_stride, int64_t first,
+                              int64_t n_pos, int64_t head_dim, float scale, float softcap, float* att,
                               float* out);
 };
+
+// Soft-capping (Gemma 2's attention scores and logits): x[i] = cap * tanh(x[i] / cap) in binary32,
+// the same at every level; cap <= 0 leaves x alone.
+inline void soft_cap(float* x, int64_t n, float cap) {
+  if (cap <= 0) return;
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
 
 // The table for a level; levels without their own file fall back to the next lower one.
 const KernelTable& kernels_for(Isa isa);

@@ -87,59 +87,67 @@ struct PagedRows {
 };
 
 template <typename Rows>
-void attention_rows(const float* q, const Rows& krow, const Rows& vrow, int64_t n_pos,
-                    int64_t head_dim, float scale, float* att, float* out) {
-  for (int64_t t = 0; t < n_pos; ++t) att[t] = dot_f32(q, krow(t), head_dim) * scale;
-  softmax(att, n_pos);
+void attention_rows(const float* q, const Rows& krow, const Rows& vrow, int64_t first, int64_t n_pos,
+                    int64_t head_dim, float scale, float softcap, float* att, float* out) {
+  for (int64_t t = first; t < n_pos; ++t) att[t] = dot_f32(q, krow(t), head_dim) * scale;
+  soft_cap(att + first, n_pos - first, softcap);
+  softmax(att + first, n_pos - first);
   for (int64_t i = 0; i < head_dim; ++i) out[i] = 0.f;
-  for (int64_t t = 0; t < n_pos; ++t) axpy_f32(att[t], vrow(t), out, head_dim);
+  for (int64_t t = first; t < n_pos; ++t) axpy_f32(att[t], vrow(t), out, head_dim);
 }
 
 // The half-precision cache: each cached value widened exactly, then as attention above.
 template <typename Rows>
-void attention_rows_f16(const float* q, const Rows& krow, const Rows& vrow, int64_t n_pos,
-                        int64_t head_dim, float scale, float* att, float* out) {
-  for (int64_t t = 0; t < n_pos; ++t) {
+void attention_rows_f16(const float* q, const Rows& krow, const Rows& vrow, int64_t first, int64_t n_pos,
+                        int64_t head_dim, float scale, float softcap, float* att, float* out) {
+  for (int64_t t = first; t < n_pos; ++t) {
     const uint16_t* k = krow(t);
     float s = 0.f;
     for (int64_t i = 0; i < head_dim; ++i) s += q[i] * half_to_float(k[i]);
     att[t] = s * scale;
   }
-  softmax(att, n_pos);
+  soft_cap(att + first, n_pos - first, softcap);
+  softmax(att + first, n_pos - first);
   for (int64_t i = 0; i < head_dim; ++i) out[i] = 0.f;
-  for (int64_t t = 0; t < n_pos; ++t) {
+  for (int64_t t = first; t < n_pos; ++t) {
     const uint16_t* v = vrow(t);
     for (int64_t i = 0; i < head_dim; ++i) out[i] += att[t] * half_to_float(v[i]);
   }
 }
 
-void attention(const float* q, const float* k_cache, const float* v_cache, int64_t n_pos,
-               int64_t head_dim, int64_t kv_stride, float scale, float* att, float* out) {
-  attention_rows(q, StridedRows<float>{k_cache, kv_stride}, StridedRows<float>{v_cache, kv_stride},
-                 n_pos, head_dim, scale, att, out);
+void attention(const float* q, const float* k_cache, const float* v_cache, int64_t first, int64_t n_pos,
+               int64_t head_dim, int64_t kv_stride, float scale, float softcap, float* att, float* out) {
+  attention_rows(q, StridedRows<float>{k_cache, kv_stride}, StridedRows<float>{v_cache, kv_stride}, first,
+                 n_pos, head_dim, scale, softcap, att, out);
 }
 
-void attention_f16(const float* q, const uint16_t* k_cache, const uint16_t* v_cache,
-                   int64_t n_pos, int64_t head_dim, int64_t kv_stride, float scale, float* att,
+void attention_f16(const float* q, const uint16_t* k_cache, const uint16_t* v_cache, int64_t first,
+                   int64_t n_pos, int64_t head_dim, int64_t kv_stride, float scale, float softcap, float* att,
                    float* out) {
   attention_rows_f16(q, StridedRows<uint16_t>{k_cache, kv_stride},
-                     StridedRows<uint16_t>{v_cache, kv_stride}, n_pos, head_dim, scale, att, out);
+                     StridedRows<uint16_t>{v_cache, kv_stride}, first, n_pos, head_dim, scale, softcap, att, out);
+}
+
+// The per-position baseline (KernelTable::attention_rowwise): every position, no soft-cap.
+void attention_all(const float* q, const float* k_cache, const float* v_cache, int64_t n_pos,
+                   int64_t head_dim, int64_t kv_stride, float scale, float* att, float* out) {
+  attention(q, k_cache, v_cache, 0, n_pos, head_dim, kv_stride, scale, 0.0f, att, out);
 }
 
 void attention_paged(const float* q, const float* k_base, const float* v_base,
-                     const int32_t* blocks, int64_t block_tokens, int64_t block_stride,
-                     int64_t n_pos, int64_t head_dim, float scale, float* att, float* out) {
+                     const int32_t* blocks, int64_t block_tokens, int64_t block_stride, int64_t first,
+                     int64_t n_pos, int64_t head_dim, float scale, float softcap, float* att, float* out) {
   attention_rows(q, PagedRows<float>{k_base, blocks, block_tokens, block_stride, head_dim},
-                 PagedRows<float>{v_base, blocks, block_tokens, block_stride, head_dim}, n_pos,
-                 head_dim, scale, att, out);
+                 PagedRows<float>{v_base, blocks, block_tokens, block_stride, head_dim}, first, n_pos,
+                 head_dim, scale, softcap, att, out);
 }
 
 void attention_paged_f16(const float* q, const uint16_t* k_base, const uint16_t* v_base,
-                         const int32_t* blocks, int64_t block_tokens, int64_t block_stride,
-                         int64_t n_pos, int64_t head_dim, float scale, float* att, float* out) {
+                         const int32_t* blocks, int64_t block_tokens, int64_t block_stride, int64_t first,
+                         int64_t n_pos, int64_t head_dim, float scale, float softcap, float* att, float* out) {
   attention_rows_f16(q, PagedRows<uint16_t>{k_base, blocks, block_tokens, block_stride, head_dim},
                      PagedRows<uint16_t>{v_base, blocks, block_tokens, block_stride, head_dim},
-                     n_pos, head_dim, scale, att, out);
+                     first, n_pos, head_dim, scale, softcap, att, out);
 }
 
 void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
@@ -166,7 +174,7 @@ void masked_softmax(float* s, const uint8_t* mask, int64_t n) { encoder::masked_
 const KernelTable& kernels_generic() {
   static const KernelTable t{Isa::generic,    matvec_f32,     matmul_f32,    dot_f32,
                              axpy_f32,        rmsnorm,        softmax,       swiglu,
-                             rope,            attention,      attention_f16, attention,
+                             rope,            attention,      attention_f16, attention_all,
                              f32_to_f16,      f16_to_f32,     bias_activation, add_layer_norm,
                              masked_softmax,  attention_paged, attention_paged_f16};
   return t;

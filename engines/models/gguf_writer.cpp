@@ -255,6 +255,28 @@ std::string gguf_architecture_for(const LlamaConfig& c) {
   if (c.rope_scaling.type == "dynamic")
     throw Error("dynamic NTK RoPE scaling has no GGUF form (llama.cpp reads none, linear, yarn and rope_freqs)");
   const bool head_split = c.q_dim() != c.dim;
+  if (c.family == "gemma3_text")
+    throw Error("Gemma 3 has no GGUF architecture cibench writes (the llama.cpp convention it follows predates gemma3)");
+  if (c.family == "gemma2") {
+    // llama.cpp's gemma2: windows in the even layers, both soft-caps, and the query scale it derives
+    // from the layer count (1 / sqrt(n_embd / n_head) at 46 layers, else 1 / sqrt(head_dim)).
+    bool pattern = !c.attn_window.empty();
+    for (int l = 0; pattern && l < c.n_layers; ++l)
+      pattern = (l % 2 == 0) == (c.window(l) > 0) && (c.window(l) == 0 || c.window(l) == c.window(0));
+    const float qpas = static_cast<float>(c.n_layers == 46 ? c.dim / c.n_heads : c.head_dim());
+    if (c.ffn_act != "gelu_tanh" || c.embed_scale != std::sqrt(static_cast<float>(c.dim)) || !c.tied_output ||
+        c.qkv_bias || c.o_bias || c.qk_norm || c.rot_dim() != c.head_dim() || !c.post_norms || !pattern ||
+        !(c.attn_softcap > 0) || !(c.final_softcap > 0) || c.rope_local_theta > 0 ||
+        (c.query_pre_attn_scalar > 0 && c.query_pre_attn_scalar != qpas))
+      throw Error(str("a gemma2-family config that differs from Gemma 2's as llama.cpp holds it (GeGLU, embeddings x "
+                      "sqrt(dim), tied head, no biases or q/k norms, full rotary, post norms, both soft-caps, one "
+                      "window in the even layers, query_pre_attn_scalar ", qpas, ") has no GGUF architecture"));
+    return "gemma2";
+  }
+  if (c.post_norms || c.attn_softcap > 0 || c.final_softcap > 0 || c.rope_local_theta > 0 ||
+      c.query_pre_attn_scalar > 0)
+    throw Error("post norms, soft-capping, a local RoPE base or query_pre_attn_scalar outside gemma2 have no GGUF "
+                "architecture");
   if (c.family == "gemma") {
     if (c.ffn_act != "gelu_tanh" || c.embed_scale != std::sqrt(static_cast<float>(c.dim)) || !c.tied_output ||
         c.qkv_bias || c.o_bias || c.qk_norm || c.rot_dim() != c.head_dim())
@@ -453,10 +475,12 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
       add(b + "attn_q_norm.weight", q + "q_norm", true, true);
       add(b + "attn_k_norm.weight", q + "k_norm", true, true);
     }
+    if (c.post_norms) add(b + "post_attention_norm.weight", q + "post_attention_norm", true);
     add(b + "ffn_norm.weight", q + "ffn_norm", true);
     add(b + "ffn_gate.weight", q + "w1", false);
     add(b + "ffn_up.weight", q + "w3", false);
     add(b + "ffn_down.weight", q + "w2", false);
+    if (c.post_norms) add(b + "post_ffw_norm.weight", q + "post_ffn_norm", true);
   }
   add("output_norm.weight", "norm", true);
   if (!c.tied_output) add("output.weight", "output", false);
@@ -468,18 +492,34 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
   kv.kv_u32("general.alignment", static_cast<uint32_t>(kAlignment));
   kv.kv_u32("general.file_type", wt.file_type);
   if (wt.block > 1) kv.kv_u32("general.quantization_version", 2);  // ggml's GGML_QNT_VERSION
-  check_u32("context_length", c.seq_len);
-  kv.kv_u32(A + "context_length", static_cast<uint32_t>(c.seq_len));
+  // llama.cpp's phi3 and gemma2 mask a sliding window; its other architectures attend globally,
+  // which equals a window no shorter than the context: the context is capped at the narrowest
+  // window (the model the file describes within that context is the source's).
+  int narrowest = 0;
+  for (int w : c.attn_window)
+    if (w > 0 && (narrowest == 0 || w < narrowest)) narrowest = w;
+  const bool writes_window = arch == "phi3" || arch == "gemma2";
+  const int context = !writes_window && narrowest > 0 ? std::min(c.seq_len, narrowest) : c.seq_len;
+  if (arch == "phi3" && narrowest > 0 && std::any_of(c.attn_window.begin(), c.attn_window.end(), [&](int w) { return w != narrowest; }))
+    throw Error("a phi3 config with global layers or windows that differ between layers has no GGUF form (llama.cpp's "
+                "phi3 has one window for every layer)");
+  check_u32("context_length", context);
+  kv.kv_u32(A + "context_length", static_cast<uint32_t>(context));
   kv.kv_u32(A + "embedding_length", static_cast<uint32_t>(c.dim));
   kv.kv_u32(A + "block_count", static_cast<uint32_t>(c.n_layers));
   kv.kv_u32(A + "feed_forward_length", static_cast<uint32_t>(c.hidden_dim));
   kv.kv_u32(A + "attention.head_count", static_cast<uint32_t>(c.n_heads));
   kv.kv_u32(A + "attention.head_count_kv", static_cast<uint32_t>(c.n_kv_heads));
   kv.kv_f32(A + "attention.layer_norm_rms_epsilon", c.norm_eps);
-  // The context is within any sliding window the source had (the loaders cap it there), so the
-  // window llama.cpp's phi3 requires is the context itself.
-  if (arch == "phi3") kv.kv_u32(A + "attention.sliding_window", static_cast<uint32_t>(c.seq_len));
-  if (c.head_size > 0 || arch == "qwen3") {
+  // The window (llama.cpp's phi3 requires one: without a window, the context itself).
+  if (arch == "phi3")
+    kv.kv_u32(A + "attention.sliding_window", static_cast<uint32_t>(narrowest > 0 ? narrowest : c.seq_len));
+  if (arch == "gemma2") {
+    kv.kv_f32(A + "attn_logit_softcapping", c.attn_softcap);
+    kv.kv_f32(A + "final_logit_softcapping", c.final_softcap);
+    kv.kv_u32(A + "attention.sliding_window", static_cast<uint32_t>(c.window(0)));
+  }
+  if (c.head_size > 0 || arch == "qwen3" || arch == "gemma2") {
     kv.kv_u32(A + "attention.key_length", static_cast<uint32_t>(c.head_dim()));
     kv.kv_u32(A + "attention.value_length", static_cast<uint32_t>(c.head_dim()));
   }

@@ -22,7 +22,8 @@ std::string LlamaBuildOptions::describe() const {
 
 size_t LlamaLayer::vector_bytes() const {
   size_t n = 0;
-  for (const std::vector<float>* v : {&attention_norm, &ffn_norm, &bq, &bk, &bv, &bo, &q_norm, &k_norm})
+  for (const std::vector<float>* v : {&attention_norm, &ffn_norm, &bq, &bk, &bv, &bo, &q_norm, &k_norm,
+                                         &post_attention_norm, &post_ffn_norm})
     n += v->size();
   return n * sizeof(float);
 }
@@ -44,7 +45,7 @@ size_t estimate_llama_build_bytes(const LlamaConfig& c, const LlamaBuildOptions&
   const std::string &fa = opts.format_for("attention"), &ff = opts.format_for("ffn");
   size_t b = static_cast<size_t>(v * d + d) * sizeof(float);  // embeddings, final norm
   const int64_t vectors = 2 * d + (c.qkv_bias ? q + 2 * kv : 0) + (c.o_bias ? d : 0) +
-                          (c.qk_norm ? 2 * c.head_dim() : 0);
+                          (c.qk_norm ? 2 * c.head_dim() : 0) + (c.post_norms ? 2 * d : 0);
   b += static_cast<size_t>(c.n_layers) *
        (static_cast<size_t>(vectors) * sizeof(float) + packed(fa, q, d) + packed(fa, d, q) +
         packed(fa, kv, d) * 2 + packed(ff, hd, d) * 2 + packed(ff, d, hd));
@@ -248,6 +249,10 @@ LlamaModel build_llama(const LlamaSource& src, const LlamaBuildOptions& opts) {
     if (c.qk_norm) {
       L.q_norm = src.tensor(p + "q_norm").read_all();
       L.k_norm = src.tensor(p + "k_norm").read_all();
+    }
+    if (c.post_norms) {
+      L.post_attention_norm = src.tensor(p + "post_attention_norm").read_all();
+      L.post_ffn_norm = src.tensor(p + "post_ffn_norm").read_all();
     }
   }
   const std::string& fo = opts.format_for("output");

@@ -36,6 +36,7 @@ struct LlamaLayer {
   std::vector<float> bq, bk, bv;      // (q_dim), (kv_dim), (kv_dim): config.qkv_bias
   std::vector<float> bo;              // (dim): config.o_bias
   std::vector<float> q_norm, k_norm;  // (head_dim): config.qk_norm
+  std::vector<float> post_attention_norm, post_ffn_norm;  // (dim): config.post_norms
 
   size_t vector_bytes() const;        // norms, biases, q/k norms
 };

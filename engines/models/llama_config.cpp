@@ -22,6 +22,7 @@ int64_t LlamaConfig::parameter_count() const {
   if (qkv_bias) per_layer += q + 2 * kv;
   if (o_bias) per_layer += d;
   if (qk_norm) per_layer += 2 * head_dim();
+  if (post_norms) per_layer += 2 * d;
   return v * d + n_layers * per_layer + d + (tied_output ? 0 : v * d);
 }
 
@@ -53,6 +54,16 @@ void LlamaConfig::validate(const std::string& origin) const {
     bad(str("rope_theta must be > 0, got ", rope_theta));
   if (!rope_layers.empty() && rope_layers.size() != static_cast<size_t>(n_layers))
     bad(str("the per-layer RoPE list has ", rope_layers.size(), " entries for ", n_layers, " layers"));
+  if (!attn_window.empty() && attn_window.size() != static_cast<size_t>(n_layers))
+    bad(str("the per-layer attention window list has ", attn_window.size(), " entries for ", n_layers, " layers"));
+  for (int w : attn_window)
+    if (w < 0) bad(str("attention window ", w, " must be >= 0 (0 = global)"));
+  if (rope_local_theta < 0 || !std::isfinite(rope_local_theta))
+    bad(str("local RoPE base must be >= 0, got ", rope_local_theta));
+  if (attn_softcap < 0 || !std::isfinite(attn_softcap)) bad(str("attention soft-cap must be >= 0, got ", attn_softcap));
+  if (final_softcap < 0 || !std::isfinite(final_softcap)) bad(str("final logit soft-cap must be >= 0, got ", final_softcap));
+  if (query_pre_attn_scalar < 0 || !std::isfinite(query_pre_attn_scalar))
+    bad(str("query_pre_attn_scalar must be >= 0, got ", query_pre_attn_scalar));
   if (ffn_act != "silu" && ffn_act != "gelu_tanh")
     bad(str("unknown feed-forward activation '", ffn_act, "' (known: silu, gelu_tanh)"));
   if (embed_scale < 0 || !std::isfinite(embed_scale)) bad(str("embedding scale must be >= 0, got ", embed_scale));
@@ -92,12 +103,36 @@ std::string LlamaConfig::features() const {
   if (qk_norm) add("q/k norm");
   if (embed_scale > 0) add(str("embeddings x", embed_scale));
   if (ffn_act != "silu") add(ffn_act);
+  if (post_norms) add("post norms");
+  if (attn_softcap > 0) add(str("attention soft-cap ", attn_softcap));
+  if (final_softcap > 0) add(str("logit soft-cap ", final_softcap));
+  if (query_pre_attn_scalar > 0) add(str("query scale ", query_pre_attn_scalar, "^-1/2"));
+  int sliding = 0, widest = 0;
+  for (int w : attn_window) {
+    sliding += w > 0;
+    widest = std::max(widest, w);
+  }
+  if (sliding) add(str("sliding window ", widest, " on ", sliding, "/", n_layers, " layers"));
+  if (rope_local_theta > 0) add(str("local rope base ", rope_local_theta));
   if (!rope_layers.empty()) {
     int nope = 0;
     for (uint8_t r : rope_layers) nope += r == 0;
     if (nope) add(str(nope, " NoPE layers"));
   }
   return s;
+}
+
+LlamaConfig LlamaConfig::local_rope_config() const {
+  LlamaConfig c = *this;
+  if (rope_local_theta > 0) {
+    c.rope_theta = rope_local_theta;
+    c.rope_scaling = RopeScaling{};
+  }
+  return c;
+}
+
+double LlamaConfig::attention_scale() const {
+  return 1.0 / std::sqrt(query_pre_attn_scalar > 0 ? static_cast<double>(query_pre_attn_scalar) : head_dim());
 }
 
 std::vector<float> llama3_rope_factors(const LlamaConfig& c) {
@@ -231,6 +266,10 @@ void validate_llama_source(const LlamaSource& src, bool scan_values) {
     if (c.qk_norm) {
       expect(p + "q_norm", 1, c.head_dim());
       expect(p + "k_norm", 1, c.head_dim());
+    }
+    if (c.post_norms) {
+      expect(p + "post_attention_norm", 1, c.dim);
+      expect(p + "post_ffn_norm", 1, c.dim);
     }
     expect(p + "w1", c.hidden_dim, c.dim);
     expect(p + "w2", c.dim, c.hidden_dim);

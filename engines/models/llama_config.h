@@ -63,7 +63,18 @@ struct LlamaConfig {
   std::vector<uint8_t> rope_layers;  // per layer, 0 = no RoPE in that layer (SmolLM3's NoPE); empty = all
   float embed_scale = 0.0f;  // token embeddings multiplied by this on lookup (Gemma: sqrt(dim)); 0 = 1
   std::string ffn_act = "silu";  // feed-forward gate: silu (SwiGLU) or gelu_tanh (Gemma's GeGLU)
-  std::string family = "llama";  // the family the source declared (llama, mistral, qwen2, qwen3, smollm3, gemma, phi3)
+  std::string family = "llama";  // the family the source declared (llama, mistral, qwen2, qwen3, smollm3, gemma, gemma2, gemma3_text, phi3)
+  // Sliding-window attention: per layer, the window W of that layer (a query at position p attends
+  // the keys at positions max(0, p - W + 1) .. p, as transformers' mask keeps p - k < W); 0 =
+  // global attention. Empty = every layer global.
+  std::vector<int> attn_window;
+  // RoPE base of the sliding-window layers, unscaled (Gemma 3's rope_local_base_freq); the global
+  // layers keep rope_theta and rope_scaling. 0 = every layer as the global ones.
+  float rope_local_theta = 0.0f;
+  bool post_norms = false;       // RMSNorm of the attention and feed-forward outputs before each residual add (Gemma 2/3)
+  float attn_softcap = 0.0f;     // attention scores become cap * tanh(score / cap) (Gemma 2); 0 = none
+  float final_softcap = 0.0f;    // logits become cap * tanh(logit / cap) (Gemma 2); 0 = none
+  float query_pre_attn_scalar = 0.0f;  // scores are scaled by this^-1/2 (Gemma 2/3); 0 = head_dim
 
   int head_dim() const { return head_size > 0 ? head_size : dim / n_heads; }
   int q_dim() const { return head_dim() * n_heads; }  // rows of wq, columns of wo
@@ -72,6 +83,15 @@ struct LlamaConfig {
   bool layer_rope(int layer) const {
     return rope_layers.empty() || rope_layers[static_cast<size_t>(layer)] != 0;
   }
+  int window(int layer) const {
+    return attn_window.empty() ? 0 : attn_window[static_cast<size_t>(layer)];
+  }
+  // Whether layer l turns q and k with the local RoPE (rope_local_theta, no scaling).
+  bool layer_local_rope(int layer) const { return rope_local_theta > 0 && window(layer) > 0; }
+  // The configuration the local RoPE tables come from: rope_local_theta, no scaling.
+  LlamaConfig local_rope_config() const;
+  // The factor attention scores are multiplied by: query_pre_attn_scalar^-1/2, else head_dim^-1/2.
+  double attention_scale() const;
   // Number of weights (embeddings, norms, projections, biases and untied head).
   int64_t parameter_count() const;
   // Throws FileError(origin, ...) when the shape is impossible (non-positive sizes, dim not a
@@ -127,6 +147,7 @@ struct TensorSource {
 //   with qkv_bias: layers.{i}.bq [q_dim]  layers.{i}.bk [kv_dim]  layers.{i}.bv [kv_dim]
 //   with o_bias:   layers.{i}.bo [dim]
 //   with qk_norm:  layers.{i}.q_norm [head_dim]  layers.{i}.k_norm [head_dim]
+//   with post_norms: layers.{i}.post_attention_norm [dim]  layers.{i}.post_ffn_norm [dim]
 struct LlamaSource {
   LlamaConfig config;
   std::string origin;        // path or "synthetic:NAME"

@@ -1,6 +1,7 @@
 // Reference Llama forward pass, after llama2.c's run.c: read it top to bottom.
 #include "engines/models/llama_reference.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "engines/core/error.h"
@@ -78,6 +79,10 @@ LlamaReferenceT<Real>::LlamaReferenceT(const LlamaSource& src, int max_context)
       q_norm.push_back(read<Real>(src, p + "q_norm"));
       k_norm.push_back(read<Real>(src, p + "k_norm"));
     }
+    if (c_.post_norms) {
+      post_attention_norm.push_back(read<Real>(src, p + "post_attention_norm"));
+      post_ffn_norm.push_back(read<Real>(src, p + "post_ffn_norm"));
+    }
   }
   final_norm = read<Real>(src, "norm");
   output = c_.tied_output ? tok_embeddings : read<Real>(src, "output");
@@ -111,9 +116,16 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
   const int head_size = c_.head_dim(), rot = c_.rot_dim();
   const int kv_mul = c_.n_heads / c_.n_kv_heads;  // query heads per key/value head
 
-  // this position's RoPE frequencies (after any scaling) and the yarn attention factor
-  const std::vector<double> inv_freq = rope_inv_freq(c_, pos);
-  const double rope_mag = rope_attention_factor(c_);
+  // this position's RoPE frequencies (after any scaling) and the yarn attention factor; and those
+  // of the sliding-window layers when they have their own base (Gemma 3)
+  const std::vector<double> global_inv_freq = rope_inv_freq(c_, pos);
+  const double global_rope_mag = rope_attention_factor(c_);
+  const LlamaConfig local = c_.local_rope_config();
+  const std::vector<double> local_inv_freq = rope_inv_freq(local, pos);
+  const double local_rope_mag = rope_attention_factor(local);
+  // attention scores are scaled by head_dim^-1/2, or query_pre_attn_scalar^-1/2 where the family sets it
+  const Real score_div = std::sqrt(static_cast<Real>(c_.query_pre_attn_scalar > 0 ? c_.query_pre_attn_scalar : head_size));
+  const Real att_cap = static_cast<Real>(c_.attn_softcap);
 
   // the token embedding (scaled for families that scale it: Gemma by sqrt(dim), in binary32)
   const Real embed_scale = c_.embed_scale > 0 ? static_cast<Real>(c_.embed_scale) : Real(1);
@@ -145,6 +157,8 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
 
     // RoPE (unless this layer has none): rotate each (even, odd) pair among the first rot dims
     // of every head by pos * inv_freq[pair]; the rest of the head passes unrotated
+    const std::vector<double>& inv_freq = c_.layer_local_rope(l) ? local_inv_freq : global_inv_freq;
+    const double rope_mag = c_.layer_local_rope(l) ? local_rope_mag : global_rope_mag;
     for (int h = 0; h < c_.n_heads && c_.layer_rope(l); h++) {
       for (int i = 0; i < rot; i += 2) {
         const double val = pos * inv_freq[i / 2];
@@ -167,20 +181,24 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
       value_cache[loff + static_cast<size_t>(pos) * kv_dim + i] = v[i];
     }
 
-    // multi-head attention over positions 0..pos
+    // multi-head attention over positions first..pos: all of them, or the last W in a layer with
+    // a sliding window of W; scores soft-capped to cap * tanh(score / cap) when the family caps them
+    const int first = c_.window(l) > 0 ? std::max(0, pos - c_.window(l) + 1) : 0;
     for (int h = 0; h < c_.n_heads; h++) {
       const Real* qh = q.data() + h * head_size;
-      for (int t = 0; t <= pos; t++) {
+      for (int t = first; t <= pos; t++) {
         const Real* kt =
             key_cache.data() + loff + static_cast<size_t>(t) * kv_dim + (h / kv_mul) * head_size;
         Real score = 0;
         for (int i = 0; i < head_size; i++) score += qh[i] * kt[i];
-        att[t] = score / std::sqrt(static_cast<Real>(head_size));
+        score /= score_div;
+        if (att_cap > 0) score = att_cap * std::tanh(score / att_cap);
+        att[t] = score;
       }
-      softmax(att.data(), pos + 1);
+      softmax(att.data() + first, pos + 1 - first);
       Real* out = att_out.data() + h * head_size;
       for (int i = 0; i < head_size; i++) out[i] = 0;
-      for (int t = 0; t <= pos; t++) {
+      for (int t = first; t <= pos; t++) {
         const Real* vt =
             value_cache.data() + loff + static_cast<size_t>(t) * kv_dim + (h / kv_mul) * head_size;
         for (int i = 0; i < head_size; i++) out[i] += att[t] * vt[i];
@@ -188,9 +206,12 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
     }
 
     // attention output projection and residual
+    // (Gemma 2/3 normalise the attention output before the residual add)
     matmul(xb2.data(), att_out.data(), wo[l].data(), q_dim, dim);
     if (c_.o_bias)
       for (int i = 0; i < dim; i++) xb2[i] += bo[l][i];
+    if (c_.post_norms)
+      rmsnorm(xb2.data(), xb2.data(), post_attention_norm[l].data(), dim, static_cast<Real>(c_.norm_eps));
     for (int i = 0; i < dim; i++) x[i] += xb2[i];
 
     // feed-forward: w2(act(w1(x)) * w3(x)) and residual, act = silu or the tanh form of GELU
@@ -207,12 +228,18 @@ const std::vector<Real>& LlamaReferenceT<Real>::forward(int token, int pos) {
                 hb2[i];
     }
     matmul(xb.data(), hb.data(), w2[l].data(), hidden_dim, dim);
+    if (c_.post_norms)
+      rmsnorm(xb.data(), xb.data(), post_ffn_norm[l].data(), dim, static_cast<Real>(c_.norm_eps));
     for (int i = 0; i < dim; i++) x[i] += xb[i];
   }
 
-  // final rmsnorm and the classifier into logits
+  // final rmsnorm and the classifier into logits (soft-capped when the family caps them)
   rmsnorm(x.data(), x.data(), final_norm.data(), dim, static_cast<Real>(c_.norm_eps));
   matmul(logits.data(), x.data(), output.data(), dim, c_.vocab_size);
+  if (c_.final_softcap > 0) {
+    const Real cap = static_cast<Real>(c_.final_softcap);
+    for (int i = 0; i < c_.vocab_size; i++) logits[i] = cap * std::tanh(logits[i] / cap);
+  }
   return logits;
 }
 

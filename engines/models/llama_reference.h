@@ -31,6 +31,7 @@ class LlamaReferenceT {
   std::vector<std::vector<Real>> w1, w2, w3;                // (layer)(out, in)
   std::vector<std::vector<Real>> bq, bk, bv, bo;            // (layer)(out) when the config has them
   std::vector<std::vector<Real>> q_norm, k_norm;            // (layer)(head_dim) when qk_norm
+  std::vector<std::vector<Real>> post_attention_norm, post_ffn_norm;  // (layer)(dim) when post_norms
   std::vector<Real> final_norm;                             // (dim)
   std::vector<Real> output;                                 // (vocab, dim)
   // State

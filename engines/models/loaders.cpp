@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -226,8 +227,76 @@ struct Family {
 constexpr Family kFamilies[] = {
     {"llama", "LlamaForCausalLM"},   {"mistral", "MistralForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"},
     {"qwen3", "Qwen3ForCausalLM"},   {"smollm3", "SmolLM3ForCausalLM"}, {"gemma", "GemmaForCausalLM"},
-    {"phi3", "Phi3ForCausalLM"},
+    {"gemma2", "Gemma2ForCausalLM"}, {"gemma3_text", "Gemma3ForCausalLM"}, {"phi3", "Phi3ForCausalLM"},
 };
+
+// The Gemma generations: GeGLU (tanh GELU), embeddings x sqrt(hidden_size), norms stored as
+// offsets from 1.
+bool gemma_family(const std::string& fam) { return fam == "gemma" || fam == "gemma2" || fam == "gemma3_text"; }
+
+// A soft-cap key of a Gemma config: absent = the family's default, null = none, else positive.
+float hf_softcap(const nlohmann::json& j, const char* key, const std::string& cfg, float fallback) {
+  if (!j.contains(key)) return fallback;
+  const nlohmann::json& v = j[key];
+  if (v.is_null()) return 0.0f;
+  if (!v.is_number() || !(v.get<double>() > 0) || !std::isfinite(v.get<double>()))
+    throw FileError(cfg, str("'", key, "' = ", v.dump(), " is not supported (a soft-cap is a positive number, or null "
+                             "for none)"));
+  return static_cast<float>(v.get<double>());
+}
+
+// The sliding-window attention a config.json declares, as c.attn_window (c.n_layers set; empty
+// when every layer is global). `swa`: the family attends through its sliding_window (Mistral,
+// Phi-3, Gemma 2/3, or use_sliding_window). Which layers slide: an explicit layer_types list
+// ("sliding_attention" / "full_attention"), else the family's rule: Gemma 2 the even layers,
+// Gemma 3 all but every sliding_window_pattern-th, Qwen2/3 those from max_window_layers on,
+// the others all.
+void parse_hf_sliding_window(const nlohmann::json& j, const std::string& cfg, const std::string& fam, bool swa,
+                             LlamaConfig& c) {
+  const nlohmann::json* types = hf::field(j, "layer_types");
+  int w = 0;
+  if (swa) {
+    const int gemma_default = 4096;  // Gemma2Config / Gemma3TextConfig
+    if (fam == "gemma2" || fam == "gemma3_text") w = hf::get_int(j, "sliding_window", cfg, &gemma_default);
+    else if (hf::field(j, "sliding_window")) w = hf::get_int(j, "sliding_window", cfg);
+    if (hf::field(j, "sliding_window") && w <= 0)
+      throw FileError(cfg, str("'sliding_window' = ", w, " must be positive (or null for none)"));
+  }
+  std::vector<int> win(static_cast<size_t>(c.n_layers), 0);
+  if (types) {
+    if (!types->is_array() || types->size() != static_cast<size_t>(c.n_layers))
+      throw FileError(cfg, str("'layer_types' = ", types->dump(), " is not a list of ", c.n_layers, " layer types"));
+    for (int l = 0; l < c.n_layers; ++l) {
+      const nlohmann::json& t = (*types)[static_cast<size_t>(l)];
+      const std::string name = t.is_string() ? t.get<std::string>() : t.dump();
+      if (name == "sliding_attention") {
+        if (w <= 0) throw FileError(cfg, str("'layer_types[", l, "]' = \"sliding_attention\" without a sliding_window"));
+        win[static_cast<size_t>(l)] = w;
+      } else if (name != "full_attention") {
+        throw FileError(cfg, str("'layer_types[", l, "]' = ", t.dump(),
+                                 " is not supported (sliding_attention, full_attention)"));
+      }
+    }
+  } else if (w > 0) {
+    const int six = 6, qwen_default = 28;  // Gemma3TextConfig's pattern, Qwen2Config's max_window_layers
+    // (newer transformers save the pattern as _sliding_window_pattern beside layer_types)
+    const char* pattern_key = hf::field(j, "sliding_window_pattern") || !hf::field(j, "_sliding_window_pattern")
+                                  ? "sliding_window_pattern"
+                                  : "_sliding_window_pattern";
+    const int pattern = fam == "gemma3_text" ? hf::get_int(j, pattern_key, cfg, &six) : 0;
+    if (fam == "gemma3_text" && pattern <= 0)
+      throw FileError(cfg, str("'", pattern_key, "' = ", pattern, " must be positive"));
+    const int from = fam == "qwen2" || fam == "qwen3" ? hf::get_int(j, "max_window_layers", cfg, &qwen_default) : 0;
+    for (int l = 0; l < c.n_layers; ++l) {
+      bool sliding = true;
+      if (fam == "gemma2") sliding = l % 2 == 0;
+      else if (fam == "gemma3_text") sliding = (l + 1) % pattern != 0;
+      else if (fam == "qwen2" || fam == "qwen3") sliding = l >= from;
+      win[static_cast<size_t>(l)] = sliding ? w : 0;
+    }
+  }
+  if (std::any_of(win.begin(), win.end(), [](int x) { return x > 0; })) c.attn_window = std::move(win);
+}
 
 // config.json's "rope_scaling" into `c.rope_scaling` (c.seq_len already set). Unknown types and
 // keys of the wrong type are FileErrors naming the file, the key and the value.
@@ -404,6 +473,16 @@ LlamaSource open_hf(const std::string& spec) {
   // engine lacks.
   const Family* family = nullptr;
   const std::string model_type = hf::get_string(j, "model_type", cfg, "");
+  // Gemma 3's multimodal checkpoint nests the text decoder's config (text_config) and weights
+  // (language_model.*) beside a vision tower: not read.
+  bool multimodal_gemma3 = model_type == "gemma3";
+  if (const auto* ar = hf::field(j, "architectures"); ar && ar->is_array())
+    for (const auto& a : *ar) multimodal_gemma3 = multimodal_gemma3 || a == "Gemma3ForConditionalGeneration";
+  if (multimodal_gemma3)
+    throw FileError(cfg, str("'model_type' = ", hf::field(j, "model_type") ? j["model_type"].dump() : "absent",
+                             ", 'architectures' = ", hf::field(j, "architectures") ? j["architectures"].dump() : "absent",
+                             ": the multimodal Gemma 3 (Gemma3ForConditionalGeneration) is not supported; cibench "
+                             "reads its text decoder as Gemma3ForCausalLM (model_type gemma3_text)"));
   for (const Family& f : kFamilies)
     if (model_type == f.model_type) family = &f;
   if (const auto* ar = hf::field(j, "architectures"); ar && ar->is_array())
@@ -420,7 +499,7 @@ LlamaSource open_hf(const std::string& spec) {
                              "); cibench's decoder reads ", known));
   }
   const std::string fam = family->model_type;
-  if (fam == "gemma") {
+  if (gemma_family(fam)) {
     // Gemma's MLP is GeGLU with the tanh form of GELU (transformers takes it whatever hidden_act
     // says unless hidden_activation names another).
     if (const auto* act = hf::field(j, "hidden_activation");
@@ -450,12 +529,15 @@ LlamaSource open_hf(const std::string& spec) {
   c.n_heads = hf::get_int(j, "num_attention_heads", cfg);
   c.n_kv_heads = hf::get_int(j, "num_key_value_heads", cfg, &c.n_heads);
   c.vocab_size = hf::get_int(j, "vocab_size", cfg);
-  const int default_ctx = 2048;  // transformers' LlamaConfig default
+  // transformers' defaults: LlamaConfig's context 2048, Gemma2Config's 8192 and Gemma3TextConfig's
+  // 131072, its RoPE base 1e6; head_dim 128 in Qwen3Config, 256 in Gemma2/3
+  const int default_ctx = fam == "gemma2" ? 8192 : fam == "gemma3_text" ? 131072 : 2048;
   c.seq_len = hf::get_int(j, "max_position_embeddings", cfg, &default_ctx);
   c.norm_eps = static_cast<float>(hf::get_number(j, "rms_norm_eps", cfg, 1e-6));
-  c.rope_theta = static_cast<float>(hf::get_number(j, "rope_theta", cfg, 10000.0));
+  c.rope_theta = static_cast<float>(hf::get_number(j, "rope_theta", cfg, fam == "gemma3_text" ? 1000000.0 : 10000.0));
   if (hf::field(j, "head_dim")) c.head_size = hf::get_int(j, "head_dim", cfg);
-  if (fam == "qwen3" && !hf::field(j, "head_dim")) c.head_size = 128;  // Qwen3Config's default
+  if (fam == "qwen3" && !hf::field(j, "head_dim")) c.head_size = 128;
+  if ((fam == "gemma2" || fam == "gemma3_text") && !hf::field(j, "head_dim")) c.head_size = 256;
   // Biases: Llama-style attention_bias puts them on q, k, v and o; Qwen2's attention has them on
   // q, k and v always.
   if (fam == "qwen2") {
@@ -463,18 +545,34 @@ LlamaSource open_hf(const std::string& spec) {
   } else {
     c.qkv_bias = c.o_bias = flag("attention_bias", false);
   }
-  c.qk_norm = fam == "qwen3";
-  if (fam == "gemma") {
+  c.qk_norm = fam == "qwen3" || fam == "gemma3_text";
+  if (gemma_family(fam)) {
     c.embed_scale = std::sqrt(static_cast<float>(c.dim));  // Gemma scales the embeddings by sqrt(hidden_size)
     c.ffn_act = "gelu_tanh";
   }
-  // Sliding-window attention over at most W positions is full attention while the context is no
-  // longer than W: the context is capped there instead of running a different model past it.
-  const bool swa = fam == "mistral" || fam == "phi3" || flag("use_sliding_window", false);
-  if (const auto* sw = hf::field(j, "sliding_window"); sw && swa) {
-    const int w = hf::get_int(j, "sliding_window", cfg);
-    if (w <= 0) throw FileError(cfg, str("'sliding_window' = ", w, " must be positive"));
-    c.seq_len = std::min(c.seq_len, w);
+  if (fam == "gemma2" || fam == "gemma3_text") {
+    // Gemma 2/3: norms after attention and after the feed-forward, scores scaled by
+    // query_pre_attn_scalar^-1/2, soft-capping (Gemma 2's defaults 50 and 30; none in Gemma 3)
+    c.post_norms = true;
+    const double qpas = hf::get_number(j, "query_pre_attn_scalar", cfg, 256.0);
+    if (!(qpas > 0) || !std::isfinite(qpas))
+      throw FileError(cfg, str("'query_pre_attn_scalar' = ", j["query_pre_attn_scalar"].dump(), " must be positive"));
+    c.query_pre_attn_scalar = static_cast<float>(qpas);
+    const bool g2 = fam == "gemma2";
+    c.attn_softcap = hf_softcap(j, "attn_logit_softcapping", cfg, g2 ? 50.0f : 0.0f);
+    c.final_softcap = hf_softcap(j, "final_logit_softcapping", cfg, g2 ? 30.0f : 0.0f);
+  }
+  // Sliding-window attention: a per-layer window (the KV cache stays as long as the context).
+  const bool swa = fam == "mistral" || fam == "phi3" || fam == "gemma2" || fam == "gemma3_text" ||
+                   flag("use_sliding_window", false);
+  parse_hf_sliding_window(j, cfg, fam, swa, c);
+  if (fam == "gemma3_text") {
+    // The sliding layers turn q and k with their own base, unscaled; the global ones with
+    // rope_theta and rope_scaling.
+    const double local = hf::get_number(j, "rope_local_base_freq", cfg, 10000.0);
+    if (!(local > 0) || !std::isfinite(local))
+      throw FileError(cfg, str("'rope_local_base_freq' = ", j["rope_local_base_freq"].dump(), " must be positive"));
+    if (!c.attn_window.empty()) c.rope_local_theta = static_cast<float>(local);
   }
   if (fam == "smollm3") {
     // SmolLM3 leaves RoPE out of some layers (NoPE): no_rope_layers[l] = 1 keeps it.
@@ -489,7 +587,7 @@ LlamaSource open_hf(const std::string& spec) {
     }
   }
   if (const auto* rs = hf::field(j, "rope_scaling")) parse_hf_rope_scaling(*rs, cfg, c);
-  bool tie = fam == "smollm3" || fam == "gemma";  // transformers' defaults (SmolLM3Config, GemmaConfig tie)
+  bool tie = fam == "smollm3" || gemma_family(fam);  // transformers' defaults (SmolLM3Config, Gemma*Config tie)
   tie = flag("tie_word_embeddings", tie);
   const int default_bos = 1, default_eos = 2;
   c.bos_id = hf::get_int(j, "bos_token_id", cfg, &default_bos);
@@ -595,7 +693,7 @@ LlamaSource open_hf(const std::string& spec) {
   const int64_t d = c.dim, hd = c.hidden_dim, qd = c.q_dim(), kv = c.kv_dim(), v = c.vocab_size;
   const int head = c.head_dim(), rot = c.rot_dim();
   // Gemma's norms multiply by 1 + w: the engine's norm weight is that multiplier.
-  auto norm = [&](TensorSource t) { return fam == "gemma" ? plus_one(std::move(t)) : t; };
+  auto norm = [&](TensorSource t) { return gemma_family(fam) ? plus_one(std::move(t)) : t; };
   src.tensors["tok_embeddings"] = take("model.embed_tokens.weight", v, d);
   src.tensors["norm"] = norm(take("model.norm.weight", 0, d));
   if (by_name.count("lm_head.weight")) {
@@ -611,7 +709,15 @@ LlamaSource open_hf(const std::string& spec) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const std::string q = "layers." + std::to_string(l) + ".";
     src.tensors[q + "attention_norm"] = norm(take(p + "input_layernorm.weight", 0, d));
-    src.tensors[q + "ffn_norm"] = norm(take(p + "post_attention_layernorm.weight", 0, d));
+    if (c.post_norms) {
+      // Gemma 2/3: post_attention_layernorm normalises the attention output (before the residual
+      // add); pre_feedforward_layernorm is the feed-forward's input norm.
+      src.tensors[q + "post_attention_norm"] = norm(take(p + "post_attention_layernorm.weight", 0, d));
+      src.tensors[q + "ffn_norm"] = norm(take(p + "pre_feedforward_layernorm.weight", 0, d));
+      src.tensors[q + "post_ffn_norm"] = norm(take(p + "post_feedforward_layernorm.weight", 0, d));
+    } else {
+      src.tensors[q + "ffn_norm"] = norm(take(p + "post_attention_layernorm.weight", 0, d));
+    }
     if (fam == "phi3") {
       // Phi-3 fuses q, k, v into one projection and gate, up into another: split at load.
       const TensorSource qkv = take(p + "self_attn.qkv_proj.weight", qd + 2 * kv, d);
@@ -637,8 +743,8 @@ LlamaSource open_hf(const std::string& spec) {
     }
     if (c.o_bias) src.tensors[q + "bo"] = take(p + "self_attn.o_proj.bias", 0, d);
     if (c.qk_norm) {
-      src.tensors[q + "q_norm"] = unpermute_rotary_vector(take(p + "self_attn.q_norm.weight", 0, head), head, rot);
-      src.tensors[q + "k_norm"] = unpermute_rotary_vector(take(p + "self_attn.k_norm.weight", 0, head), head, rot);
+      src.tensors[q + "q_norm"] = unpermute_rotary_vector(norm(take(p + "self_attn.q_norm.weight", 0, head)), head, rot);
+      src.tensors[q + "k_norm"] = unpermute_rotary_vector(norm(take(p + "self_attn.k_norm.weight", 0, head)), head, rot);
     }
   }
   // A tensor the config does not account for (a layer beyond num_hidden_layers, a module the
@@ -653,7 +759,7 @@ LlamaSource open_hf(const std::string& spec) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// GGUF (general.architecture llama, qwen2, qwen3, gemma, phi3)
+// GGUF (general.architecture llama, qwen2, qwen3, gemma, gemma2, phi3)
 
 LlamaSource open_gguf(const std::string& path) {
   auto g = std::make_shared<const GgufFile>(path);
@@ -661,9 +767,9 @@ LlamaSource open_gguf(const std::string& path) {
   // llama (and Mistral, which llama.cpp's converter writes as llama) keeps q/k rows interleaved
   // as cibench does; qwen2 and qwen3 keep Hugging Face's rotate-half order (llama.cpp's NEOX
   // RoPE), so their q/k rows, biases and norms are un-permuted here.
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma" && arch != "phi3")
+  if (arch != "llama" && arch != "qwen2" && arch != "qwen3" && arch != "gemma" && arch != "gemma2" && arch != "phi3")
     throw FileError(path, str("general.architecture is '", arch,
-                              "'; cibench's decoder reads 'llama', 'qwen2', 'qwen3', 'gemma' and 'phi3' GGUF files"));
+                              "'; cibench's decoder reads 'llama', 'qwen2', 'qwen3', 'gemma', 'gemma2' and 'phi3' GGUF files"));
   const bool rotate_half = arch != "llama";
   const std::string a = arch + ".";
 
@@ -692,11 +798,14 @@ LlamaSource open_gguf(const std::string& path) {
   c.n_heads = int_key(a + "attention.head_count");
   c.n_kv_heads = int_key(a + "attention.head_count_kv", c.n_heads);
   c.seq_len = int_key(a + "context_length");
-  // Sliding-window attention equals full attention while the context fits the window: cap it.
-  if (g->has(a + "attention.sliding_window")) {
-    const int w = int_key(a + "attention.sliding_window");
+  // Sliding-window attention: gemma2 in its even layers (llama.cpp's default window 4096), the
+  // others in every layer.
+  if (g->has(a + "attention.sliding_window") || arch == "gemma2") {
+    const int w = int_key(a + "attention.sliding_window", 4096);
     if (w <= 0) throw FileError(path, str("metadata '", a, "attention.sliding_window' = ", w, " must be positive"));
-    c.seq_len = std::min(c.seq_len, w);
+    c.attn_window.assign(static_cast<size_t>(c.n_layers), w);
+    if (arch == "gemma2")
+      for (int l = 1; l < c.n_layers; l += 2) c.attn_window[static_cast<size_t>(l)] = 0;
   }
   c.norm_eps = static_cast<float>(float_key(a + "attention.layer_norm_rms_epsilon", 1e-5));
   c.rope_theta = static_cast<float>(float_key(a + "rope.freq_base", 10000.0));
@@ -724,13 +833,26 @@ LlamaSource open_gguf(const std::string& path) {
   }
   c.bos_id = int_key("tokenizer.ggml.bos_token_id", c.bos_id);
   c.eos_id = int_key("tokenizer.ggml.eos_token_id", c.eos_id);
-  if (arch == "gemma") {
+  if (arch == "gemma" || arch == "gemma2") {
     // As llama.cpp: embeddings scaled by sqrt(n_embd), GeGLU (tanh GELU); the converter stored
     // the norms as 1 + w already.
     c.embed_scale = std::sqrt(static_cast<float>(c.dim));
     c.ffn_act = "gelu_tanh";
   }
+  if (arch == "gemma2") {
+    // llama.cpp's gemma2: post norms, soft-capping (defaults 50 and 30), and queries scaled by
+    // 1 / sqrt(head_dim), or 1 / sqrt(n_embd / n_head) in the 46-layer (27B) model: the
+    // query_pre_attn_scalar of the published checkpoints, which the file does not hold.
+    c.post_norms = true;
+    for (const auto& [key, fallback, cap] : {std::tuple<std::string, double, float*>{a + "attn_logit_softcapping", 50.0, &c.attn_softcap},
+                                             {a + "final_logit_softcapping", 30.0, &c.final_softcap}}) {
+      const double v = float_key(key, fallback);
+      if (!(v > 0) || !std::isfinite(v)) throw FileError(path, str("metadata '", key, "' = ", v, " must be positive"));
+      *cap = static_cast<float>(v);
+    }
+  }
   c.validate(path);
+  if (arch == "gemma2") c.query_pre_attn_scalar = static_cast<float>(c.n_layers == 46 ? c.dim / c.n_heads : c.head_dim());
   if (g->has(a + "rope.dimension_count")) {
     const int rd = int_key(a + "rope.dimension_count");
     if (rd != c.head_dim()) c.rotary_dim = rd;
@@ -824,6 +946,10 @@ LlamaSource open_gguf(const std::string& path) {
     const std::string q = "layers." + std::to_string(l) + ".";
     src.tensors[q + "attention_norm"] = take(p + "attn_norm.weight", 0, d);
     src.tensors[q + "ffn_norm"] = take(p + "ffn_norm.weight", 0, d);
+    if (c.post_norms) {
+      src.tensors[q + "post_attention_norm"] = take(p + "post_attention_norm.weight", 0, d);
+      src.tensors[q + "post_ffn_norm"] = take(p + "post_ffw_norm.weight", 0, d);
+    }
     if (arch == "phi3") {
       // Fused as in the Hugging Face checkpoint: attn_qkv rows q, k, v; ffn_up rows gate, up.
       const TensorSource qkv = take(p + "attn_qkv.weight", qd + 2 * kv, d);

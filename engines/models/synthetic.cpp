@@ -70,7 +70,8 @@ LlamaConfig shape(int dim, int hidden, int layers, int heads, int kv_heads, int 
 
 const std::vector<SyntheticPreset>& synthetic_presets() {
   // Shapes as published (config.json of each model): llama2.c's TinyStories models,
-  // TinyLlama-1.1B, Llama-2-7B, Llama-3.2-1B, Qwen2.5-0.5B, Qwen3-0.6B, SmolLM2-360M.
+  // TinyLlama-1.1B, Llama-2-7B, Llama-3.2-1B, Qwen2.5-0.5B, Qwen3-0.6B, SmolLM2-360M, Gemma-2-2B,
+  // Gemma-3-1B.
   static const std::vector<SyntheticPreset> p = [] {
     LlamaConfig llama32 = shape(2048, 8192, 16, 32, 8, 128256, 131072, 1e-5f, 500000.f, true, 128000, 128001);
     llama32.rope_scaling.type = "llama3";
@@ -86,6 +87,25 @@ const std::vector<SyntheticPreset>& synthetic_presets() {
     qwen3.qk_norm = true;
     qwen3.family = "qwen3";
     const LlamaConfig smollm2 = shape(960, 2560, 32, 15, 5, 49152, 8192, 1e-5f, 100000.f, true, 0, 0);
+    // Gemma 2 2B: window 4096 in the even layers, soft-caps 50 / 30; Gemma 3 1B: window 512 in five
+    // layers of six (local RoPE base 1e4), q/k norms, no soft-caps.
+    auto gemma = [](LlamaConfig c, const char* family) {
+      c.family = family;
+      c.head_size = 256;
+      c.embed_scale = std::sqrt(static_cast<float>(c.dim));
+      c.ffn_act = "gelu_tanh";
+      c.post_norms = true;
+      c.query_pre_attn_scalar = 256.0f;
+      return c;
+    };
+    LlamaConfig gemma2 = gemma(shape(2304, 9216, 26, 8, 4, 256000, 8192, 1e-6f, 10000.f, true, 2, 1), "gemma2");
+    gemma2.attn_softcap = 50.0f;
+    gemma2.final_softcap = 30.0f;
+    for (int l = 0; l < gemma2.n_layers; ++l) gemma2.attn_window.push_back(l % 2 == 0 ? 4096 : 0);
+    LlamaConfig gemma3 = gemma(shape(1152, 6912, 26, 4, 1, 262144, 32768, 1e-6f, 1000000.f, true, 2, 1), "gemma3_text");
+    gemma3.qk_norm = true;
+    gemma3.rope_local_theta = 10000.0f;
+    for (int l = 0; l < gemma3.n_layers; ++l) gemma3.attn_window.push_back((l + 1) % 6 != 0 ? 512 : 0);
     return std::vector<SyntheticPreset>{
         {"stories260k", "llama2.c stories260K shape", shape(64, 172, 5, 8, 4, 512, 512, 1e-5f, 10000.f, true, 1, 2)},
         {"tinystories-15m", "llama2.c stories15M shape", shape(288, 768, 6, 6, 6, 32000, 256, 1e-5f, 10000.f, true, 1, 2)},
@@ -97,6 +117,8 @@ const std::vector<SyntheticPreset>& synthetic_presets() {
         {"qwen2.5-0.5b", "Qwen2.5-0.5B shape (GQA 14/2, q/k/v biases)", qwen25},
         {"qwen3-0.6b", "Qwen3-0.6B shape (GQA 16/8, head_dim 128, q/k norms)", qwen3},
         {"smollm2-360m", "SmolLM2-360M shape (GQA 15/5)", smollm2},
+        {"gemma2-2b", "Gemma-2-2B shape (GQA 8/4, head_dim 256, sliding window 4096 in every other layer, soft-caps)", gemma2},
+        {"gemma3-1b", "Gemma-3-1B shape (MQA 4/1, head_dim 256, q/k norms, sliding window 512 in 5 of 6 layers)", gemma3},
     };
   }();
   return p;
@@ -155,6 +177,10 @@ LlamaSource synthetic_llama_source(const std::string& spec) {
     if (c.qk_norm) {
       src.tensors[p + "q_norm"] = constant_tensor(c.head_dim(), 1.0f);
       src.tensors[p + "k_norm"] = constant_tensor(c.head_dim(), 1.0f);
+    }
+    if (c.post_norms) {
+      src.tensors[p + "post_attention_norm"] = constant_tensor(d, 1.0f);
+      src.tensors[p + "post_ffn_norm"] = constant_tensor(d, 1.0f);
     }
   }
   return src;

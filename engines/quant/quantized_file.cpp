@@ -38,6 +38,9 @@ nlohmann::json config_json(const LlamaConfig& c) {
           {"tied_output", c.tied_output}, {"bos_id", c.bos_id},   {"eos_id", c.eos_id},
           {"head_dim", c.head_size}, {"rotary_dim", c.rotary_dim}, {"qkv_bias", c.qkv_bias},
           {"o_bias", c.o_bias}, {"qk_norm", c.qk_norm}, {"family", c.family}, {"rope_layers", c.rope_layers},
+          {"embed_scale", c.embed_scale}, {"ffn_act", c.ffn_act}, {"attn_window", c.attn_window},
+          {"rope_local_theta", c.rope_local_theta}, {"post_norms", c.post_norms}, {"attn_softcap", c.attn_softcap},
+          {"final_softcap", c.final_softcap}, {"query_pre_attn_scalar", c.query_pre_attn_scalar},
           {"rope_scaling", {{"type", r.type}, {"factor", r.factor},
                             {"original_max_position", r.original_max_position},
                             {"low_freq_factor", r.low_freq_factor}, {"high_freq_factor", r.high_freq_factor},
@@ -69,6 +72,14 @@ LlamaConfig config_from(const nlohmann::json& j) {
   c.qk_norm = j.value("qk_norm", false);
   c.family = j.value("family", std::string("llama"));
   c.rope_layers = j.value("rope_layers", std::vector<uint8_t>{});
+  c.embed_scale = j.value("embed_scale", 0.0f);
+  c.ffn_act = j.value("ffn_act", std::string("silu"));
+  c.attn_window = j.value("attn_window", std::vector<int>{});
+  c.rope_local_theta = j.value("rope_local_theta", 0.0f);
+  c.post_norms = j.value("post_norms", false);
+  c.attn_softcap = j.value("attn_softcap", 0.0f);
+  c.final_softcap = j.value("final_softcap", 0.0f);
+  c.query_pre_attn_scalar = j.value("query_pre_attn_scalar", 0.0f);
   if (j.contains("rope_scaling")) {
     const nlohmann::json& r = j.at("rope_scaling");
     RopeScaling& s = c.rope_scaling;
@@ -314,11 +325,11 @@ QuantizedModelFile load_quantized(const std::string& path, const std::string& ex
                              : name;
       bool known = stem == "tok_embeddings" || stem == "norm" || (stem == "output" && !cfg.tied_output);
       int layer = -1, used = 0;
-      char kind[16] = {};
-      if (std::sscanf(stem.c_str(), "layers.%d.%15s%n", &layer, kind, &used) == 2 &&
+      char kind[32] = {};
+      if (std::sscanf(stem.c_str(), "layers.%d.%31s%n", &layer, kind, &used) == 2 &&
           used == static_cast<int>(stem.size()) && layer >= 0 && layer < cfg.n_layers)
         for (const char* k : {"attention_norm", "ffn_norm", "wq", "wk", "wv", "wo", "w1", "w2", "w3", "bq", "bk",
-                              "bv", "bo", "q_norm", "k_norm"})
+                              "bv", "bo", "q_norm", "k_norm", "post_attention_norm", "post_ffn_norm"})
           known = known || std::strcmp(kind, k) == 0;
       if (!known)
         throw FileError(path, str("tensor ", name, " is not part of the model its config describes (", cfg.n_layers,

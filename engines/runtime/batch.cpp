@@ -18,6 +18,7 @@ struct BatchSizes {
   int context = 0;
   size_t act_dim = 0, act_q = 0, act_kv = 0, act_hidden = 0;  // one activation buffer of width dim / q_dim / kv_dim / hidden
   size_t scores = 0, logits = 0, rope = 0;         // attention scores (all threads), logits, cos or sin table
+  size_t rope_tables = 2;                          // cos and sin, and the local ones
   BatchSizes(const LlamaConfig& c, const BatchOptions& o) {
     CIBENCH_CHECK(o.threads >= 1, "threads must be >= 1, got ", o.threads);
     CIBENCH_CHECK(o.max_step_tokens >= 1, "max_step_tokens must be >= 1, got ", o.max_step_tokens);
@@ -34,8 +35,11 @@ struct BatchSizes {
     scores = static_cast<size_t>(o.threads) * context * sizeof(float);
     logits = static_cast<size_t>(o.max_step_sequences) * c.vocab_size * sizeof(float);
     rope = static_cast<size_t>(context) * (c.rot_dim() / 2) * sizeof(float);
+    rope_tables = static_cast<size_t>(rope_table_count(c));
   }
-  size_t total() const { return 2 * act_dim + 2 * act_q + 2 * act_kv + 2 * act_hidden + scores + logits + 2 * rope; }
+  size_t total() const {
+    return 2 * act_dim + 2 * act_q + 2 * act_kv + 2 * act_hidden + scores + logits + rope_tables * rope;
+  }
 };
 
 }  // namespace
@@ -72,6 +76,7 @@ LlamaBatch::LlamaBatch(const LlamaModel& model, const BatchOptions& o)
   logit_rows_.reserve(o.max_step_sequences);
 
   rope_tables(c, max_context_, rope_cos_, rope_sin_);  // LlamaSession's tables, bit for bit
+  local_rope_tables(c, max_context_, rope_local_cos_, rope_local_sin_);
 }
 
 LlamaBatch::~LlamaBatch() = default;
@@ -245,7 +250,7 @@ void LlamaBatch::forward(int n) {
   const KernelTable& K = kernels_for(isa_);
   const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
   const int kv_mul = c.n_heads / c.n_kv_heads, half = c.rot_dim() / 2;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = attention_scale(c);
   float* x = x_.as<float>();
   float* xb = xb_.as<float>();
   float* q = q_.as<float>();
@@ -271,10 +276,13 @@ void LlamaBatch::forward(int n) {
     // RoPE, then each row's key and value into its sequence's block.
     uint8_t* kl = pool_.layer(false, l);
     uint8_t* vl = pool_.layer(true, l);
+    const bool local = c.layer_local_rope(l);
+    const float* cos_tab = (local ? rope_local_cos_ : rope_cos_).data();
+    const float* sin_tab = (local ? rope_local_sin_ : rope_sin_).data();
     for (int i = 0; i < n; ++i) {
       const int pos = row_pos_[i];
-      const float* cs = rope_cos_.data() + static_cast<size_t>(pos) * half;
-      const float* sn = rope_sin_.data() + static_cast<size_t>(pos) * half;
+      const float* cs = cos_tab + static_cast<size_t>(pos) * half;
+      const float* sn = sin_tab + static_cast<size_t>(pos) * half;
       attention_inputs(K, c, l, L, q + static_cast<size_t>(i) * q_dim, k + static_cast<size_t>(i) * kv_dim,
                        v + static_cast<size_t>(i) * kv_dim, cs, sn);
       const Sequence& sq = *step_seqs_[row_item_[i]];
@@ -305,21 +313,26 @@ void LlamaBatch::forward(int n) {
         const int32_t* table = step_seqs_[row_item_[i]]->blocks.data();
         const float* qi = q + static_cast<size_t>(i) * q_dim + h * hd;
         float* out = ao + static_cast<size_t>(i) * q_dim + h * hd;
+        const int first = attention_first(c, l, row_pos_[i]);
         if (f16)
           K.attention_paged_f16(qi, reinterpret_cast<const uint16_t*>(kl) + head_off,
                                 reinterpret_cast<const uint16_t*>(vl) + head_off, table, P,
-                                static_cast<int64_t>(block_elems), row_pos_[i] + 1, hd, scale, att, out);
+                                static_cast<int64_t>(block_elems), first, row_pos_[i] + 1, hd, scale,
+                                c.attn_softcap, att, out);
         else
           K.attention_paged(qi, reinterpret_cast<const float*>(kl) + head_off,
                             reinterpret_cast<const float*>(vl) + head_off, table, P,
-                            static_cast<int64_t>(block_elems), row_pos_[i] + 1, hd, scale, att, out);
+                            static_cast<int64_t>(block_elems), first, row_pos_[i] + 1, hd, scale, c.attn_softcap,
+                            att, out);
       }
     });
 
     mm_->matmul(L.wo, ao, q_dim, n, xb, dim);
     for (int i = 0; i < n; ++i) {
-      if (c.o_bias) K.axpy_f32(1.0f, L.bo.data(), xb + static_cast<size_t>(i) * dim, dim);
-      K.axpy_f32(1.0f, xb + static_cast<size_t>(i) * dim, x + static_cast<size_t>(i) * dim, dim);
+      float* o = xb + static_cast<size_t>(i) * dim;
+      if (c.o_bias) K.axpy_f32(1.0f, L.bo.data(), o, dim);
+      if (c.post_norms) K.rmsnorm(o, L.post_attention_norm.data(), o, dim, c.norm_eps);
+      K.axpy_f32(1.0f, o, x + static_cast<size_t>(i) * dim, dim);
     }
 
     for (int i = 0; i < n; ++i)
@@ -327,11 +340,13 @@ void LlamaBatch::forward(int n) {
                 c.norm_eps);
     mm_->matmul(L.w1, xb, dim, n, hb, hidden);
     mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
-    for (int i = 0; i < n; ++i)
-      ffn_gate(K, c, hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden, hidden);
+    ffn_gate(K, c, hb, hb2, n, hidden);
     mm_->matmul(L.w2, hb, hidden, n, xb, dim);
-    for (int i = 0; i < n; ++i)
-      K.axpy_f32(1.0f, xb + static_cast<size_t>(i) * dim, x + static_cast<size_t>(i) * dim, dim);
+    for (int i = 0; i < n; ++i) {
+      float* o = xb + static_cast<size_t>(i) * dim;
+      if (c.post_norms) K.rmsnorm(o, L.post_ffn_norm.data(), o, dim, c.norm_eps);
+      K.axpy_f32(1.0f, o, x + static_cast<size_t>(i) * dim, dim);
+    }
   }
 
   // The head, one matrix product over the rows whose logits were asked for.
@@ -341,6 +356,7 @@ void LlamaBatch::forward(int n) {
     K.rmsnorm(x + static_cast<size_t>(logit_rows_[j]) * dim, model_.final_norm.data(),
               xb + static_cast<size_t>(j) * dim, dim, c.norm_eps);
   mm_->matmul(model_.output, xb, dim, m, logits_.as<float>(), c.vocab_size);
+  soft_cap(logits_.as<float>(), static_cast<int64_t>(m) * c.vocab_size, c.final_softcap);
 }
 
 }  // namespace cibench

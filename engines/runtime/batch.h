@@ -189,6 +189,7 @@ class LlamaBatch {
   std::vector<int> logit_rows_;  // per logits slot: the row whose hidden state feeds it
   // RoPE rotation per position: (max_context, head_dim / 2) each (as LlamaSession's).
   std::vector<float> rope_cos_, rope_sin_;
+  std::vector<float> rope_local_cos_, rope_local_sin_;  // the sliding-window layers' own RoPE (empty when none)
   // Scratch for max_step_tokens rows; logits for max_step_sequences items.
   AlignedBuffer x_, xb_, q_, k_, v_, att_out_, hb_, hb2_, att_scores_, logits_;
 };

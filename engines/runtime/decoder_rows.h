@@ -15,6 +15,29 @@ namespace cibench {
 // pos)[i], times rope_attention_factor(c); cos and sin are [max_context][rot_dim / 2].
 void rope_tables(const LlamaConfig& c, int max_context, std::vector<float>& cos, std::vector<float>& sin);
 
+// The RoPE tables of `c`'s sliding-window layers when they have their own base
+// (LlamaConfig::rope_local_theta; empty otherwise).
+inline void local_rope_tables(const LlamaConfig& c, int max_context, std::vector<float>& cos, std::vector<float>& sin) {
+  cos.clear();
+  sin.clear();
+  if (c.rope_local_theta > 0) rope_tables(c.local_rope_config(), max_context, cos, sin);
+}
+
+// The number of RoPE tables (cos and sin, global and local) a session or batch holds.
+inline int rope_table_count(const LlamaConfig& c) { return c.rope_local_theta > 0 ? 4 : 2; }
+
+// The first position a query at `pos` attends in layer l: pos - W + 1 in a layer with a sliding
+// window of W (transformers keeps the keys with pos - k < W), else 0.
+inline int attention_first(const LlamaConfig& c, int l, int pos) {
+  const int w = c.window(l);
+  return w > 0 && pos - w + 1 > 0 ? pos - w + 1 : 0;
+}
+
+// The attention score scale: query_pre_attn_scalar^-1/2 where the family sets it, else head_dim^-1/2.
+inline float attention_scale(const LlamaConfig& c) {
+  return 1.0f / std::sqrt(static_cast<float>(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : c.head_dim()));
+}
+
 // One row's q (q_dim), k and v (kv_dim) as the projections left them, made ready for the cache:
 // biases added, q and k RMS-normalised per head, q and k rotated with this position's tables
 // (unless layer l has no RoPE).
@@ -46,12 +69,14 @@ inline float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 }
 
-// The gated feed-forward's element-wise step on one row: gate = act(gate) * up.
-inline void ffn_gate(const KernelTable& K, const LlamaConfig& c, float* gate, const float* up, int n) {
+// The gated feed-forward's element-wise step on `rows` rows of n: gate = act(gate) * up (the
+// activation chosen once, not per row).
+inline void ffn_gate(const KernelTable& K, const LlamaConfig& c, float* gate, const float* up, int rows, int n) {
+  const int64_t total = static_cast<int64_t>(rows) * n;
   if (c.ffn_act == "silu") {
-    K.swiglu(gate, up, gate, n);
+    K.swiglu(gate, up, gate, total);
   } else {
-    for (int i = 0; i < n; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
+    for (int64_t i = 0; i < total; ++i) gate[i] = gelu_tanh(gate[i]) * up[i];
   }
 }
 

@@ -47,6 +47,7 @@ struct SessionSizes {
   size_t kv = 0;                                // each of the key and value caches
   size_t act_dim = 0, act_q = 0, act_kv = 0, act_hidden = 0;  // one activation buffer of width dim / q_dim / kv_dim / hidden
   size_t scores = 0, logits = 0, rope = 0;      // attention scores (all threads), logits, cos or sin table
+  size_t rope_tables = 2;                       // cos and sin, and the local ones
   SessionSizes(const LlamaConfig& c, const SessionOptions& o) {
     CIBENCH_CHECK(o.max_batch >= 1, "max_batch must be >= 1, got ", o.max_batch);
     context = o.max_context > 0 ? o.max_context : c.seq_len;
@@ -61,9 +62,10 @@ struct SessionSizes {
     scores = static_cast<size_t>(std::max(1, o.threads)) * context * sizeof(float);
     logits = static_cast<size_t>(c.vocab_size) * sizeof(float);
     rope = static_cast<size_t>(context) * (c.rot_dim() / 2) * sizeof(float);
+    rope_tables = static_cast<size_t>(rope_table_count(c));
   }
   size_t total() const {
-    return 2 * kv + 2 * act_dim + 2 * act_q + 2 * act_kv + 2 * act_hidden + scores + logits + 2 * rope;
+    return 2 * kv + 2 * act_dim + 2 * act_q + 2 * act_kv + 2 * act_hidden + scores + logits + rope_tables * rope;
   }
 };
 
@@ -100,6 +102,7 @@ LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
   logits_ = AlignedBuffer(z.logits);
 
   rope_tables(c, max_context_, rope_cos_, rope_sin_);
+  local_rope_tables(c, max_context_, rope_local_cos_, rope_local_sin_);
 }
 
 void rope_tables(const LlamaConfig& c, int max_context, std::vector<float>& cos, std::vector<float>& sin) {
@@ -206,7 +209,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
   const KernelTable& K = kernels_for(isa_);
   const int dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim, hd = c.head_dim();
   const int kv_mul = c.n_heads / c.n_kv_heads, half = c.rot_dim() / 2;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale = attention_scale(c);
   float* x = x_.as<float>();
   float* xb = xb_.as<float>();
   float* q = q_.as<float>();
@@ -244,9 +247,12 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     float* vc = value_cache_.as<float>() + (f16 ? 0 : layer_off);
     uint16_t* kh = key_cache_.as<uint16_t>() + (f16 ? layer_off : 0);
     uint16_t* vh = value_cache_.as<uint16_t>() + (f16 ? layer_off : 0);
+    const bool local = c.layer_local_rope(l);
+    const float* cos_tab = (local ? rope_local_cos_ : rope_cos_).data();
+    const float* sin_tab = (local ? rope_local_sin_ : rope_sin_).data();
     for (int i = 0; i < n; ++i) {
-      const float* cs = rope_cos_.data() + static_cast<size_t>(pos0 + i) * half;
-      const float* sn = rope_sin_.data() + static_cast<size_t>(pos0 + i) * half;
+      const float* cs = cos_tab + static_cast<size_t>(pos0 + i) * half;
+      const float* sn = sin_tab + static_cast<size_t>(pos0 + i) * half;
       attention_inputs(K, c, l, L, q + static_cast<size_t>(i) * q_dim, k + static_cast<size_t>(i) * kv_dim,
                        v + static_cast<size_t>(i) * kv_dim, cs, sn);
       for (int h = 0; h < c.n_kv_heads; ++h) {
@@ -273,12 +279,13 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
         const int i = static_cast<int>(task / c.n_heads), h = static_cast<int>(task % c.n_heads);
         const int kvh = h / kv_mul;
         const size_t at = kvh * head_span;
+        const int first = attention_first(c, l, pos0 + i);
         if (f16)
-          K.attention_f16(q + i * q_dim + h * hd, kh + at, vh + at, pos0 + i + 1, hd, hd, scale, att,
-                          ao + i * q_dim + h * hd);
+          K.attention_f16(q + i * q_dim + h * hd, kh + at, vh + at, first, pos0 + i + 1, hd, hd, scale,
+                          c.attn_softcap, att, ao + i * q_dim + h * hd);
         else
-          K.attention(q + i * q_dim + h * hd, kc + at, vc + at, pos0 + i + 1, hd, hd, scale, att,
-                      ao + i * q_dim + h * hd);
+          K.attention(q + i * q_dim + h * hd, kc + at, vc + at, first, pos0 + i + 1, hd, hd, scale, c.attn_softcap,
+                      att, ao + i * q_dim + h * hd);
       }
     });
 
@@ -286,6 +293,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     mm_->matmul(L.wo, ao, q_dim, n, xb, dim);
     for (int i = 0; i < n; ++i) {
       if (c.o_bias) K.axpy_f32(1.0f, L.bo.data(), xb + i * dim, dim);
+      if (c.post_norms) K.rmsnorm(xb + i * dim, L.post_attention_norm.data(), xb + i * dim, dim, c.norm_eps);
       K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
     }
 
@@ -297,11 +305,13 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     }
     mm_->matmul(L.w1, xb, dim, n, hb, hidden);
     mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
-    for (int i = 0; i < n; ++i)
-      ffn_gate(K, c, hb + static_cast<size_t>(i) * hidden, hb2 + static_cast<size_t>(i) * hidden, hidden);
+    ffn_gate(K, c, hb, hb2, n, hidden);
     if (obs) obs->observe(lp + "w2", hb, n, hidden);
     mm_->matmul(L.w2, hb, hidden, n, xb, dim);
-    for (int i = 0; i < n; ++i) K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
+    for (int i = 0; i < n; ++i) {
+      if (c.post_norms) K.rmsnorm(xb + i * dim, L.post_ffn_norm.data(), xb + i * dim, dim, c.norm_eps);
+      K.axpy_f32(1.0f, xb + i * dim, x + i * dim, dim);
+    }
   }
 
   if (all_logits) {
@@ -311,12 +321,14 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
                 dim, c.norm_eps);
     if (opts_.observer) opts_.observer->observe("output", xb, n, dim);
     mm_->matmul(model_.output, xb, dim, n, all_logits, c.vocab_size);
+    soft_cap(all_logits, static_cast<int64_t>(n) * c.vocab_size, c.final_softcap);
   }
   if (!want_logits) return;
   const float* last = x + static_cast<size_t>(n - 1) * dim;
   K.rmsnorm(last, model_.final_norm.data(), xb, dim, c.norm_eps);
   if (opts_.observer) opts_.observer->observe("output", xb, 1, dim);
   mm_->matvec(model_.output, xb, logits_.as<float>());
+  soft_cap(logits_.as<float>(), c.vocab_size, c.final_softcap);
 }
 
 }  // namespace cibench

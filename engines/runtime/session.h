@@ -96,6 +96,7 @@ class LlamaSession {
   AlignedBuffer key_cache_, value_cache_;
   // RoPE rotation per position: (max_context, rot_dim / 2) each.
   std::vector<float> rope_cos_, rope_sin_;
+  std::vector<float> rope_local_cos_, rope_local_sin_;  // the sliding-window layers' own RoPE (empty when none)
   // Scratch for a chunk of up to max_batch tokens.
   AlignedBuffer x_, xb_, q_, k_, v_, att_out_, hb_, hb2_, att_scores_, logits_;  // q_, att_out_: q_dim wide
 };

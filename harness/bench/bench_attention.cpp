@@ -70,12 +70,12 @@ void bench_attention(benchmark::State& st, Isa isa, AttKind kind, int64_t n_pos,
                               scale, att.data(), out.data() + h * kHeadDim);
           break;
         case AttKind::blocked_f32:
-          K.attention(q.data() + h * kHeadDim, kc + o, vc + o, n_pos, kHeadDim, stride,
-                      scale, att.data(), out.data() + h * kHeadDim);
+          K.attention(q.data() + h * kHeadDim, kc + o, vc + o, 0, n_pos, kHeadDim, stride,
+                      scale, 0.0f, att.data(), out.data() + h * kHeadDim);
           break;
         case AttKind::blocked_f16:
-          K.attention_f16(q.data() + h * kHeadDim, kh + o, vh + o, n_pos, kHeadDim,
-                          stride, scale, att.data(), out.data() + h * kHeadDim);
+          K.attention_f16(q.data() + h * kHeadDim, kh + o, vh + o, 0, n_pos, kHeadDim,
+                          stride, scale, 0.0f, att.data(), out.data() + h * kHeadDim);
           break;
       }
     }

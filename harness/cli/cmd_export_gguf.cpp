@@ -30,7 +30,8 @@ int run(const Args& a) {
       b.n_heads != c.n_heads || b.n_kv_heads != c.n_kv_heads || b.vocab_size != c.vocab_size ||
       b.tied_output != c.tied_output || b.head_dim() != c.head_dim() || b.rot_dim() != c.rot_dim() ||
       b.qkv_bias != c.qkv_bias || b.o_bias != c.o_bias || b.qk_norm != c.qk_norm || b.ffn_act != c.ffn_act ||
-      b.embed_scale != c.embed_scale)
+      b.embed_scale != c.embed_scale || b.post_norms != c.post_norms || b.attn_softcap != c.attn_softcap ||
+      b.final_softcap != c.final_softcap)
     throw Error(str(a.out, ": the written file reads back with a different shape"));
   std::printf("wrote %s: %s, %d tensors, %llu bytes (tensor data %llu)\n", a.out.c_str(),
               gguf_weight_type_name(type), s.tensors, static_cast<unsigned long long>(s.file_bytes),

@@ -72,17 +72,25 @@ TEST_P(PagedAttention, BitIdenticalToTheContiguousKernel) {
         const float scale = 1.f / std::sqrt(static_cast<float>(hd));
         std::vector<float> att_a(n_pos), att_b(n_pos), out_a(hd), out_b(hd);
         const size_t head_off = static_cast<size_t>(head) * P * hd;
-        K.attention(q.data(), kc.data(), vc.data(), n_pos, hd, hd, scale, att_a.data(), out_a.data());
-        K.attention_paged(q.data(), kp.data() + head_off, vp.data() + head_off, table.data(), P,
-                          static_cast<int64_t>(block_elems), n_pos, hd, scale, att_b.data(), out_b.data());
-        ASSERT_EQ(0, std::memcmp(out_a.data(), out_b.data(), hd * sizeof(float)))
-            << "f32, head_dim " << hd << ", block " << P << ", " << n_pos << " positions";
-        K.attention_f16(q.data(), kch.data(), vch.data(), n_pos, hd, hd, scale, att_a.data(), out_a.data());
-        K.attention_paged_f16(q.data(), kph.data() + head_off, vph.data() + head_off, table.data(), P,
-                              static_cast<int64_t>(block_elems), n_pos, hd, scale, att_b.data(),
+        // Full attention, and sliding windows starting inside a block and off the 8-position
+        // groups, with and without soft-capped scores.
+        for (int first : {0, n_pos / 2, n_pos - 1, (n_pos * 2) / 3 + 1})
+          for (float cap : {0.0f, 1.5f}) {
+            if (first >= n_pos) continue;
+            K.attention(q.data(), kc.data(), vc.data(), first, n_pos, hd, hd, scale, cap, att_a.data(), out_a.data());
+            K.attention_paged(q.data(), kp.data() + head_off, vp.data() + head_off, table.data(), P,
+                              static_cast<int64_t>(block_elems), first, n_pos, hd, scale, cap, att_b.data(),
                               out_b.data());
-        ASSERT_EQ(0, std::memcmp(out_a.data(), out_b.data(), hd * sizeof(float)))
-            << "f16, head_dim " << hd << ", block " << P << ", " << n_pos << " positions";
+            ASSERT_EQ(0, std::memcmp(out_a.data(), out_b.data(), hd * sizeof(float)))
+                << "f32, head_dim " << hd << ", block " << P << ", " << n_pos << " positions from " << first;
+            K.attention_f16(q.data(), kch.data(), vch.data(), first, n_pos, hd, hd, scale, cap, att_a.data(),
+                            out_a.data());
+            K.attention_paged_f16(q.data(), kph.data() + head_off, vph.data() + head_off, table.data(), P,
+                                  static_cast<int64_t>(block_elems), first, n_pos, hd, scale, cap, att_b.data(),
+                                  out_b.data());
+            ASSERT_EQ(0, std::memcmp(out_a.data(), out_b.data(), hd * sizeof(float)))
+                << "f16, head_dim " << hd << ", block " << P << ", " << n_pos << " positions from " << first;
+          }
         for (float f : out_b) ASSERT_TRUE(std::isfinite(f));  // no row of another head or block was read
       }
 }

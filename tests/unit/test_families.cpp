@@ -1,12 +1,15 @@
 // The decoder families as configuration of the one decoder: tiny random checkpoints of Llama 3
 // (llama3 RoPE scaling, untied), a Llama with dynamic NTK scaling run past its trained context, Mistral, Qwen2 (q/k/v biases), Qwen3 (explicit head_dim, q/k
 // norms), SmolLM2 (linear RoPE scaling), SmolLM3 (NoPE layers, yarn), Gemma (GeGLU, scaled
-// embeddings, 1 + w norms, head_dim apart) and Phi-3 (fused projections, partial rotary) in
+// embeddings, 1 + w norms, head_dim apart), Phi-3 (fused projections, partial rotary), Gemma 2
+// (post norms, soft-capping, a sliding window shorter than the tokens in every other layer) and
+// Gemma 3 (q/k norms, sliding layers with their own RoPE base, query_pre_attn_scalar) in
 // tests/fixtures/families (written by tools/family_fixtures/make_fixtures.py; see DEVELOPERS.md),
-// each as a Hugging Face folder and (but SmolLM3) as the GGUF file cibench export-gguf writes.
+// each as a Hugging Face folder and (but SmolLM3, dynamic and Gemma 3) as the GGUF file cibench
+// export-gguf writes.
 // Two independent implementations give the expected logits: a float64 NumPy forward pass in
 // Hugging Face's own layout (rotate-half RoPE, HF's formulas), and llama.cpp (for the
-// architectures its build knows: llama, qwen2, gemma, phi3) on the GGUF file with an f32 KV cache.
+// architectures its build knows: llama, qwen2, gemma, gemma2, phi3) on the GGUF file with an f32 KV cache.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +31,8 @@
 #include "engines/models/llama.h"
 #include "engines/models/llama_reference.h"
 #include "engines/models/synthetic.h"
+#include "engines/quant/quantized_file.h"
+#include "engines/quant/recipe.h"
 #include "engines/runtime/batch.h"
 #include "engines/runtime/session.h"
 #include "test_support.h"
@@ -35,8 +40,9 @@
 namespace cibench {
 namespace {
 
-const char* const kFamilies[] = {"llama3", "mistral", "qwen2", "qwen3", "smollm2", "smollm3", "gemma", "phi3", "dynamic"};
-const char* const kGgufFamilies[] = {"llama3", "mistral", "qwen2", "qwen3", "smollm2", "gemma", "phi3"};
+const char* const kFamilies[] = {"llama3", "mistral", "qwen2", "qwen3",   "smollm2", "smollm3",
+                                 "gemma",  "phi3",    "dynamic", "gemma2", "gemma3"};
+const char* const kGgufFamilies[] = {"llama3", "mistral", "qwen2", "qwen3", "smollm2", "gemma", "phi3", "gemma2"};
 const char* const kFixtureName = "tiny family fixture";  // general.name of the GGUF fixtures
 
 std::string fixture(const std::string& rel) { return std::string(CIBENCH_SOURCE_DIR) + "/tests/fixtures/families/" + rel; }
@@ -145,6 +151,8 @@ TEST(Families, ConfigsReadAsTheirFamilies) {
       {"gemma", "gemma", 32, 128, 32, "none", false, false, true},
       {"phi3", "phi3", 16, 64, 8, "none", false, false, false},
       {"dynamic", "llama", 16, 64, 16, "dynamic", false, false, true},
+      {"gemma2", "gemma2", 8, 16, 8, "none", false, false, true},
+      {"gemma3", "gemma3_text", 16, 64, 16, "linear", false, true, true},
   };
   for (const Want& w : wants) {
     SCOPED_TRACE(w.name);
@@ -164,10 +172,36 @@ TEST(Families, ConfigsReadAsTheirFamilies) {
   const LlamaConfig gemma = open_llama_source(fixture("gemma")).config;
   EXPECT_EQ(gemma.embed_scale, 8.0f);
   EXPECT_EQ(gemma.ffn_act, "gelu_tanh");
+  EXPECT_FALSE(gemma.post_norms);
+  // Gemma 2: the window in the even layers, both soft-caps, post norms.
+  const LlamaConfig g2 = open_llama_source(fixture("gemma2")).config;
+  std::vector<int> even(26, 0);
+  for (size_t l = 0; l < even.size(); l += 2) even[l] = 4;
+  EXPECT_EQ(g2.attn_window, even);
+  EXPECT_EQ(g2.attn_softcap, 1.5f);
+  EXPECT_EQ(g2.final_softcap, 4.0f);
+  EXPECT_EQ(g2.query_pre_attn_scalar, 8.0f);
+  EXPECT_TRUE(g2.post_norms);
+  EXPECT_EQ(g2.embed_scale, 4.0f);
+  EXPECT_EQ(g2.rope_local_theta, 0.0f);
+  // Gemma 3: every third layer global, the sliding ones with their own RoPE base; no soft-caps.
+  const LlamaConfig g3 = open_llama_source(fixture("gemma3")).config;
+  EXPECT_EQ(g3.attn_window, (std::vector<int>{3, 3, 0, 3}));
+  EXPECT_EQ(g3.rope_local_theta, 10000.0f);
+  EXPECT_EQ(g3.rope_theta, 1000000.0f);
+  EXPECT_EQ(g3.attn_softcap, 0.0f);
+  EXPECT_EQ(g3.final_softcap, 0.0f);
+  EXPECT_EQ(g3.query_pre_attn_scalar, 24.0f);
+  EXPECT_TRUE(g3.post_norms && g3.layer_local_rope(0) && !g3.layer_local_rope(2));
+  // Mistral's window (longer than the fixture's context) in every layer; the context stays whole.
+  const LlamaConfig mistral = open_llama_source(fixture("mistral")).config;
+  EXPECT_EQ(mistral.attn_window, (std::vector<int>{4096, 4096}));
+  EXPECT_EQ(mistral.seq_len, 64);
+  EXPECT_TRUE(open_llama_source(fixture("qwen2")).config.attn_window.empty());  // use_sliding_window false
   // GGUF: the architecture llama.cpp's converter uses, and the same knobs.
   for (const auto& [name, arch] : std::vector<std::pair<std::string, std::string>>{
            {"llama3", "llama"}, {"mistral", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}, {"smollm2", "llama"},
-           {"gemma", "gemma"}, {"phi3", "phi3"}}) {
+           {"gemma", "gemma"}, {"phi3", "phi3"}, {"gemma2", "gemma2"}}) {
     SCOPED_TRACE(name);
     const LlamaSource hf = open_llama_source(fixture(name)), gg = open_llama_source(fixture(name + "/model.gguf"));
     EXPECT_EQ(gguf_architecture_for(hf.config), arch);
@@ -179,6 +213,12 @@ TEST(Families, ConfigsReadAsTheirFamilies) {
     EXPECT_EQ(gg.config.rot_dim(), hf.config.rot_dim());
     EXPECT_EQ(gg.config.embed_scale, hf.config.embed_scale);
     EXPECT_EQ(gg.config.ffn_act, hf.config.ffn_act);
+    // (llama.cpp's llama attends globally: the mistral window, longer than the context, is left out)
+    if (arch == "phi3" || arch == "gemma2") EXPECT_EQ(gg.config.attn_window, hf.config.attn_window);
+    EXPECT_EQ(gg.config.post_norms, hf.config.post_norms);
+    EXPECT_EQ(gg.config.attn_softcap, hf.config.attn_softcap);
+    EXPECT_EQ(gg.config.final_softcap, hf.config.final_softcap);
+    EXPECT_EQ(gg.config.attention_scale(), hf.config.attention_scale());
   }
 }
 
@@ -373,6 +413,8 @@ TEST(Families, SyntheticPresetsOfPublishedShapes) {
       {"qwen2.5-0.5b", 896, 4864, 24, 14, 2, 64, 151936, 32768, 1000000.f, "none", true, false, true, 494032768},
       {"qwen3-0.6b", 1024, 3072, 28, 16, 8, 128, 151936, 40960, 1000000.f, "none", false, true, true, 596049920},
       {"smollm2-360m", 960, 2560, 32, 15, 5, 64, 49152, 8192, 100000.f, "none", false, false, true, 361821120},
+      {"gemma2-2b", 2304, 9216, 26, 8, 4, 256, 256000, 8192, 10000.f, "none", false, false, true, 2614341888},
+      {"gemma3-1b", 1152, 6912, 26, 4, 1, 256, 262144, 32768, 1000000.f, "none", false, true, true, 999885952},
   };
   for (const Want& w : wants) {
     SCOPED_TRACE(w.name);
@@ -394,6 +436,25 @@ TEST(Families, SyntheticPresetsOfPublishedShapes) {
     EXPECT_EQ(c.parameter_count(), w.params);
     validate_llama_source(src, false);  // every tensor the knobs need, at its shape
   }
+}
+
+// The Gemma presets' attention: Gemma 2's window in the even layers and soft-caps, Gemma 3's
+// window in five layers of six with the local RoPE base.
+TEST(Families, SyntheticGemmaPresets) {
+  const LlamaConfig g2 = synthetic_llama_source("synthetic:gemma2-2b").config;
+  EXPECT_EQ(g2.window(0), 4096);
+  EXPECT_EQ(g2.window(1), 0);
+  EXPECT_EQ(g2.window(24), 4096);
+  EXPECT_EQ(g2.attn_softcap, 50.0f);
+  EXPECT_EQ(g2.final_softcap, 30.0f);
+  EXPECT_EQ(g2.query_pre_attn_scalar, 256.0f);
+  EXPECT_EQ(gguf_architecture_for(g2), "gemma2");
+  const LlamaConfig g3 = synthetic_llama_source("synthetic:gemma3-1b").config;
+  for (int l = 0; l < g3.n_layers; ++l) EXPECT_EQ(g3.window(l), l % 6 == 5 ? 0 : 512) << l;
+  EXPECT_EQ(g3.rope_local_theta, 10000.0f);
+  EXPECT_EQ(g3.attn_softcap, 0.0f);
+  EXPECT_EQ(synthetic_llama_source("synthetic:gemma3-1b").tensor("layers.25.post_ffn_norm").read_all(),
+            std::vector<float>(1152, 1.0f));
 }
 
 // The synthetic generator's extra tensors: biases small, random and seeded; q/k norm weights 1.
@@ -456,7 +517,14 @@ TEST(Families, UnsupportedConfigsNameFileKeyAndValue) {
       {"llama3", "\"low_freq_factor\": 1.0", "\"low_freq_factor\": 1.0, \"mrope_section\": [1]", {"config.json", "rope_scaling.mrope_section", "[1]"}},
       {"mistral", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", {"config.json", "hidden_act", "gelu"}},
       {"qwen2", "\"model_type\": \"qwen2\"", "\"model_type\": \"qwen2\", \"mlp_bias\": true", {"config.json", "mlp_bias", "true"}},
-      {"qwen3", "\"model_type\": \"qwen3\"", "\"model_type\": \"gemma3\"", {"config.json", "gemma3", "Qwen3ForCausalLM"}},
+      {"qwen3", "\"model_type\": \"qwen3\"", "\"model_type\": \"olmo2\"", {"config.json", "olmo2", "Qwen3ForCausalLM"}},
+      {"gemma3", "\"model_type\": \"gemma3_text\"", "\"model_type\": \"gemma3\"", {"config.json", "model_type", "\"gemma3\"", "Gemma3ForConditionalGeneration"}},
+      {"gemma2", "\"attn_logit_softcapping\": 1.5", "\"attn_logit_softcapping\": -1.0", {"config.json", "attn_logit_softcapping", "-1"}},
+      {"gemma2", "\"final_logit_softcapping\": 4.0", "\"final_logit_softcapping\": \"none\"", {"config.json", "final_logit_softcapping", "none"}},
+      {"gemma3", "\"sliding_window_pattern\": 3", "\"sliding_window_pattern\": 3, \"layer_types\": [\"sliding_attention\", \"chunked_attention\", \"full_attention\", \"sliding_attention\"]", {"config.json", "layer_types[1]", "chunked_attention"}},
+      {"gemma3", "\"sliding_window_pattern\": 3", "\"sliding_window_pattern\": 0", {"config.json", "sliding_window_pattern", "0"}},
+      {"gemma3", "\"sliding_window\": 3", "\"sliding_window\": -3", {"config.json", "sliding_window", "-3"}},
+      {"gemma3", "\"query_pre_attn_scalar\": 24", "\"query_pre_attn_scalar\": 0", {"config.json", "query_pre_attn_scalar", "0"}},
       {"smollm2", "\"factor\": 2.0", "\"factor\": \"two\"", {"config.json", "rope_scaling.factor", "two"}},
   };
   int i = 0;
@@ -465,7 +533,9 @@ TEST(Families, UnsupportedConfigsNameFileKeyAndValue) {
     test::TempDir sub("families_case" + std::to_string(i++));
     const std::string folder = edited_folder(sub, c.family, [&](std::string& s) {
       replace(s, c.from, c.to);
-      if (std::string(c.to).find("gemma3") != std::string::npos) replace(s, "Qwen3ForCausalLM", "Gemma3ForCausalLM");
+      if (std::string(c.to).find("olmo2") != std::string::npos) replace(s, "Qwen3ForCausalLM", "Olmo2ForCausalLM");
+      if (std::string(c.to) == "\"model_type\": \"gemma3\"")
+        replace(s, "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration");
     });
     const std::string msg = error_of([&] { open_llama_source(folder); });
     for (const std::string& w : c.want) EXPECT_NE(msg.find(w), std::string::npos) << msg;
@@ -485,12 +555,163 @@ TEST(Families, UnsupportedConfigsNameFileKeyAndValue) {
     for (const std::string& w : {dir.file("patched.gguf"), key, std::string("longro")})
       EXPECT_NE(m.find(w), std::string::npos) << m;
   }
+  // A gemma2 file whose attention soft-cap is not positive: the key and the value.
+  {
+    std::ifstream in(fixture("gemma2/model.gguf"), std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const std::string key = "gemma2.attn_logit_softcapping";
+    const size_t at = bytes.find(key);
+    ASSERT_NE(at, std::string::npos);
+    const float minus_two = -2.0f;
+    bytes.replace(at + key.size() + 4, 4, reinterpret_cast<const char*>(&minus_two), 4);  // after the type
+    std::ofstream(dir.file("softcap.gguf"), std::ios::binary) << bytes;
+    const std::string m = error_of([&] { open_llama_source(dir.file("softcap.gguf")); });
+    for (const std::string& w : {dir.file("softcap.gguf"), key, std::string("-2")})
+      EXPECT_NE(m.find(w), std::string::npos) << m;
+  }
   // A knob GGUF cannot hold: NoPE layers.
   const std::string msg = error_of([&] {
     const LlamaSource s = open_llama_source(fixture("smollm3"));
     write_llama_gguf(s, placeholder_vocab(s.config.vocab_size), GgufWeightType::f32, "x", dir.file("x.gguf"));
   });
   EXPECT_NE(msg.find("NoPE"), std::string::npos) << msg;
+  // Gemma 3 has no GGUF form cibench writes; a gemma2 config llama.cpp's gemma2 cannot hold
+  // (a query_pre_attn_scalar it would not derive) is refused too.
+  const std::string g3 = error_of([&] {
+    const LlamaSource s = open_llama_source(fixture("gemma3"));
+    write_llama_gguf(s, placeholder_vocab(s.config.vocab_size), GgufWeightType::f32, "x", dir.file("g3.gguf"));
+  });
+  EXPECT_NE(g3.find("Gemma 3"), std::string::npos) << g3;
+  const std::string g2 = error_of([&] {
+    LlamaSource s = open_llama_source(fixture("gemma2"));
+    s.config.query_pre_attn_scalar = 12.0f;
+    write_llama_gguf(s, placeholder_vocab(s.config.vocab_size), GgufWeightType::f32, "x", dir.file("g2.gguf"));
+  });
+  EXPECT_NE(g2.find("query_pre_attn_scalar 8"), std::string::npos) << g2;
+  // A negative window or soft-cap in a config built by hand.
+  LlamaConfig bad = open_llama_source(fixture("gemma2")).config;
+  bad.attn_window[3] = -1;
+  EXPECT_NE(error_of([&] { bad.validate("cfg"); }).find("window -1"), std::string::npos);
+  bad = open_llama_source(fixture("gemma2")).config;
+  bad.attn_softcap = -2.0f;
+  EXPECT_NE(error_of([&] { bad.validate("cfg"); }).find("soft-cap must be >= 0, got -2"), std::string::npos);
+}
+
+// A quantised model file (.cbq) keeps every family knob: the Gemma 2 and 3 fixtures quantised
+// (rtn int8), written and read back run bit for bit as before.
+TEST(Families, QuantizedFilesKeepTheFamilyKnobs) {
+  const std::vector<int> toks = fixture_tokens();
+  test::TempDir dir("families_cbq");
+  for (const char* name : {"gemma2", "gemma3"}) {
+    SCOPED_TRACE(name);
+    const RecipeOutput out = apply_recipe(open_llama_source(fixture(name)), RecipeSpec::parse("rtn", "int8"), nullptr);
+    const std::string path = dir.file(std::string(name) + ".cbq");
+    write_quantized(path, out.source, quantized_meta(out, nullptr, ""));
+    const QuantizedModelFile q = load_quantized(path);
+    const LlamaConfig &a = out.source.config, &b = q.source.config;
+    EXPECT_EQ(b.family, a.family);
+    EXPECT_EQ(b.attn_window, a.attn_window);
+    EXPECT_EQ(b.rope_local_theta, a.rope_local_theta);
+    EXPECT_EQ(b.post_norms, a.post_norms);
+    EXPECT_EQ(b.attn_softcap, a.attn_softcap);
+    EXPECT_EQ(b.final_softcap, a.final_softcap);
+    EXPECT_EQ(b.query_pre_attn_scalar, a.query_pre_attn_scalar);
+    EXPECT_EQ(b.embed_scale, a.embed_scale);
+    EXPECT_EQ(b.ffn_act, a.ffn_act);
+    EXPECT_EQ(reference_logits<float>(q.source, toks), reference_logits<float>(out.source, toks));
+  }
+}
+
+// ---- Sliding windows -------------------------------------------------------------------------
+
+// Real sliding-window attention: Mistral's fixture with its window cut from 4096 to 5, over 40
+// tokens (windows that start inside KV blocks of 8 and off the kernels' 8-position groups). The
+// exact reference equals full attention bit for bit while the context fits the window and moves
+// by O(1) after; the session (chunks and steps) and the batch (decode beside a prompt, blocks of
+// 8) follow the windowed reference within the FP32 bound, far from the full-attention logits.
+TEST(Families, SlidingWindowMasksAlikeInReferenceSessionAndBatch) {
+  std::vector<int> toks;
+  for (int i = 0; i < 40; ++i) toks.push_back((7 * i + 3) % 64);
+  const int n = static_cast<int>(toks.size()), W = 5;
+  test::TempDir dir("families_window");
+  const LlamaSource full = open_llama_source(fixture("mistral"));
+  const LlamaSource win = open_llama_source(edited_folder(dir, "mistral", [&](std::string& s) {
+    replace(s, "\"sliding_window\": 4096", "\"sliding_window\": " + std::to_string(W));
+  }));
+  ASSERT_EQ(win.config.attn_window, (std::vector<int>{W, W}));
+  const int V = win.config.vocab_size;
+  const std::vector<double> exact = reference_logits<double>(win, toks), exact_full = reference_logits<double>(full, toks);
+  const size_t inside = static_cast<size_t>(W) * V;
+  EXPECT_TRUE(std::equal(exact.begin(), exact.begin() + inside, exact_full.begin()));
+  const double moved = max_abs_diff(std::vector<double>(exact.begin() + inside, exact.end()),
+                                    std::vector<double>(exact_full.begin() + inside, exact_full.end()));
+  EXPECT_GT(moved, 0.05 * max_abs(exact));
+  const double tol = tolerance_vs_exact(max_abs_diff(reference_logits<float>(win, toks), exact), max_abs(exact));
+  ASSERT_LT(tol, moved / 10);
+  const LlamaModel model = build_llama(win);
+  for (Isa isa : all_isas()) {
+    if (!isa_supported(isa)) continue;
+    SCOPED_TRACE(isa_name(isa));
+    test::IsaScope at(isa);
+    SessionOptions so;
+    so.max_batch = 6;
+    so.max_context = n;
+    LlamaSession s(model, so);
+    std::vector<float> chunks(static_cast<size_t>(n) * V), steps;
+    s.forward_all(toks.data(), n, chunks.data());
+    s.reset();
+    for (int t : toks) {
+      const float* l = s.step(t);
+      steps.insert(steps.end(), l, l + V);
+    }
+    BatchOptions bo;
+    bo.max_context = n;
+    bo.max_step_tokens = n + 1;
+    bo.max_step_sequences = 2;
+    bo.pool.block_tokens = 8;
+    bo.pool.token_budget = 4 * n;
+    LlamaBatch b(model, bo);
+    const SeqId a = b.add_sequence(), p = b.add_sequence();
+    std::vector<float> batch;
+    for (int i = 0; i < n; ++i) {
+      std::vector<BatchItem> items = {{a, &toks[static_cast<size_t>(i)], 1, true}};
+      if (i == 0) items.push_back({p, toks.data(), n, true});
+      b.step(items);
+      batch.insert(batch.end(), b.logits(0), b.logits(0) + V);
+      if (i == 0) {
+        const std::vector<double> last(exact.end() - V, exact.end());
+        EXPECT_LE(max_abs_diff(std::vector<float>(b.logits(1), b.logits(1) + V), last), tol) << "batch prompt";
+      }
+    }
+    std::printf("[ %s ] window %d over %d tokens: windowed vs full attention %.3g; |session - reference| %.3g, "
+                "|batch - reference| %.3g (tolerance %.3g)\n",
+                isa_name(isa), W, n, moved, std::max(max_abs_diff(chunks, exact), max_abs_diff(steps, exact)),
+                max_abs_diff(batch, exact), tol);
+    EXPECT_LE(max_abs_diff(chunks, exact), tol) << "session chunks";
+    EXPECT_LE(max_abs_diff(steps, exact), tol) << "session steps";
+    EXPECT_LE(max_abs_diff(batch, exact), tol) << "batch decode";
+    EXPECT_GT(max_abs_diff(batch, exact_full), moved / 2);
+  }
+}
+
+// Gemma 3's layer pattern as an explicit layer_types list: the same list as the
+// sliding_window_pattern gives the same model bit for bit; another list another model.
+TEST(Families, LayerTypesListAsThePattern) {
+  const std::vector<int> toks = fixture_tokens();
+  test::TempDir dir("families_layer_types");
+  const std::vector<double> pattern = reference_logits<float>(open_llama_source(fixture("gemma3")), toks);
+  auto with = [&](const std::string& name, const std::string& types) {
+    test::TempDir sub("families_layer_types_" + name);
+    return reference_logits<float>(open_llama_source(edited_folder(sub, "gemma3", [&](std::string& s) {
+                                     replace(s, "\"sliding_window_pattern\": 3", "\"layer_types\": " + types);
+                                   })),
+                                   toks);
+  };
+  EXPECT_EQ(with("same", "[\"sliding_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\"]"),
+            pattern);
+  EXPECT_GT(max_abs_diff(with("other", "[\"full_attention\", \"sliding_attention\", \"full_attention\", \"sliding_attention\"]"),
+                         pattern),
+            0.01 * max_abs(pattern));
 }
 
 }  // namespace

@@ -255,9 +255,9 @@ TEST_P(KernelTwin, RopeAndAttention) {
       auto q = randv(hd, rng), kc = randv(n_pos * stride, rng), vc = randv(n_pos * stride, rng);
       std::vector<float> att0(n_pos), att1(n_pos), o0(hd), o1(hd);
       const float scale = 1.f / std::sqrt(float(hd));
-      ref().attention(q.data(), kc.data(), vc.data(), n_pos, hd, stride, scale, att0.data(),
+      ref().attention(q.data(), kc.data(), vc.data(), 0, n_pos, hd, stride, scale, 0.0f, att0.data(),
                       o0.data());
-      fast().attention(q.data(), kc.data(), vc.data(), n_pos, hd, stride, scale, att1.data(),
+      fast().attention(q.data(), kc.data(), vc.data(), 0, n_pos, hd, stride, scale, 0.0f, att1.data(),
                        o1.data());
       std::vector<double> p, o;
       attention_ref(q.data(), kc, vc, n_pos, hd, stride, scale, p, o);
@@ -347,14 +347,30 @@ TEST_P(KernelTwin, AttentionMatchesScalarReferenceOnRaggedPositions) {
       };
       std::vector<float> att(n_pos), out(hd);
       for (const KernelTable* K : {&ref(), &fast()}) {
-        K->attention(q.data(), kc.data(), vc.data(), n_pos, hd, stride, scale, att.data(), out.data());
+        K->attention(q.data(), kc.data(), vc.data(), 0, n_pos, hd, stride, scale, 0.0f, att.data(), out.data());
         check("attention", p32, o32, b32, att, out);
         K->attention_rowwise(q.data(), kc.data(), vc.data(), n_pos, hd, stride, scale, att.data(),
                              out.data());
         check("attention_rowwise", p32, o32, b32, att, out);
-        K->attention_f16(q.data(), kh.data(), vh.data(), n_pos, hd, stride, scale, att.data(),
+        K->attention_f16(q.data(), kh.data(), vh.data(), 0, n_pos, hd, stride, scale, 0.0f, att.data(),
                          out.data());
         check("attention_f16", p16, o16, b16, att, out);
+      }
+      // A sliding window: positions [first, n_pos) are the exact attention over that part of the
+      // cache alone, within its bound; the scores sit at their positions in att.
+      for (int64_t first : {int64_t{1}, n_pos / 2 + 1, n_pos - 1}) {
+        if (first <= 0 || first >= n_pos) continue;
+        const std::vector<float> kw(kc.begin() + first * stride, kc.end()), vw(vc.begin() + first * stride, vc.end());
+        std::vector<double> pw, ow;
+        attention_ref(q.data(), kw, vw, n_pos - first, hd, stride, scale, pw, ow);
+        const AttentionBound bw = attention_bound(q.data(), kw, vw, n_pos - first, hd, stride, scale, pw);
+        for (const KernelTable* K : {&ref(), &fast()}) {
+          K->attention(q.data(), kc.data(), vc.data(), first, n_pos, hd, stride, scale, 0.0f, att.data(), out.data());
+          for (int64_t t = first; t < n_pos; ++t)
+            ASSERT_NEAR(att[t], pw[t - first], bw.p[t - first]) << "window from " << first << " n_pos=" << n_pos;
+          for (int64_t i = 0; i < hd; ++i)
+            ASSERT_NEAR(out[i], ow[i], bw.o[i]) << "window from " << first << " n_pos=" << n_pos << " i=" << i;
+        }
       }
     }
   }

@@ -64,6 +64,26 @@ FAMILIES = {
     "dynamic": dict(model_type="llama", architectures=["LlamaForCausalLM"], rms_norm_eps=1e-5,
                     rope_theta=10000.0, max_position_embeddings=8, tie_word_embeddings=True,
                     rope_scaling=dict(rope_type="dynamic", factor=2.0)),
+    # (New families go last: each one's seed is its place in this list.)
+    # Gemma 2: 26 layers (llama.cpp's gemma2 knows the published layer counts only), narrow; a
+    # sliding window of 4 in the even layers (the 12 tokens run past it), attention and final
+    # soft-caps that bite, post-attention and post-feed-forward norms, tied.
+    "gemma2": dict(model_type="gemma2", architectures=["Gemma2ForCausalLM"], hidden_size=16,
+                   intermediate_size=16, num_hidden_layers=26, num_attention_heads=2,
+                   num_key_value_heads=1, head_dim=8, rms_norm_eps=1e-6, rope_theta=10000.0,
+                   hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh",
+                   query_pre_attn_scalar=8, sliding_window=4, attn_logit_softcapping=1.5,
+                   final_logit_softcapping=4.0, tie_word_embeddings=True),
+    # Gemma 3 (text): q/k norms, a sliding window of 3 in all but every third layer with its own
+    # RoPE base, linear scaling in the global layers only, query_pre_attn_scalar apart from
+    # head_dim, no soft-caps, tied.
+    "gemma3": dict(model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_size=32,
+                   intermediate_size=32, num_hidden_layers=4, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                   rope_local_base_freq=10000.0, rope_scaling=dict(rope_type="linear", factor=2.0),
+                   hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24,
+                   sliding_window=3, sliding_window_pattern=3, attn_logit_softcapping=None,
+                   final_logit_softcapping=None, tie_word_embeddings=True),
 }
 
 
@@ -89,7 +109,7 @@ def make_weights(c, seed):
 
     def norm(n):
         # Gemma stores its norm weights as offsets from 1.
-        return (0.0 if mt == "gemma" else 1.0) + 0.1 * rng.uniform(-1, 1, size=n)
+        return (0.0 if mt.startswith("gemma") else 1.0) + 0.1 * rng.uniform(-1, 1, size=n)
 
     w = {"model.embed_tokens.weight": rng.uniform(-1, 1, size=(v, d)), "model.norm.weight": norm(d)}
     if not c["tie_word_embeddings"]:
@@ -114,9 +134,12 @@ def make_weights(c, seed):
         if mt == "qwen2":
             for n, m in (("q", q), ("k", kv), ("v", kv)):
                 w[p + f"self_attn.{n}_proj.bias"] = 0.1 * rng.uniform(-1, 1, size=m)
-        if mt == "qwen3":
+        if mt in ("qwen3", "gemma3_text"):
             w[p + "self_attn.q_norm.weight"] = norm(hd)
             w[p + "self_attn.k_norm.weight"] = norm(hd)
+        if mt in ("gemma2", "gemma3_text"):
+            w[p + "pre_feedforward_layernorm.weight"] = norm(d)
+            w[p + "post_feedforward_layernorm.weight"] = norm(d)
     # Stored as f32: the forward pass below reads the same rounded values.
     return {k: np.asarray(a, dtype=np.float32) for k, a in w.items()}
 
@@ -226,26 +249,54 @@ def forward(c, w, tokens, gelu=gelu_tanh):
             W[p + "self_attn.v_proj.weight"] = qkv[q_dim + kv_dim:]
             gu = W.pop(p + "mlp.gate_up_proj.weight")
             W[p + "mlp.gate_proj.weight"], W[p + "mlp.up_proj.weight"] = gu[:f], gu[f:]
-    if mt == "gemma":  # GemmaRMSNorm multiplies by (1 + w)
+    gemma = mt.startswith("gemma")
+    post_norms = mt in ("gemma2", "gemma3_text")  # Gemma2/3DecoderLayer: four norms
+    if gemma:  # GemmaRMSNorm (and Gemma2's, Gemma3's, q/k norms included) multiplies by (1 + w)
         for k in W:
             if k.endswith("norm.weight"):
                 W[k] = 1.0 + W[k]
     n = len(tokens)
     x = W["model.embed_tokens.weight"][tokens]
-    if mt == "gemma":
+    if gemma:
         x = x * np.float32(math.sqrt(d))
+
     # Angles of each position as transformers computes them decoding one token at a time (the
     # dynamic type depends on the length seen; the others do not).
-    cos = np.zeros((n, rot))
-    sin = np.zeros((n, rot))
-    for p in range(n):
-        inv, scale = inv_freq_and_scale(c, p + 1)
-        emb = np.concatenate([p * inv, p * inv])
-        cos[p], sin[p] = np.cos(emb) * scale, np.sin(emb) * scale
-    use_rope = c.get("no_rope_layers") or [1] * c["num_hidden_layers"]
-    mask = np.triu(np.full((n, n), -np.inf), 1)
-    for l in range(c["num_hidden_layers"]):
+    def angles(cfg):
+        cos = np.zeros((n, rot))
+        sin = np.zeros((n, rot))
+        for p in range(n):
+            inv, scale = inv_freq_and_scale(cfg, p + 1)
+            emb = np.concatenate([p * inv, p * inv])
+            cos[p], sin[p] = np.cos(emb) * scale, np.sin(emb) * scale
+        return cos, sin
+
+    global_angles = angles(c)
+    # Gemma 3's sliding layers: rotary_emb_local, base rope_local_base_freq, default rope type.
+    local_angles = angles(dict(c, rope_theta=c["rope_local_base_freq"], rope_scaling=None)) \
+        if mt == "gemma3_text" else global_angles
+    # Which layers attend through the sliding window: Gemma2Attention slides when layer_idx is
+    # even, Gemma3 (layer_types' default) when (i + 1) % sliding_window_pattern != 0.
+    L = c["num_hidden_layers"]
+    if "layer_types" in c:
+        sliding = [t == "sliding_attention" for t in c["layer_types"]]
+    elif mt == "gemma2":
+        sliding = [l % 2 == 0 for l in range(L)]
+    elif mt == "gemma3_text":
+        sliding = [(l + 1) % c["sliding_window_pattern"] != 0 for l in range(L)]
+    else:
+        sliding = [False] * L
+    use_rope = c.get("no_rope_layers") or [1] * L
+    causal = np.triu(np.full((n, n), -np.inf), 1)
+    # The sliding-window mask keeps key k for query q when q - k < sliding_window.
+    qi, ki = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    window_mask = np.where(qi - ki >= (c.get("sliding_window") or n + 1), -np.inf, 0.0) + causal
+    scaling = c.get("query_pre_attn_scalar", hd) ** -0.5
+    att_cap, final_cap = c.get("attn_logit_softcapping"), c.get("final_logit_softcapping")
+    for l in range(L):
         p = f"model.layers.{l}."
+        mask = window_mask if sliding[l] else causal
+        cos, sin = local_angles if sliding[l] else global_angles
         h = rms(x, W[p + "input_layernorm.weight"], eps)
 
         def proj(name):
@@ -257,7 +308,7 @@ def forward(c, w, tokens, gelu=gelu_tanh):
         q = proj("q").reshape(n, nh, hd).transpose(1, 0, 2)
         k = proj("k").reshape(n, nkv, hd).transpose(1, 0, 2)
         v = proj("v").reshape(n, nkv, hd).transpose(1, 0, 2)
-        if mt == "qwen3":
+        if mt in ("qwen3", "gemma3_text"):
             q = rms(q, W[p + "self_attn.q_norm.weight"], eps)
             k = rms(k, W[p + "self_attn.k_norm.weight"], eps)
         if use_rope[l]:
@@ -267,19 +318,31 @@ def forward(c, w, tokens, gelu=gelu_tanh):
             q, k = rope(q), rope(k)
         rep = nh // nkv
         k, v = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)
-        s = q @ k.transpose(0, 2, 1) / math.sqrt(hd) + mask
+        s = q @ k.transpose(0, 2, 1) * scaling
+        if att_cap:  # Gemma 2: softcap * tanh(scores / softcap), before the mask
+            s = att_cap * np.tanh(s / att_cap)
+        s = s + mask
         s = np.exp(s - s.max(axis=-1, keepdims=True))
         s /= s.sum(axis=-1, keepdims=True)
         o = (s @ v).transpose(1, 0, 2).reshape(n, nh * hd)
-        x = x + o @ W[p + "self_attn.o_proj.weight"].T
-        h = rms(x, W[p + "post_attention_layernorm.weight"], eps)
+        o = o @ W[p + "self_attn.o_proj.weight"].T
+        if post_norms:  # Gemma 2/3: post_attention_layernorm normalises the attention output
+            x = x + rms(o, W[p + "post_attention_layernorm.weight"], eps)
+            h = rms(x, W[p + "pre_feedforward_layernorm.weight"], eps)
+        else:
+            x = x + o
+            h = rms(x, W[p + "post_attention_layernorm.weight"], eps)
         g = h @ W[p + "mlp.gate_proj.weight"].T
         u = h @ W[p + "mlp.up_proj.weight"].T
-        act = gelu(g) if mt == "gemma" else g / (1 + np.exp(-g))
-        x = x + (act * u) @ W[p + "mlp.down_proj.weight"].T
+        act = gelu(g) if gemma else g / (1 + np.exp(-g))
+        f = (act * u) @ W[p + "mlp.down_proj.weight"].T
+        x = x + (rms(f, W[p + "post_feedforward_layernorm.weight"], eps) if post_norms else f)
     x = rms(x, W["model.norm.weight"], eps)
     head = W["model.embed_tokens.weight"] if c["tie_word_embeddings"] else W["lm_head.weight"]
-    return x @ head.T
+    logits = x @ head.T
+    if final_cap:
+        logits = final_cap * np.tanh(logits / final_cap)
+    return logits
 
 
 def write_logits(path, logits):
@@ -301,7 +364,7 @@ def main():
         w = make_weights(c, 1000 + i)
         write_safetensors(os.path.join(folder, "model.safetensors"), w)
         write_logits(os.path.join(folder, "logits_numpy.txt"), forward(c, w, TOKENS))
-        if c["model_type"] == "gemma":
+        if c["model_type"] in ("gemma", "gemma2"):
             # The same network with llama.cpp's binary16 GELU table, to size that difference.
             write_logits(os.path.join(folder, "logits_numpy_gelu_f16.txt"),
                          forward(c, w, TOKENS, gelu=gelu_f16_table))
