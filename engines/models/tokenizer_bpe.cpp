@@ -15,6 +15,7 @@
 #include "engines/core/error.h"
 #include "engines/models/gguf.h"
 #include "engines/models/pretokenizer.h"
+#include "engines/models/unicode_nfc.h"
 #include "engines/models/tokenizer_impl.h"
 #include "engines/models/unicode_category.h"
 
@@ -166,7 +167,8 @@ class BpeTokenizer final : public Tokenizer {
   }
 
   void encode_fragment(const std::string& text, std::vector<int>& out) const {
-    const std::vector<char32_t> cps = unicode::decode_utf8_lenient(text);
+    std::vector<char32_t> cps = unicode::decode_utf8_lenient(text);
+    if (s_.nfc) cps = unicode::nfc(cps);
     const bpe::SplitText st = bpe::SplitText::make(cps, s_.mode);
     size_t start = 0;
     std::string word;
@@ -554,11 +556,12 @@ std::unique_ptr<Tokenizer> read_tokenizer_json(const std::string& path) {
     spec.merges.emplace_back(std::move(a), std::move(b));
   }
 
-  // Normalizer: none, or NFC (not applied: see docs/formats.md, "Tokenizers").
+  // Normalizer: none, or NFC (applied to the text between added tokens, before pre-tokenizing).
   if (j.contains("normalizer") && !j["normalizer"].is_null()) {
     const json& nz = j["normalizer"];
     const std::string nt = nz.is_object() && nz.contains("type") && nz["type"].is_string() ? nz["type"].get<std::string>() : std::string();
     if (nt != "NFC") json_fail(path, "normalizer", str("is ", dump(nz), "; only null or NFC is supported"));
+    spec.nfc = true;
   }
   // Pre-tokenizer: ByteLevel, or Split/Digits pieces followed by ByteLevel.
   if (!j.contains("pre_tokenizer") || j["pre_tokenizer"].is_null())

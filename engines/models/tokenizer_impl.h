@@ -81,6 +81,7 @@ struct BpeSpec {
   bpe::RegexMode mode = bpe::RegexMode::unicode;
   bool ignore_merges = false;     // a piece that is a whole token is taken as it is
   bool add_prefix_space = false;  // ByteLevel add_prefix_space
+  bool nfc = false;               // tokenizer.json normalizer NFC: text is put in NFC first
   bool add_bos = false, add_eos = false;  // what encode(..., true, true) may add
   int bos = -1, eos = -1, unk = -1;
 };

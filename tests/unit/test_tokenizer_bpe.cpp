@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "engines/models/pretokenizer.h"
 #include "engines/models/tokenizer.h"
 #include "engines/models/unicode_category.h"
+#include "engines/models/unicode_nfc.h"
 #include "test_support.h"
 #include "tokenizer_vectors.h"
 
@@ -413,6 +415,61 @@ TEST(BpeUnicode, Categories) {
   EXPECT_FALSE(unicode::is_white_space(0x200B));
   EXPECT_EQ(unicode::decode_utf8_lenient("\xC3"), (std::vector<char32_t>{0xFFFD}));
   EXPECT_EQ(unicode::decode_utf8_lenient("\xE6\x97\xA5x"), (std::vector<char32_t>{0x65E5, 'x'}));
+}
+
+// NFC against Python's unicodedata on every character with a canonical decomposition (composed
+// and decomposed), reordered combining marks and Hangul jamo (tools/unicode/gen_nfc.py --cases).
+TEST(BpeUnicode, NfcMatchesPythonsUnicodedata) {
+  const std::string path = std::string(CIBENCH_SOURCE_DIR) + "/tests/fixtures/unicode/nfc_cases.txt";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  auto cps = [](const std::string& hex) {
+    std::vector<char32_t> v;
+    std::istringstream ss(hex);
+    std::string h;
+    while (ss >> h) v.push_back(static_cast<char32_t>(std::stoul(h, nullptr, 16)));
+    return v;
+  };
+  std::string line;
+  int cases = 0, changed = 0, wrong = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    ASSERT_NE(tab, std::string::npos) << line;
+    const std::vector<char32_t> input = cps(line.substr(0, tab)), want = cps(line.substr(tab + 1));
+    const std::vector<char32_t> got = unicode::nfc(input);
+    ++cases;
+    changed += input != want;
+    if (got != want && ++wrong <= 10) ADD_FAILURE() << "NFC of " << line.substr(0, tab) << ": want " << line.substr(tab + 1);
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_GT(cases, 4000);
+  EXPECT_GT(changed, 1500);  // decomposed forms recomposed, singletons replaced, marks reordered
+  EXPECT_EQ(unicode::combining_class(0x301), 230);
+  EXPECT_EQ(unicode::combining_class(0x327), 202);
+  EXPECT_EQ(unicode::combining_class('a'), 0);
+  // e + acute + dot below: the dot (class 220) moves before the acute (230), e + dot below
+  // composes to U+1EB9 and the acute stays (U+1EB9 + acute has no composite).
+  EXPECT_EQ(unicode::nfc({'e', 0x301, 0x323}), (std::vector<char32_t>{0x1EB9, 0x301}));
+  EXPECT_EQ(unicode::nfc({0x1100, 0x1161, 0x11A8}), (std::vector<char32_t>{0xAC01}));  // Hangul L V T
+  EXPECT_EQ(unicode::nfc({'a', 'b'}), (std::vector<char32_t>{'a', 'b'}));
+}
+
+// A tokenizer.json whose normalizer is NFC (Qwen2's) composes the text before pre-tokenizing: a
+// decomposed "é" (e + U+0301) becomes the composed token; without the normalizer it does not.
+TEST(BpeTokenizerJson, NfcNormalizerComposesTheText) {
+  test::TempDir dir("bpe_nfc");
+  json j = json::parse(kTinyJson);
+  const std::string plain = dir.file("plain.json"), nfc = dir.file("nfc.json");
+  write_text(plain, j.dump());
+  j["normalizer"] = {{"type", "NFC"}};
+  write_text(nfc, j.dump());
+  const std::string decomposed = "e\xCC\x81", composed = "\xC3\xA9";
+  EXPECT_EQ(open_tokenizer(nfc)->encode(decomposed, false, false), (std::vector<int>{12}));
+  EXPECT_EQ(open_tokenizer(nfc)->encode(composed, false, false), (std::vector<int>{12}));
+  EXPECT_NE(open_tokenizer(plain)->encode(decomposed, false, false), (std::vector<int>{12}));
+  // Added tokens are cut out before normalising and stay as they are.
+  EXPECT_EQ(open_tokenizer(nfc)->encode("a<x>" + decomposed, false, false), (std::vector<int>{1, 9, 12}));
 }
 
 // ---------------------------------------------------------------- malformed files
