@@ -419,6 +419,16 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
   TensorSource rope_freqs;
   if (c.rope_scaling.type == "llama3" || c.rope_scaling.type == "factors")
     rope_freqs = vector_source(c.rope_scaling.type == "llama3" ? llama3_rope_factors(c) : c.rope_scaling.freq_factors);
+  // longrope (Phi-3 128k) as the converter writes it: rope_factors_long/short.weight, F32.
+  TensorSource rope_long, rope_short;
+  if (c.rope_scaling.type == "longrope") {
+    if (arch != "phi3") throw Error(str("longrope RoPE scaling has a GGUF form in llama.cpp's phi3 only, not ", arch));
+    if (c.rot_dim() != c.head_dim())
+      throw Error(str("longrope over ", c.rot_dim(), " of ", c.head_dim(), " head dims has no GGUF form: llama.cpp's phi3 "
+                      "reads rope factors for the whole head"));
+    rope_long = vector_source(c.rope_scaling.long_factor);
+    rope_short = vector_source(c.rope_scaling.short_factor);
+  }
 
   // The tensors, in llama.cpp's order, with their place in the data section.
   std::vector<PlannedTensor> plan;
@@ -447,6 +457,10 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
   };
   add("token_embd.weight", "tok_embeddings", false);
   if (rope_freqs.read) add_source("rope_freqs.weight", &rope_freqs, "RoPE frequency factors", true, false);
+  if (rope_long.read) {
+    add_source("rope_factors_long.weight", &rope_long, "longrope long factors", true, false);
+    add_source("rope_factors_short.weight", &rope_short, "longrope short factors", true, false);
+  }
   std::deque<TensorSource> fused;  // Phi-3's fused tensors (the plan points into it)
   for (int l = 0; l < c.n_layers && arch == "phi3"; ++l) {
     const std::string b = "blk." + std::to_string(l) + ".", q = "layers." + std::to_string(l) + ".";
@@ -534,6 +548,10 @@ GgufExportSummary write_llama_gguf(const LlamaSource& src, const VocabPieces& vo
     kv.kv_f32(A + "rope.scaling.factor", static_cast<float>(r.factor));
     if (r.original_max_position > 0)
       kv.kv_u32(A + "rope.scaling.original_context_length", static_cast<uint32_t>(r.original_max_position));
+  }
+  if (c.rope_scaling.type == "longrope") {
+    kv.kv_u32(A + "rope.scaling.original_context_length", static_cast<uint32_t>(c.rope_scaling.original_max_position));
+    kv.kv_f32(A + "rope.scaling.attn_factor", static_cast<float>(rope_attention_factor(c)));
   }
   kv.kv_u32(A + "vocab_size", static_cast<uint32_t>(c.vocab_size));
   kv.kv_str("tokenizer.ggml.model", bpe ? "gpt2" : "llama");

@@ -27,7 +27,7 @@ int64_t LlamaConfig::parameter_count() const {
 }
 
 namespace {
-const char* const kRopeScalingTypes[] = {"none", "linear", "dynamic", "llama3", "yarn", "factors"};
+const char* const kRopeScalingTypes[] = {"none", "linear", "dynamic", "llama3", "yarn", "factors", "longrope"};
 }
 
 void LlamaConfig::validate(const std::string& origin) const {
@@ -82,12 +82,20 @@ void LlamaConfig::validate(const std::string& origin) const {
     bad(str("llama3 RoPE scaling needs high_freq_factor > low_freq_factor > 0, got ", r.high_freq_factor,
             " and ", r.low_freq_factor));
   if (r.type == "dynamic" && rot_dim() <= 2) bad("dynamic RoPE scaling needs a rotary width above 2");
-  if (r.type == "factors") {
-    if (r.freq_factors.size() != static_cast<size_t>(rot_dim() / 2))
-      bad(str("RoPE frequency factors: ", r.freq_factors.size(), " values for ", rot_dim() / 2, " rotary pairs"));
-    for (float f : r.freq_factors)
-      if (!(f > 0) || !std::isfinite(f)) bad(str("RoPE frequency factor ", f, " is not positive and finite"));
+  auto check_factors = [&](const std::vector<float>& v, const char* what) {
+    if (v.size() != static_cast<size_t>(rot_dim() / 2))
+      bad(str("RoPE ", what, ": ", v.size(), " values for ", rot_dim() / 2, " rotary pairs"));
+    for (float f : v)
+      if (!(f > 0) || !std::isfinite(f)) bad(str("RoPE ", what, " value ", f, " is not positive and finite"));
+  };
+  if (r.type == "factors") check_factors(r.freq_factors, "frequency factors");
+  if (r.type == "longrope") {
+    check_factors(r.long_factor, "long_factor");
+    check_factors(r.short_factor, "short_factor");
+    if (r.original_max_position <= 0) bad("longrope RoPE scaling needs original_max_position_embeddings");
   }
+  if (r.attention_factor < 0 || !std::isfinite(r.attention_factor))
+    bad(str("RoPE attention_factor must be >= 0, got ", r.attention_factor));
 }
 
 std::string LlamaConfig::features() const {
@@ -166,6 +174,10 @@ double yarn_mscale(double scale, double mscale) { return scale <= 1.0 ? 1.0 : 0.
 
 double rope_attention_factor(const LlamaConfig& c) {
   const RopeScaling& r = c.rope_scaling;
+  if (r.type == "longrope") {
+    if (r.attention_factor > 0) return r.attention_factor;
+    return r.factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(r.factor) / std::log(static_cast<double>(r.original_max_position)));
+  }
   if (r.type != "yarn") return 1.0;
   if (r.attention_factor > 0) return r.attention_factor;
   if (r.mscale > 0 && r.mscale_all_dim > 0) return yarn_mscale(r.factor, r.mscale) / yarn_mscale(r.factor, r.mscale_all_dim);
@@ -185,6 +197,9 @@ std::vector<double> rope_inv_freq(const LlamaConfig& c, int pos) {
   for (int i = 0; i < half; ++i) f[static_cast<size_t>(i)] = 1.0 / std::pow(base, (2.0 * i) / rot);
   if (r.type == "linear") {
     for (double& x : f) x /= r.factor;
+  } else if (r.type == "longrope") {
+    const std::vector<float>& ext = pos + 1 > r.original_max_position ? r.long_factor : r.short_factor;
+    for (int i = 0; i < half; ++i) f[static_cast<size_t>(i)] /= ext[static_cast<size_t>(i)];
   } else if (r.type == "llama3" || r.type == "factors") {
     const std::vector<float> div = r.type == "llama3" ? llama3_rope_factors(c) : r.freq_factors;
     for (int i = 0; i < half; ++i) f[static_cast<size_t>(i)] /= div[static_cast<size_t>(i)];

@@ -27,8 +27,12 @@ namespace cibench {
 //            beta_fast, beta_slow; cos and sin scaled by attention_factor
 //            (0 = 0.1 ln(factor) + 1, or the mscale / mscale_all_dim ratio)
 //   factors: inv_freq / freq_factors[i] (a GGUF rope_freqs tensor: llama.cpp's form of llama3)
+//   longrope: (Phi-3/3.5 128k; "su") inv_freq / short_factor[i] for positions within
+//            original_max_position (pos + 1 <= it), / long_factor[i] beyond (what transformers
+//            computes decoding one token at a time); cos and sin scaled by attention_factor
+//            (0 = sqrt(1 + ln(factor) / ln(original_max_position)), 1 when factor <= 1)
 struct RopeScaling {
-  std::string type = "none";  // none, linear, dynamic, llama3, yarn, factors
+  std::string type = "none";  // none, linear, dynamic, llama3, yarn, factors, longrope
   double factor = 1.0;
   int original_max_position = 0;  // original_max_position_embeddings (0 = seq_len)
   double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
@@ -37,6 +41,7 @@ struct RopeScaling {
   double mscale = 0.0, mscale_all_dim = 0.0;              // yarn (0 = absent)
   bool truncate = true;                                   // yarn: integral correction range
   std::vector<float> freq_factors;                        // factors: one per rotary pair
+  std::vector<float> long_factor, short_factor;           // longrope: one per rotary pair each
 };
 
 struct LlamaConfig {

@@ -298,9 +298,62 @@ void parse_hf_sliding_window(const nlohmann::json& j, const std::string& cfg, co
   if (std::any_of(win.begin(), win.end(), [](int x) { return x > 0; })) c.attn_window = std::move(win);
 }
 
+// longrope (Phi-3/3.5; "su" in older configs), as transformers' _compute_longrope_parameters reads
+// it: long_factor and short_factor per rotary pair; the original context is the top-level
+// original_max_position_embeddings (then factor = max_position_embeddings / it) or, without one,
+// max_position_embeddings (then factor is rope_scaling.factor).
+void parse_hf_longrope(const nlohmann::json& rs, const nlohmann::json& root, const std::string& cfg, LlamaConfig& c) {
+  RopeScaling& r = c.rope_scaling;
+  r.type = "longrope";
+  for (const auto& [key, value] : rs.items()) {
+    static const char* const known[] = {"rope_type", "type", "long_factor", "short_factor", "factor",
+                                        "attention_factor", "original_max_position_embeddings"};
+    if (std::find_if(std::begin(known), std::end(known), [&](const char* k) { return key == k; }) == std::end(known))
+      throw FileError(cfg, str("'rope_scaling.", key, "' = ", value.dump(), " is not supported for rope type longrope"));
+  }
+  auto factors = [&](const char* key) {
+    const nlohmann::json* f = hf::field(rs, key);
+    if (!f || !f->is_array()) throw FileError(cfg, str("'rope_scaling.", key, "' must be an array of numbers (longrope)"));
+    std::vector<float> v;
+    for (const auto& e : *f) {
+      if (!e.is_number()) throw FileError(cfg, str("'rope_scaling.", key, "' entry ", e.dump(), " is not a number"));
+      v.push_back(e.get<float>());
+    }
+    return v;
+  };
+  r.long_factor = factors("long_factor");
+  r.short_factor = factors("short_factor");
+  auto positions = [&](const nlohmann::json& obj, const char* key, const std::string& shown) -> int {
+    const nlohmann::json* f = hf::field(obj, key);
+    if (!f) return 0;
+    if (!f->is_number_integer() || f->get<int64_t>() <= 0 || f->get<int64_t>() > INT_MAX)
+      throw FileError(cfg, str("'", shown, "' = ", f->dump(), " is not a position count"));
+    return static_cast<int>(f->get<int64_t>());
+  };
+  const int max_pos = positions(root, "max_position_embeddings", "max_position_embeddings");
+  int orig = positions(root, "original_max_position_embeddings", "original_max_position_embeddings");
+  if (orig == 0) orig = positions(rs, "original_max_position_embeddings", "rope_scaling.original_max_position_embeddings");
+  if (orig > 0) {
+    if (max_pos == 0) throw FileError(cfg, "longrope: 'original_max_position_embeddings' without 'max_position_embeddings'");
+    r.original_max_position = orig;
+    r.factor = static_cast<double>(max_pos) / orig;
+  } else {
+    r.original_max_position = max_pos;
+    const nlohmann::json* f = hf::field(rs, "factor");
+    if (!f || !f->is_number())
+      throw FileError(cfg, "'rope_scaling' of type longrope has neither a top-level 'original_max_position_embeddings' nor a numeric 'factor'");
+    r.factor = f->get<double>();
+  }
+  if (const nlohmann::json* a = hf::field(rs, "attention_factor"); a && !a->is_null()) {
+    if (!a->is_number() || !(a->get<double>() > 0))
+      throw FileError(cfg, str("'rope_scaling.attention_factor' = ", a->dump(), " must be a positive number"));
+    r.attention_factor = a->get<double>();
+  }
+}
+
 // config.json's "rope_scaling" into `c.rope_scaling` (c.seq_len already set). Unknown types and
 // keys of the wrong type are FileErrors naming the file, the key and the value.
-void parse_hf_rope_scaling(const nlohmann::json& rs, const std::string& cfg, LlamaConfig& c) {
+void parse_hf_rope_scaling(const nlohmann::json& rs, const nlohmann::json& root, const std::string& cfg, LlamaConfig& c) {
   if (!rs.is_object()) throw FileError(cfg, str("'rope_scaling' must be an object, got ", rs.dump()));
   const nlohmann::json* type = hf::field(rs, "rope_type");
   const char* type_key = "rope_scaling.rope_type";
@@ -316,9 +369,13 @@ void parse_hf_rope_scaling(const nlohmann::json& rs, const std::string& cfg, Lla
     r.type = "none";
     return;
   }
+  if (t == "longrope" || t == "su") {
+    parse_hf_longrope(rs, root, cfg, c);
+    return;
+  }
   if (t != "linear" && t != "dynamic" && t != "llama3" && t != "yarn")
     throw FileError(cfg, str("'", type_key, "' = \"", t, "\" is not supported (cibench implements default, "
-                             "linear, dynamic, llama3 and yarn)"));
+                             "linear, dynamic, llama3, yarn and longrope)"));
   r.type = t;
   for (const auto& [key, value] : rs.items()) {
     static const char* const known[] = {"rope_type", "type", "factor", "original_max_position_embeddings",
@@ -586,7 +643,6 @@ LlamaSource open_hf(const std::string& spec) {
       }
     }
   }
-  if (const auto* rs = hf::field(j, "rope_scaling")) parse_hf_rope_scaling(*rs, cfg, c);
   bool tie = fam == "smollm3" || gemma_family(fam);  // transformers' defaults (SmolLM3Config, Gemma*Config tie)
   tie = flag("tie_word_embeddings", tie);
   const int default_bos = 1, default_eos = 2;
@@ -605,6 +661,11 @@ LlamaSource open_hf(const std::string& spec) {
       throw FileError(cfg, str("'partial_rotary_factor' = ", pr->dump(), " must be in (0, 1]"));
     c.rotary_dim = static_cast<int>(c.head_dim() * pr->get<double>());
     if (c.rotary_dim == c.head_dim()) c.rotary_dim = 0;
+    c.validate(cfg);
+  }
+  // After the rotary width: longrope's factors are one per rotary pair.
+  if (const auto* rs = hf::field(j, "rope_scaling")) {
+    parse_hf_rope_scaling(*rs, j, cfg, c);
     c.validate(cfg);
   }
   if (!c.rope_layers.empty() && c.rope_layers.size() != static_cast<size_t>(c.n_layers))
@@ -879,6 +940,35 @@ LlamaSource open_gguf(const std::string& path) {
     c.rope_scaling.freq_factors.resize(static_cast<size_t>(c.rot_dim() / 2));
     std::memcpy(c.rope_scaling.freq_factors.data(), rf->data, c.rope_scaling.freq_factors.size() * 4);
   }
+  // longrope as llama.cpp's converter writes Phi-3 128k: F32 tensors rope_factors_long/short, the
+  // original context and the attention factor (llama.cpp's default 1 when absent).
+  const GgufTensorInfo* long_f = g->find_tensor("rope_factors_long.weight");
+  const GgufTensorInfo* short_f = g->find_tensor("rope_factors_short.weight");
+  if (long_f || short_f) {
+    if (!long_f || !short_f)
+      throw FileError(path, str("tensor '", long_f ? "rope_factors_long.weight" : "rope_factors_short.weight",
+                                "' without '", long_f ? "rope_factors_short.weight" : "rope_factors_long.weight",
+                                "': longrope needs both"));
+    if (c.rope_scaling.type != "none")
+      throw FileError(path, str("tensors 'rope_factors_long/short.weight' beside RoPE scaling '", c.rope_scaling.type,
+                                "': two RoPE scalings"));
+    RopeScaling& r = c.rope_scaling;
+    for (auto [info, dst, name] : {std::tuple{long_f, &r.long_factor, "rope_factors_long.weight"},
+                                   std::tuple{short_f, &r.short_factor, "rope_factors_short.weight"}}) {
+      if (info->ggml_type != 0 || info->dims.size() != 1 || info->dims[0] != c.rot_dim() / 2)
+        throw FileError(path, str("tensor '", name, "' must be F32 of ", c.rot_dim() / 2, " values (dims ",
+                                  shape_str(info->dims), ", type ", GgufFile::ggml_type_name(info->ggml_type), ")"));
+      dst->resize(static_cast<size_t>(c.rot_dim() / 2));
+      std::memcpy(dst->data(), info->data, dst->size() * 4);
+    }
+    r.type = "longrope";
+    r.original_max_position = int_key(a + "rope.scaling.original_context_length");
+    if (r.original_max_position <= 0)
+      throw FileError(path, str("metadata '", a, "rope.scaling.original_context_length' = ", r.original_max_position,
+                                " must be positive"));
+    r.factor = static_cast<double>(int_key(a + "context_length")) / r.original_max_position;
+    r.attention_factor = float_key(a + "rope.scaling.attn_factor", 1.0);
+  }
   c.validate(path);
 
   Xxh64 hash;
@@ -931,6 +1021,7 @@ LlamaSource open_gguf(const std::string& path) {
   auto rows = [&](TensorSource t) { return rotate_half ? unpermute_rotary(std::move(t), head, rot) : t; };
   auto vec = [&](TensorSource t) { return rotate_half ? unpermute_rotary_vector(std::move(t), head, rot) : t; };
   if (c.rope_scaling.type == "factors") used.insert("rope_freqs.weight");
+  if (c.rope_scaling.type == "longrope") used.insert({"rope_factors_long.weight", "rope_factors_short.weight"});
   src.tensors["tok_embeddings"] = take("token_embd.weight", v, d);
   src.tensors["norm"] = take("output_norm.weight", 0, d);
   c.tied_output = g->find_tensor("output.weight") == nullptr;

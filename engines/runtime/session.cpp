@@ -108,12 +108,14 @@ LlamaSession::LlamaSession(const LlamaModel& model, const SessionOptions& opts)
 void rope_tables(const LlamaConfig& c, int max_context, std::vector<float>& cos, std::vector<float>& sin) {
   const int half = c.rot_dim() / 2;
   const double mag = rope_attention_factor(c);
-  const bool per_position = c.rope_scaling.type == "dynamic";
+  // dynamic changes the frequencies at every position past the original context, longrope once
+  // (its long factors from the first position past it).
+  const RopeScaling& r = c.rope_scaling;
   cos.assign(static_cast<size_t>(max_context) * half, 0.0f);
   sin.assign(cos.size(), 0.0f);
   std::vector<double> inv_freq = rope_inv_freq(c, 0);
   for (int p = 0; p < max_context; ++p) {
-    if (per_position) inv_freq = rope_inv_freq(c, p);
+    if (r.type == "dynamic" || (r.type == "longrope" && p == r.original_max_position)) inv_freq = rope_inv_freq(c, p);
     for (int i = 0; i < half; ++i) {
       const double a = p * inv_freq[static_cast<size_t>(i)];
       cos[static_cast<size_t>(p) * half + i] = static_cast<float>(std::cos(a) * mag);

@@ -14,6 +14,12 @@
 
 namespace cibench::test {
 
+// Twice the bound of one evaluation: 4 x the FP32 reference's measured error against the exact
+// logits plus 4 ulps of the largest exact logit.
+inline double pair_tolerance_from(double ref32_err, double max_exact) {
+  return 2.0 * (4.0 * ref32_err + 4.0 * kF32U * max_exact);
+}
+
 inline double pair_tolerance(const LlamaSource& src, const std::vector<int>& toks) {
   LlamaReference r32(src);
   LlamaReference64 r64(src);
@@ -26,7 +32,7 @@ inline double pair_tolerance(const LlamaSource& src, const std::vector<int>& tok
       mx = std::max(mx, std::fabs(b[i]));
     }
   }
-  return 2.0 * (4.0 * err + 4.0 * kF32U * mx);
+  return pair_tolerance_from(err, mx);
 }
 
 }  // namespace cibench::test
