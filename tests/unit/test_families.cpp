@@ -513,7 +513,7 @@ TEST(Families, UnsupportedConfigsNameFileKeyAndValue) {
     std::vector<std::string> want;  // substrings of the message
   };
   const Case cases[] = {
-      {"llama3", "\"rope_type\": \"llama3\"", "\"rope_type\": \"longrope\"", {"config.json", "rope_scaling.rope_type", "longrope"}},
+      {"llama3", "\"rope_type\": \"llama3\"", "\"rope_type\": \"mrope\"", {"config.json", "rope_scaling.rope_type", "mrope"}},
       {"llama3", "\"low_freq_factor\": 1.0", "\"low_freq_factor\": 1.0, \"mrope_section\": [1]", {"config.json", "rope_scaling.mrope_section", "[1]"}},
       {"mistral", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"", {"config.json", "hidden_act", "gelu"}},
       {"qwen2", "\"model_type\": \"qwen2\"", "\"model_type\": \"qwen2\", \"mlp_bias\": true", {"config.json", "mlp_bias", "true"}},
