@@ -38,6 +38,9 @@ CpuFeatures detect() {
   f.vendor = vendor;
 
   __get_cpuid(1, &a, &b, &c, &d);
+  const unsigned int base_family = (a >> 8) & 0xF, base_model = (a >> 4) & 0xF;
+  f.family = static_cast<int>(base_family == 0xF ? base_family + ((a >> 20) & 0xFF) : base_family);
+  f.model = static_cast<int>(base_family == 0x6 || base_family == 0xF ? (((a >> 16) & 0xF) << 4) | base_model : base_model);
   f.sse42 = c & (1u << 20);
   f.fma = c & (1u << 12);
   f.f16c = c & (1u << 29);
@@ -122,6 +125,7 @@ std::string CpuFeatures::flags_string() const {
   add(avx512_vnni, "avx512_vnni");
   add(avx512_bf16, "avx512_bf16");
   add(avx_vnni, "avx_vnni");
+  add(avx512_split_datapath(), "avx512_split");  // not a cpuid flag: see avx512_split_datapath()
   add(amx_tile, "amx_tile");
   add(amx_int8, "amx_int8");
   add(amx_bf16, "amx_bf16");

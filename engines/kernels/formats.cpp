@@ -2,6 +2,7 @@
 // ISA are tested against its generic kernels and against unpack + f32 math.
 #include <cstring>
 
+#include "engines/core/cpu.h"
 #include "engines/core/error.h"
 #include "engines/core/format.h"
 #include "engines/kernels/fmt_common.h"
@@ -101,8 +102,25 @@ const char* act_type_name(ActType a) {
   return "unknown";
 }
 
+static void prefer_avx2_matvecs(std::vector<FormatRow>& t) {
+  for (FormatRow& r : t) {
+    if (r.act != ActType::int8_per_row && r.act != ActType::int8_per_block) continue;
+    const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
+    for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
+      FormatKernels& k = r.kernels[static_cast<int>(level)];
+      // Only a level with kernels of its own and the row's activations: the AVX2 matvec then
+      // takes the same activation bytes and computes the same exact int32 sums.
+      if (k.matvec && avx2.matvec && !k.act_variant && !avx2.act_variant) k.matvec = avx2.matvec;
+    }
+  }
+}
+
 const std::vector<FormatRow>& format_table() {
-  static const std::vector<FormatRow> t = build_table();
+  static const std::vector<FormatRow> t = [] {
+    std::vector<FormatRow> v = build_table();
+    if (cpu_features().avx512_split_datapath()) prefer_avx2_matvecs(v);
+    return v;
+  }();
   return t;
 }
 

@@ -1034,3 +1034,35 @@ TEST(Formats, PrefillThreadSplitsMatchOneGenericThread) {
 
 }  // namespace
 }  // namespace cibench
+
+namespace cibench {
+namespace {
+
+// On a CPU that splits 512-bit operations (Zen 4) the int8-activation rows decode with their AVX2
+// matvec at the AVX-512 levels and keep their AVX-512 matmuls; elsewhere every level keeps its own.
+// Either way the twin suites check the kernel a level runs against the generic one.
+TEST(Formats, SplitDatapathCpusDecodeInt8ActivationsWithTheAvx2Matvec) {
+  const bool split = cpu_features().avx512_split_datapath();
+  std::printf("[ cpu ] family 0x%x model 0x%x, AVX-512 split datapath: %s\n", cpu_features().family,
+              cpu_features().model, split ? "yes" : "no");
+  int rows = 0;
+  for (const FormatRow& r : format_table()) {
+    const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
+    for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
+      const FormatKernels& k = r.kernels[static_cast<int>(level)];
+      if (!k.matvec || !avx2.matvec || k.act_variant) continue;
+      const bool int8_act = r.act == ActType::int8_per_row || r.act == ActType::int8_per_block;
+      if (int8_act) ++rows;
+      if (split && int8_act) {
+        EXPECT_EQ(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);
+        EXPECT_NE(k.matmul, avx2.matmul) << r.name << " at " << isa_name(level) << ": prefill keeps its own kernel";
+      } else if (r.act == ActType::f32 || !split) {
+        EXPECT_NE(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);
+      }
+    }
+  }
+  EXPECT_GE(rows, 6);  // w8a8, w8a8_static, w8a7, int8_g32_a8, int4_gG_a8 at avx512_vnni at least
+}
+
+}  // namespace
+}  // namespace cibench
