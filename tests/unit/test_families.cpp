@@ -35,6 +35,7 @@
 #include "engines/quant/recipe.h"
 #include "engines/runtime/batch.h"
 #include "engines/runtime/session.h"
+#include "pair_tolerance.h"
 #include "test_support.h"
 
 namespace cibench {
@@ -70,17 +71,7 @@ std::vector<double> read_logits(const std::string& path, int n, int vocab) {
   return v;
 }
 
-template <typename Real>
-std::vector<double> reference_logits(const LlamaSource& src, const std::vector<int>& toks) {
-  // The context covers the tokens even past the trained length (the dynamic fixture runs there).
-  LlamaReferenceT<Real> ref(src, std::max(src.config.seq_len, static_cast<int>(toks.size())));
-  std::vector<double> out;
-  for (size_t p = 0; p < toks.size(); ++p) {
-    const auto& r = ref.forward(toks[p], static_cast<int>(p));
-    out.insert(out.end(), r.begin(), r.end());
-  }
-  return out;
-}
+using test::reference_logits;
 
 using test::max_abs;
 using test::max_abs_diff;

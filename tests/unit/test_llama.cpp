@@ -24,6 +24,7 @@
 #include "engines/runtime/sampler.h"
 #include "engines/runtime/session.h"
 #include "harness/lib/memory_check.h"
+#include "pair_tolerance.h"
 #include "test_support.h"
 
 namespace cibench {
@@ -67,17 +68,7 @@ double tolerance_vs_exact(double ref32_error, double max_abs_exact) {
 using test::max_abs;
 using test::max_abs_diff;
 
-// Teacher-forced logits at every position of `toks` from a reference of arithmetic Real.
-template <typename Real>
-std::vector<double> reference_logits(const LlamaSource& src, const std::vector<int>& toks) {
-  LlamaReferenceT<Real> ref(src);
-  std::vector<double> out;
-  for (size_t p = 0; p < toks.size(); ++p) {
-    const auto& r = ref.forward(toks[p], static_cast<int>(p));
-    out.insert(out.end(), r.begin(), r.end());
-  }
-  return out;
-}
+using test::reference_logits;
 
 // Greedy decoding as llama2.c's run.c does it: BOS at position 0, one forward pass at each of
 // the `steps` positions, each printing the token it predicts; stop at BOS.

@@ -60,16 +60,7 @@ std::string phi3_longrope(const test::TempDir& dir, int original, const std::str
   return folder;
 }
 
-template <typename Real>
-std::vector<double> reference_logits(const LlamaSource& src, const std::vector<int>& toks) {
-  LlamaReferenceT<Real> ref(src);
-  std::vector<double> out;
-  for (size_t p = 0; p < toks.size(); ++p) {
-    const auto& r = ref.forward(toks[p], static_cast<int>(p));
-    out.insert(out.end(), r.begin(), r.end());
-  }
-  return out;
-}
+using test::reference_logits;
 
 std::vector<double> session_logits(const LlamaSource& src, const std::vector<int>& toks) {
   const LlamaModel model = build_llama(src);
