@@ -35,8 +35,8 @@ struct CpuFeatures {
   int family = 0, model = 0;  // cpuid leaf 1, display family and model (extended fields added)
 
   // AVX-512 executed as two 256-bit halves (AMD Zen 4, family 0x19). There the AVX2 decode
-  // matvecs of the int8-activation formats stream the weights faster than the AVX-512 ones
-  // (measured 1.3-1.8x), so the format table runs those at the AVX-512 levels (formats.cpp).
+  // matvecs of w8a8 and int8_g32_a8 stream the weights faster than the AVX-512 ones (measured
+  // 1.3-1.8x), so the format table runs those at the AVX-512 levels (formats.cpp).
   bool avx512_split_datapath() const { return vendor == "AuthenticAMD" && family == 0x19 && avx512f; }
 
   // Space-separated list of the flags above that are present, and "avx512_split" (for provenance).
