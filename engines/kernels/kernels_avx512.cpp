@@ -2,6 +2,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <vector>
 
 #include "engines/kernels/encoder_math.h"
 #include "engines/kernels/kernels.h"

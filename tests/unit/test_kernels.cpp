@@ -97,6 +97,43 @@ TEST_P(KernelTwin, Matmul) {
   }
 }
 
+// Many tokens (prefill, encoders): the GEMM with tokens along the vector lanes. Token counts
+// around its blocks (one or two vectors of 8 or 16 tokens, a last block of one vector or less),
+// weight rows around its tiles (6 or 12 rows, every remainder) and panels, K across its chunks of
+// 2048 columns (the second chunk adds into Y), X and Y with leading dimensions wider than K and N;
+// against the generic twin within the pair bound, nothing written past N.
+TEST_P(KernelTwin, MatmulManyTokens) {
+  std::mt19937 rng(12);
+  struct Shape {
+    int64_t m, n, k;
+  };
+  const Shape shapes[] = {{8, 24, 64},    {9, 25, 33},    {16, 12, 7},    {16, 37, 100},  {17, 30, 5},
+                          {31, 48, 172},  {32, 23, 64},   {33, 47, 96},   {40, 131, 768}, {48, 24, 1},
+                          {128, 36, 300}, {20, 29, 2100}, {35, 14, 4200}, {64, 700, 96}};
+  for (const Shape& sh : shapes) {
+    const int64_t ldx = sh.k + 3, ldy = sh.n + 5;
+    auto w = randv(sh.n * sh.k, rng), x = randv(sh.m * ldx, rng);
+    std::vector<float> y0(sh.m * ldy, 3.f), y1(sh.m * ldy, 3.f);
+    ref().matmul_f32(w.data(), sh.k, x.data(), ldx, y0.data(), ldy, sh.m, sh.n, sh.k);
+    fast().matmul_f32(w.data(), sh.k, x.data(), ldx, y1.data(), ldy, sh.m, sh.n, sh.k);
+    for (int64_t i = 0; i < sh.m; ++i)
+      for (int64_t j = 0; j < ldy; ++j) {
+        if (j < sh.n)
+          ASSERT_NEAR(y0[i * ldy + j], y1[i * ldy + j], dot_tol(&w[j * sh.k], &x[i * ldx], sh.k))
+              << "m=" << sh.m << " n=" << sh.n << " k=" << sh.k << " i=" << i << " j=" << j;
+        else
+          ASSERT_EQ(y1[i * ldy + j], 3.f) << "wrote past N: m=" << sh.m << " n=" << sh.n << " i=" << i;
+      }
+    // each token's outputs do not depend on the other tokens of the call (one FMA chain per output)
+    if (sh.m > 1) {
+      std::vector<float> y2(ldy, 3.f);
+      fast().matmul_f32(w.data(), sh.k, x.data() + (sh.m - 1) * ldx, ldx, y2.data(), ldy, 1, sh.n, sh.k);
+      for (int64_t j = 0; j < sh.n; ++j)
+        ASSERT_NEAR(y2[j], y1[(sh.m - 1) * ldy + j], dot_tol(&w[j * sh.k], &x[(sh.m - 1) * ldx], sh.k));
+    }
+  }
+}
+
 TEST_P(KernelTwin, Elementwise) {
   std::mt19937 rng(3);
   for (int64_t n : kSizes) {
