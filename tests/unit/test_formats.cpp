@@ -1046,7 +1046,7 @@ TEST(Formats, SplitDatapathCpusDecodeInt8ActivationsWithTheAvx2Matvec) {
   const bool split = cpu_features().avx512_split_datapath();
   std::printf("[ cpu ] family 0x%x model 0x%x, AVX-512 split datapath: %s\n", cpu_features().family,
               cpu_features().model, split ? "yes" : "no");
-  int rows = 0;
+  int rows = 0, whole = 0;
   for (const FormatRow& r : format_table()) {
     const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
     for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
@@ -1054,16 +1054,23 @@ TEST(Formats, SplitDatapathCpusDecodeInt8ActivationsWithTheAvx2Matvec) {
       if (!k.matvec || !avx2.matvec || k.act_variant) continue;
       const std::string n = r.name;
       const bool preferred = n == "w8a8" || n == "w8a8_static" || n == "int8_g32_a8";
+      // the weight-only int8 and int4 group-wise rows (f32 activations) take all of AVX2's kernels
+      const bool all = r.act == ActType::f32 && (n == "int8" || n.rfind("int4_g", 0) == 0);
       rows += preferred;
+      whole += all;
       if (split && preferred) {
         EXPECT_EQ(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);
         EXPECT_NE(k.matmul, avx2.matmul) << r.name << " at " << isa_name(level) << ": prefill keeps its own kernel";
-      } else if (r.act == ActType::f32 || n == "int4_g32_a8") {  // rows with matvecs of their own there
+      } else if (split && all) {
+        EXPECT_EQ(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);
+        EXPECT_EQ(k.matmul, avx2.matmul) << r.name << " at " << isa_name(level);
+      } else if (r.act == ActType::f32 || n == "int4_g32_a8") {  // rows with kernels of their own there
         EXPECT_NE(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);
       }
     }
   }
-  EXPECT_GE(rows, 3);  // the three at avx512_vnni at least
+  EXPECT_GE(rows, 3);   // the three at avx512_vnni at least
+  EXPECT_GE(whole, 7);  // int8 and the six int4 group-wise rows at avx512
 }
 
 }  // namespace
