@@ -102,11 +102,11 @@ const char* act_type_name(ActType a) {
   return "unknown";
 }
 
-// The rows measured faster with the AVX2 matvec on Zen 4 (docs/formats.md); w8a7 and int4_gG_a8
-// were not (int4_g32_a8: within 7 %, noise on that machine) and keep their own.
+// The rows measured faster with the AVX2 matvec on Zen 4 (docs/formats.md); w8a7 was not
+// measured, and int4_g64_a8 / int4_g128_a8 run their own row streams faster: they keep their own.
 static bool avx2_matvec_preferred(const FormatRow& r) {
   const std::string n = r.name;
-  return n == "w8a8" || n == "w8a8_static" || n == "int8_g32_a8";
+  return n == "w8a8" || n == "w8a8_static" || n == "int8_g32_a8" || n == "int4_g32_a8";
 }
 
 // The weight-only rows (f32 activations, weights decoded in registers) whose whole AVX2 kernel
