@@ -15,9 +15,11 @@
 //
 // The bf16 and f32 rows run matmul128 at the 1.1B-class shapes too (prefill of a TinyLlama-sized
 // model). Two probes give the scale: peak/clock (a chain of dependent integer adds, one per
-// cycle: counter GHz) and, where AVX-512 BF16 is usable, peak/vdpbf16ps (16 independent
-// accumulators in registers: counters G_per_s, instructions per second (over GHz: per cycle), and
-// GOPs at 64 operations, 32 multiply-adds, per instruction).
+// cycle: counter GHz) and the multiply rates the kernels aim at, each with 16 independent
+// accumulators in registers (12 at AVX2) (counters G_per_s, instructions per second (over GHz:
+// per cycle), and GOPs): peak/fma_f32_256 (AVX2 FMA, 16 operations = 8 multiply-adds per instruction),
+// peak/fma_f32_512 (AVX-512, 32), where AVX-512 BF16 is usable peak/vdpbf16ps (64 operations, 32
+// multiply-adds) and where VNNI is peak/vpdpbusd (128 operations, 64 multiply-adds).
 //
 //   cibench-microbench --benchmark_format=json > formats.json        (everything)
 //   cibench-microbench --benchmark_filter='matvec/int8.*/avx2/4096x4096'
@@ -144,6 +146,49 @@ __attribute__((target("avx512f,avx512bf16"))) void peak_vdpbf16ps(benchmark::Sta
   st.counters["G_per_s"] = benchmark::Counter(16000.0 / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// `chains` independent chains of one instruction, 1000 steps per iteration; counters: G
+// instructions and GOPs per second. (AVX2 has 16 vector registers: 12 chains and the operands.)
+void peak_counters(benchmark::State& st, double ops_per_instruction, int chains) {
+  const double n = 1000.0 * chains;
+  st.counters["GOPs"] = benchmark::Counter(n * ops_per_instruction / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["G_per_s"] = benchmark::Counter(n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+// One instruction per chain and step; `opnd` (an operand of the step) passes through an empty asm
+// every 16 instructions so that the loop cannot be folded; the accumulators stay in registers.
+#define CIBENCH_PEAK_LOOP(T, N, seed, opnd, step)           \
+  T acc[N];                                                 \
+  for (int i = 0; i < N; ++i) acc[i] = seed;                \
+  for (auto _ : st) {                                       \
+    for (int it = 0; it < 1000; ++it) {                     \
+      _Pragma("GCC unroll 16") for (int i = 0; i < N; ++i)  \
+          acc[i] = step;                                    \
+      __asm__ volatile("" : "+v"(opnd));                    \
+    }                                                       \
+  }                                                         \
+  for (int i = 0; i < N; ++i) __asm__ volatile("" : : "v"(acc[i]));
+
+__attribute__((target("avx2,fma"))) void peak_fma_f32_256(benchmark::State& st) {
+  __m256 b = _mm256_set1_ps(0.999f);
+  const __m256 c = _mm256_set1_ps(1e-4f);
+  CIBENCH_PEAK_LOOP(__m256, 12, _mm256_set1_ps(0.5f + static_cast<float>(i)), b, _mm256_fmadd_ps(acc[i], b, c))
+  peak_counters(st, 16, 12);
+}
+
+__attribute__((target("avx512f"))) void peak_fma_f32_512(benchmark::State& st) {
+  __m512 b = _mm512_set1_ps(0.999f);
+  const __m512 c = _mm512_set1_ps(1e-4f);
+  CIBENCH_PEAK_LOOP(__m512, 16, _mm512_set1_ps(0.5f + static_cast<float>(i)), b, _mm512_fmadd_ps(acc[i], b, c))
+  peak_counters(st, 32, 16);
+}
+
+__attribute__((target("avx512f,avx512vnni"))) void peak_vpdpbusd(benchmark::State& st) {
+  __m512i a = _mm512_set1_epi8(1);
+  const __m512i b = _mm512_set1_epi8(1);
+  CIBENCH_PEAK_LOOP(__m512i, 16, _mm512_set1_epi32(i), a, _mm512_dpbusd_epi32(acc[i], a, b))
+  peak_counters(st, 128, 16);
+}
+#undef CIBENCH_PEAK_LOOP
+
 bool is_sparse(const std::string& n) {
   return n.find("_sparse") != std::string::npos || n.find("_bs") != std::string::npos ||
          n.find("_24") != std::string::npos;
@@ -151,8 +196,14 @@ bool is_sparse(const std::string& n) {
 
 void register_all() {
   benchmark::RegisterBenchmark("peak/clock", peak_clock)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
-  if (isa_supported(Isa::avx512_vnni))  // the level that has AVX-512 BF16
+  if (isa_supported(Isa::avx2))
+    benchmark::RegisterBenchmark("peak/fma_f32_256", peak_fma_f32_256)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+  if (isa_supported(Isa::avx512))
+    benchmark::RegisterBenchmark("peak/fma_f32_512", peak_fma_f32_512)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+  if (isa_supported(Isa::avx512_vnni)) {  // the level that has AVX-512 BF16 and VNNI
     benchmark::RegisterBenchmark("peak/vdpbf16ps", peak_vdpbf16ps)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+    benchmark::RegisterBenchmark("peak/vpdpbusd", peak_vpdpbusd)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+  }
   const std::vector<Shape> shapes = {{4096, 4096}, {768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
   const std::vector<Shape> decode_only = {
       {2048, 2048}, {256, 2048}, {5632, 2048}, {2048, 5632}, {32000, 2048}};
