@@ -18,7 +18,8 @@ namespace cibench::encoder {
 // exp(x) in float, branch-free so the loops calling it vectorise (the kernel sources are built with
 // -fno-trapping-math, which lets GCC if-convert the clamps; results are unchanged): Cephes'
 // expf (range reduction by ln 2, degree-6 polynomial), relative error below 1e-7. Inputs are
-// clamped to [-87.33, 88.72], so exp of a masked score (-1e30) is ~1e-38, i.e. 0 beside 1.
+// clamped to [-87.33, 88.72], so exp of a masked score (-1e30) is ~1e-38, i.e. 0 beside 1; above
+// 88.03 (127.5 ln 2) the scale 2^n overflows and the result is +inf (float's exp overflows at 88.72).
 inline float exp_approx(float x) {
   x = std::min(88.72f, x);
   x = std::max(-87.33f, x);
