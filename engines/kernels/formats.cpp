@@ -113,7 +113,7 @@ static bool avx2_matvec_preferred(const FormatRow& r) {
 // set measured faster on Zen 4, decode and prefill: int8 and the int4 group-wise rows.
 static bool avx2_kernels_preferred(const FormatRow& r) {
   const std::string n = r.name;
-  return r.act == ActType::f32 && (n == "int8" || n.rfind("int4_g", 0) == 0) && n.find("_a8") == std::string::npos;
+  return r.act == ActType::f32 && (n == "int8" || n.rfind("int4_g", 0) == 0);
 }
 
 static void prefer_avx2_kernels(std::vector<FormatRow>& t) {
