@@ -16,6 +16,7 @@
 
 #include "engines/kernels/fmt_common.h"
 #include "engines/kernels/half.h"
+#include "engines/kernels/transpose_avx.h"
 
 namespace cibench {
 namespace fmt {
@@ -1296,11 +1297,143 @@ void bf16dp_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv
   }
 }
 
+// ---- bf16 GEMM with the tokens along the lanes (many tokens) ---------------------------------
+// The f32 GEMM's form (simd_kernels.inc, matmul_xt_t) on vdpbf16ps: X is transposed once per call
+// into blocks of up to MV = 4 vectors of 16 tokens whose 32-bit elements are bf16 column pairs
+// (xp[p * B + t] = columns 2p, 2p + 1 of token t, B = 16 x the block's vectors, zero past m); a
+// register tile of NR weight rows x MV token vectors then takes, per pair p, MV loads of X^T and NR
+// broadcasts of a weight row's pair p into MV x NR independent chains (4 x 6 = 24; a block of
+// fewer tokens: 3 x 8, 2 x 12, 1 x 16). No horizontal sums (the 4 x 4 tiles above end every K
+// chunk with a 16-vector reduction tree) and no packing of W. The 4 x 6 tile needs a broadcast per
+// 4 vdpbf16ps where 2 x 12 needed one per 2: matmul128/bf16 on one Zen 4 core (cibench-microbench,
+// two alternating rounds) 179-206 GOPs with the 4 x 4 dot-product tiles, 180-204 with 2 x 12, and
+// 188-221 with 4 x 6, of the 235 GOPs vdpbf16ps peak (6 x 4, L2 panels of 64-128 KB, and the
+// broadcast embedded in each vdpbf16ps were no better). Each output is one chain over the pairs of
+// a K chunk in order, the chunks added in order, whatever the other tokens of the call. K is cut in
+// chunks of kBxKc columns (a block of X^T stays in L2), W in panels of ~256 KB that stay in L2
+// while every block of tokens passes. Even K only (a weight row's last pair is read whole; rows
+// are not padded); the per-thread buffers grow to the largest call.
+constexpr int kBxMv = 4;  // token vectors per block (at most)
+// weight rows per register tile for MV token vectors: MV x NR accumulators, MV + 1 more registers
+constexpr int kBxNrOf(int mv) { return mv == 1 ? 16 : (mv == 2 ? 12 : (mv == 3 ? 8 : 6)); }
+constexpr int64_t kBxMinRows = 24, kBxKc = 2048, kBxPanelBytes = 256 * 1024;
+
+template <int MV, int NR>
+inline void bx_tile(const float* xp, const uint8_t* w, size_t row_bytes, int64_t pairs, float* out) {
+  constexpr int64_t NB = 16 * MV;
+  __m512 c[NR][MV];
+#pragma GCC unroll 16
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) c[r][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; ++p) {
+    __m512bh a[MV];
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) a[v] = as_bh(_mm512_castps_si512(_mm512_loadu_ps(xp + p * NB + 16 * v)));
+#pragma GCC unroll 16
+    for (int r = 0; r < NR; ++r) {
+      const __m512bh b = as_bh(_mm512_set1_epi32(static_cast<int>(load_u32(w + r * row_bytes + 4 * p))));
+#pragma GCC unroll 4
+      for (int v = 0; v < MV; ++v) c[r][v] = _mm512_dpbf16_ps(c[r][v], a[v], b);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < NR; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) _mm512_storeu_ps(out + r * NB + 16 * v, c[r][v]);
+}
+
+// Rows [0, nr) of w against one block of tokens; out is nr x (16 MV).
+template <int MV>
+inline void bx_rows(const float* xp, const uint8_t* w, size_t row_bytes, int64_t pairs, int64_t nr, float* out) {
+  constexpr int64_t NB = 16 * MV;
+  constexpr int NR = kBxNrOf(MV);
+  static_assert(NR <= 16, "the tails below");
+  int64_t r = 0;
+  for (; r + NR <= nr; r += NR) bx_tile<MV, NR>(xp, w + r * row_bytes, row_bytes, pairs, out + r * NB);
+  const uint8_t* wr = w + r * row_bytes;
+  float* o = out + r * NB;
+  switch (nr - r) {  // the last 1 .. NR - 1 rows
+    case 15: if constexpr (NR > 15) bx_tile<MV, 15>(xp, wr, row_bytes, pairs, o); break;
+    case 14: if constexpr (NR > 14) bx_tile<MV, 14>(xp, wr, row_bytes, pairs, o); break;
+    case 13: if constexpr (NR > 13) bx_tile<MV, 13>(xp, wr, row_bytes, pairs, o); break;
+    case 12: if constexpr (NR > 12) bx_tile<MV, 12>(xp, wr, row_bytes, pairs, o); break;
+    case 11: if constexpr (NR > 11) bx_tile<MV, 11>(xp, wr, row_bytes, pairs, o); break;
+    case 10: if constexpr (NR > 10) bx_tile<MV, 10>(xp, wr, row_bytes, pairs, o); break;
+    case 9: if constexpr (NR > 9) bx_tile<MV, 9>(xp, wr, row_bytes, pairs, o); break;
+    case 8: if constexpr (NR > 8) bx_tile<MV, 8>(xp, wr, row_bytes, pairs, o); break;
+    case 7: if constexpr (NR > 7) bx_tile<MV, 7>(xp, wr, row_bytes, pairs, o); break;
+    case 6: if constexpr (NR > 6) bx_tile<MV, 6>(xp, wr, row_bytes, pairs, o); break;
+    case 5: if constexpr (NR > 5) bx_tile<MV, 5>(xp, wr, row_bytes, pairs, o); break;
+    case 4: if constexpr (NR > 4) bx_tile<MV, 4>(xp, wr, row_bytes, pairs, o); break;
+    case 3: if constexpr (NR > 3) bx_tile<MV, 3>(xp, wr, row_bytes, pairs, o); break;
+    case 2: if constexpr (NR > 2) bx_tile<MV, 2>(xp, wr, row_bytes, pairs, o); break;
+    case 1: bx_tile<MV, 1>(xp, wr, row_bytes, pairs, o); break;
+    default: break;
+  }
+}
+
+void bf16xt_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const uint8_t* x, size_t xrb, int64_t m,
+                   float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  constexpr int64_t NB = 16 * kBxMv;
+  const int64_t n = row_end - row_begin;
+  w += row_begin * static_cast<int64_t>(row_bytes);
+  y += row_begin;
+  const int64_t kc_max = k < kBxKc ? k : kBxKc;  // even: k is
+  const int64_t blocks = (m + NB - 1) / NB;
+  thread_local std::vector<float> xbuf, obuf;  // X^T pairs (32-bit elements), the tile outputs
+  if (static_cast<int64_t>(xbuf.size()) < blocks * NB * (kc_max / 2)) xbuf.resize(blocks * NB * (kc_max / 2));
+  int64_t panel = kBxPanelBytes / (2 * kc_max) / 48 * 48;  // whole tiles of 6, 8, 12 and 16 rows
+  panel = panel < 48 ? 48 : panel;
+  if (static_cast<int64_t>(obuf.size()) < panel * NB) obuf.resize(panel * NB);
+  const float* xf = reinterpret_cast<const float*>(x);  // moved as 32-bit patterns, never as numbers
+  const int64_t ldx = static_cast<int64_t>(xrb / 4);
+  for (int64_t c0 = 0; c0 < k; c0 += kc_max) {
+    const int64_t pairs = (k - c0 < kc_max ? k - c0 : kc_max) / 2;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t mt = m - b * NB < NB ? m - b * NB : NB, nb = (mt + 15) / 16 * 16;
+      float* xp = xbuf.data() + b * NB * pairs;
+      transpose_block<false>(xf + b * NB * ldx + c0 / 2, ldx, mt, pairs, xp, nb);
+      if (mt < nb)
+        for (int64_t p = 0; p < pairs; ++p)
+          for (int64_t t = mt; t < nb; ++t) xp[p * nb + t] = 0.f;  // +0.0: the bf16 pair (0, 0)
+    }
+    for (int64_t j0 = 0; j0 < n; j0 += panel) {
+      const int64_t nr = n - j0 < panel ? n - j0 : panel;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t mt = m - b * NB < NB ? m - b * NB : NB, nb = (mt + 15) / 16 * 16;
+        const float* xp = xbuf.data() + b * NB * pairs;
+        const uint8_t* wp = w + j0 * static_cast<int64_t>(row_bytes) + 2 * c0;
+        switch (nb / 16) {
+          case 1: bx_rows<1>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
+          case 2: bx_rows<2>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
+          case 3: bx_rows<3>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
+          default: bx_rows<4>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
+        }
+        float* yb = y + b * NB * ldy + j0;  // Y[t][r] (+)= out[r][t]
+        if (c0 == 0)
+          transpose_block<false>(obuf.data(), nb, nr, mt, yb, ldy);
+        else
+          transpose_block<true>(obuf.data(), nb, nr, mt, yb, ldy);
+      }
+    }
+  }
+}
+
+// Many tokens and rows: the lane-transposed GEMM; else the 4 x 4 dot-product tiles.
+void bf16_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t x_row_bytes, int64_t m,
+                 float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m >= 16 && row_end - row_begin >= kBxMinRows && k % 2 == 0)
+    bf16xt_matmul(w, row_bytes, k, static_cast<const uint8_t*>(xv), x_row_bytes, m, y, ldy, row_begin, row_end);
+  else
+    bf16dp_matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin, row_end);
+}
+
 }  // namespace
 
 FormatKernels kernels_avx512vnni(const Spec& s) {
   if (s.kind == Kind::bf16) {
-    FormatKernels f{bf16dp_matvec, bf16dp_matmul, bf16_convert};
+    FormatKernels f{bf16dp_matvec, bf16_matmul, bf16_convert};
     f.act_variant = &bf16_act_variant();
     return f;
   }

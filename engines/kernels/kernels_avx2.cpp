@@ -7,6 +7,7 @@
 #include "engines/kernels/encoder_math.h"
 #include "engines/kernels/kernels.h"
 #include "engines/kernels/vec_avx2.h"
+#include "engines/kernels/transpose_avx.h"
 
 namespace cibench {
 namespace {

@@ -7,6 +7,7 @@
 #include "engines/kernels/encoder_math.h"
 #include "engines/kernels/kernels.h"
 #include "engines/kernels/vec_avx512.h"
+#include "engines/kernels/transpose_avx.h"
 
 namespace cibench {
 namespace {

@@ -472,6 +472,52 @@ TEST_P(FormatTwin, PrefillExtremeValuesMatchTheGenericTwin) {
   }
 }
 
+// bf16 prefill at the shapes of a model: 16 tokens and more against 24 rows and more take the
+// lane-transposed GEMM at avx512_vnni (tile edges in tokens and rows, K chunks of 2048, a row
+// range that starts inside the matrix), against the generic twin of the same activations within
+// the tolerance of another order of f32 sums; nothing written outside the range; and a token's
+// outputs do not depend on the other tokens of the call, bit for bit (one chain per output).
+TEST_P(FormatTwin, Bf16ManyTokens) {
+  std::mt19937 rng(29);
+  const FormatRow& f = format_by_name("bf16");
+  const FormatKernels& fast = f.kernels_at(GetParam());
+  const ActVariant* variant = fast.act_variant;
+  const FormatKernels& ref = variant ? variant->generic : f.kernels[0];
+  struct Shape {
+    int64_t m, rows, k;
+  };
+  for (const Shape sh : {Shape{16, 24, 64}, Shape{17, 37, 2}, Shape{33, 29, 100}, Shape{47, 100, 600},
+                         Shape{64, 50, 768}, Shape{130, 61, 256}, Shape{20, 26, 4100}, Shape{65, 301, 96}}) {
+    auto w = gauss(sh.rows * sh.k, rng);
+    Packed p = pack_rows(f, w, sh.rows, sh.k);
+    auto x = gauss(sh.m * sh.k, rng);
+    Acts a = variant ? make_variant_acts(*variant, x, sh.m, sh.k) : make_acts(f, x, sh.m, sh.k);
+    const int64_t ldy = sh.rows + 3;
+    for (int64_t rb : {int64_t{0}, int64_t{2}}) {
+      const int64_t re = sh.rows - rb;  // rows [rb, re)
+      std::vector<float> y0(sh.m * ldy, 7.f), y1(sh.m * ldy, 7.f);
+      ref.matmul(p.bytes.data(), p.row_bytes, sh.k, a.bytes.data(), a.row_bytes, sh.m, y0.data(), ldy, rb, re);
+      fast.matmul(p.bytes.data(), p.row_bytes, sh.k, a.bytes.data(), a.row_bytes, sh.m, y1.data(), ldy, rb, re);
+      for (int64_t i = 0; i < sh.m; ++i)
+        for (int64_t r = 0; r < ldy; ++r) {
+          if (r >= rb && r < re)
+            ASSERT_NEAR(y0[i * ldy + r], y1[i * ldy + r], tol(&p.unpacked[r * sh.k], &a.dequantised[i * sh.k], sh.k))
+                << "m=" << sh.m << " rows=" << sh.rows << " k=" << sh.k << " i=" << i << " r=" << r;
+          else
+            ASSERT_EQ(y1[i * ldy + r], 7.f) << "wrote outside rows [" << rb << ", " << re << "): i=" << i << " r=" << r;
+        }
+      if (sh.m - 1 >= 16 && re - rb >= 24 && GetParam() == Isa::avx512_vnni) {  // the lane-transposed GEMM
+        std::vector<float> y2((sh.m - 1) * ldy, 7.f);
+        fast.matmul(p.bytes.data(), p.row_bytes, sh.k, a.bytes.data() + a.row_bytes, a.row_bytes, sh.m - 1, y2.data(),
+                    ldy, rb, re);
+        for (int64_t i = 0; i + 1 < sh.m; ++i)
+          for (int64_t r = rb; r < re; ++r)
+            ASSERT_EQ(y2[i * ldy + r], y1[(i + 1) * ldy + r]) << "m=" << sh.m << " k=" << sh.k << " i=" << i;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, FormatTwin, ::testing::ValuesIn(all_isas()), test::isa_param_name);
 
 TEST(Formats, GenericKernelsEqualUnpackPlusF32Math) {
@@ -525,7 +571,9 @@ TEST(Formats, VariantGenericKernelsEqualUnpackPlusF32Math) {
             for (int64_t c = 0; c < k; ++c) s += double(p.unpacked[r * k + c]) * a.dequantised[i * k + c];
             ASSERT_NEAR(y[i * rows + r], s, tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
                 << "k=" << k << " i=" << i << " r=" << r;
-            if (i == 0) ASSERT_EQ(yv[r], y[r]) << "matvec and matmul of the generic twin";
+            if (i == 0) {
+              ASSERT_EQ(yv[r], y[r]) << "matvec and matmul of the generic twin";
+            }
           }
       }
     }
