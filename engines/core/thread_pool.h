@@ -1,7 +1,11 @@
 #pragma once
-// A persistent pool of N threads (the caller is thread 0). run() hands every thread the same
-// function with its index; work is partitioned statically by the caller (see split()).
-// No allocation per call; optional pinning of thread i to CPU i.
+// A persistent pool of N threads (the caller among them). run() runs the same function for every
+// share index i in [0, N), each exactly once; work is partitioned statically by the caller (see
+// split()). Shares are claimed, not assigned: whichever thread is free takes the next one, the
+// caller included, so a worker that the OS has not scheduled yet (more runnable threads than
+// cores) delays nobody: the others run its share. Two shares never run at once under one index,
+// so per-index scratch is safe; a share may run on any of the pool's threads. No allocation per
+// call; optional pinning of thread i to CPU i.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -23,7 +27,7 @@ class ThreadPool {
   int size() const { return n_threads_; }
   bool pinned() const { return pin_; }
 
-  // Runs fn(ctx, i, n) on every thread i in [0, n) and returns when all are done.
+  // Runs fn(ctx, i, n) for every share i in [0, n) and returns when all are done.
   void run(Fn fn, void* ctx);
 
   // Convenience for lambdas: f(int thread_index, int n_threads). The lambda is passed by
@@ -40,14 +44,18 @@ class ThreadPool {
 
  private:
   void worker(int index);
+  void run_shares(uint64_t generation, Fn fn, void* ctx);
 
   int n_threads_;
   bool pin_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable cv_start_;
+  std::condition_variable cv_done_;  // the caller, asleep until the last worker finishes
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> shares_{0};  // generation (low 32 bits) << 32 | next unclaimed share
+  std::atomic<int> finished_{0};     // shares of the current call finished
+  std::atomic<int64_t> quiet_until_{0};  // steady_clock ticks: no spinning before (oversubscribed)
   Fn fn_ = nullptr;
   void* ctx_ = nullptr;
   bool stop_ = false;

@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "engines/core/cpu.h"
@@ -110,6 +112,35 @@ TEST(ThreadPool, EveryThreadRunsOnceAndSplitCoversAllRows) {
       }
       EXPECT_EQ(covered, rows);
     }
+}
+
+// The pool's sleeping paths: a worker slower than the caller's spin (the caller sleeps until the
+// last worker wakes it), workers asleep after an idle gap longer than their spin, and two pools
+// driven at once from two threads (more runnable threads than cores on a small machine, where
+// spinners stand aside). Every run returns only after every thread's share is done.
+TEST(ThreadPool, SlowWorkersIdleGapsAndTwoPoolsAtOnce) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> done(3);
+  for (int rep = 0; rep < 6; ++rep) {
+    if (rep % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3));  // workers fall asleep
+    pool.run([&](int i, int) {
+      if (i == rep % 3) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the straggler
+      done[i].fetch_add(1);
+    });
+    for (int i = 0; i < 3; ++i) ASSERT_EQ(done[i].load(), rep + 1) << "thread " << i << " after run " << rep;
+  }
+  auto drive = [](int64_t* total) {
+    ThreadPool p(2);
+    std::atomic<int64_t> sum{0};
+    for (int rep = 0; rep < 2000; ++rep) p.run([&](int i, int) { sum.fetch_add(i + 1); });
+    *total = sum.load();
+  };
+  int64_t a = 0, b = 0;
+  std::thread ta(drive, &a), tb(drive, &b);
+  ta.join();
+  tb.join();
+  EXPECT_EQ(a, 2000 * 3);
+  EXPECT_EQ(b, 2000 * 3);
 }
 
 TEST(Format, TableRowsRoundTripAndFindByName) {

@@ -205,7 +205,9 @@ TEST(Families, ConfigsReadAsTheirFamilies) {
     EXPECT_EQ(gg.config.embed_scale, hf.config.embed_scale);
     EXPECT_EQ(gg.config.ffn_act, hf.config.ffn_act);
     // (llama.cpp's llama attends globally: the mistral window, longer than the context, is left out)
-    if (arch == "phi3" || arch == "gemma2") EXPECT_EQ(gg.config.attn_window, hf.config.attn_window);
+    if (arch == "phi3" || arch == "gemma2") {
+      EXPECT_EQ(gg.config.attn_window, hf.config.attn_window);
+    }
     EXPECT_EQ(gg.config.post_norms, hf.config.post_norms);
     EXPECT_EQ(gg.config.attn_softcap, hf.config.attn_softcap);
     EXPECT_EQ(gg.config.final_softcap, hf.config.final_softcap);
