@@ -18,12 +18,12 @@ void pin_to_cpu(int cpu) {
 }
 // Spin briefly, then sleep on a condition variable. Decode issues its parallel calls a few
 // microseconds apart and a futex wake costs ~5-50 us, so a waiter spins first (TinyStories-110M
-// int4_g32_a8 on 2 threads, Zen 4: 5 us of spinning halved decode tokens/s, 20 us cost prefill
-// ~10 %); but never by yielding in a loop, and not on a machine with more runnable threads than
-// cores, where the thread it waits for may need this very core: there a spinner finds itself
-// descheduled between two looks at the clock, gives up at once, and the pool spins no more for a
-// while (kContended). A 2-thread Stories260K test beside another such process took 18 s with
-// 20000 pause iterations then sched_yield, against 0.03 s alone.
+// int4_g32_a8 on 2 threads, Zen 4, before shares were claimed: 5 us of spinning halved decode
+// tokens/s, 20 us cost prefill ~10 %); but never by yielding in a loop, and not on a machine with
+// more runnable threads than cores, where the thread it waits for may need this very core: there a
+// spinner finds itself descheduled between two looks at the clock, gives up at once, and the pool
+// spins no more for a while (kContended). A 2-thread Stories260K test beside another such process
+// took 18 s with 20000 pause iterations then sched_yield (0.03 s alone); 0.06 s now.
 constexpr std::chrono::nanoseconds kSpin{200000}, kPreempted{500000}, kContended{std::chrono::milliseconds(50)};
 using Clock = std::chrono::steady_clock;
 
