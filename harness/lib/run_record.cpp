@@ -58,11 +58,18 @@ std::string shell_command_line(const std::vector<std::string>& argv) {
   for (const std::string& a : argv) {
     const bool plain = !a.empty() && a.find_first_not_of(
         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=.,:/@+%") == std::string::npos;
-    std::string q = a;
-    if (!plain) {
-      q = "'";
-      for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      q += "'";
+    std::string q;
+    if (plain) {
+      q = a;
+    } else {
+      q.push_back('\'');
+      for (char c : a) {
+        if (c == '\'')
+          q += "'\\''";  // close the quote, an escaped quote, reopen
+        else
+          q.push_back(c);
+      }
+      q.push_back('\'');
     }
     if (!out.empty()) out += ' ';
     out += q;

@@ -308,7 +308,8 @@ TEST(ReportsScenario, ManyVariantsStayReadable) {
   svg::Chart crowded;
   for (int i = 0; i < 30; ++i) {
     svg::Series sr;
-    sr.name = "s" + std::to_string(i);
+    sr.name = "s";
+    sr.name += std::to_string(i);  // (GCC 12 warns -Wrestrict, wrongly, on "s" + std::to_string(i))
     sr.kind = svg::Series::Kind::line;
     sr.pts = {{1, double(i)}, {2, double(i + 1)}};
     crowded.series.push_back(sr);
