@@ -1393,10 +1393,7 @@ void bf16xt_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const uint8_t*
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t mt = m - b * NB < NB ? m - b * NB : NB, nb = (mt + 15) / 16 * 16;
       float* xp = xbuf.data() + b * NB * pairs;
-      transpose_block<false>(xf + b * NB * ldx + c0 / 2, ldx, mt, pairs, xp, nb);
-      if (mt < nb)
-        for (int64_t p = 0; p < pairs; ++p)
-          for (int64_t t = mt; t < nb; ++t) xp[p * nb + t] = 0.f;  // +0.0: the bf16 pair (0, 0)
+      pack_lanes(xf + b * NB * ldx + c0 / 2, ldx, mt, pairs, xp, nb);
     }
     for (int64_t j0 = 0; j0 < n; j0 += panel) {
       const int64_t nr = n - j0 < panel ? n - j0 : panel;

@@ -61,5 +61,15 @@ inline void transpose_block(const float* src, int64_t lds, int64_t rows, int64_t
     for (int64_t c = 0; c < cols; ++c) one(r, c);
 }
 
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, and 0 for rows <= r < ldd: a block of
+// tokens transposed for the GEMMs with the tokens along the lanes, the lanes past the last token
+// zeroed (+0.0; as a bf16 pair, (0, 0)).
+inline void pack_lanes(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
+  transpose_block<false>(src, lds, rows, cols, dst, ldd);
+  if (rows < ldd)
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t r = rows; r < ldd; ++r) dst[c * ldd + r] = 0.f;
+}
+
 }  // namespace
 }  // namespace cibench
