@@ -1,11 +1,11 @@
 // AMX kernels. This file alone is compiled with the AVX-512 VNNI/BF16 flags plus
 // -mamx-tile -mamx-int8 -mamx-bf16.
-//   w8a8 matmul (prefill): AMX-INT8 tiles (tdpbssd), 16 tokens x 16 output channels per C tile,
-//   K in steps of 64; the weight rows of a 16-row block are repacked once per call into the
-//   VNNI tile layout (B[k/4][n*4 + k%4]) in a stack buffer and reused by every token block;
-//   activation rows are staged 16 x 64 bytes at a time (zero padded). int32 accumulation is
-//   exact, so results equal the generic twin bit for bit. K > 8192 uses the VNNI kernel.
-//   w8a8 matvec: the AVX-512 VNNI kernel (one token does not fill a tile).
+//   bf16 matmul (prefill): AMX-BF16 tiles (tdpbf16ps) on the activations rounded to bf16, as the
+//   avx512_vnni kernels take them (the same act variant, so prefill and decode agree).
+//   w8a8 matmul (prefill): AMX-INT8 tiles (tdpbssd), exact int32 sums: bit for bit the generic twin.
+//   Both: one GEMM (amx_gemm below) with the weight rows loaded straight into A tiles.
+//   Their matvecs (decode: one token does not fill a tile), the calls of fewer than 16 tokens and
+//   the last < 16 rows of a range: the avx512_vnni kernels.
 // Every other row falls back to its AVX-512 VNNI / AVX-512 kernels.
 // Written to the Intel intrinsics documentation; dispatched only when cpuid reports AMX and the
 // kernel granted the tile permission (engines/core/cpu.cpp). The twin tests run it only on a host
@@ -13,21 +13,14 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 
 #include "engines/kernels/fmt_common.h"
+#include "engines/kernels/transpose_avx.h"
 
 namespace cibench {
 namespace fmt {
 namespace {
-
-struct Dot64Vnni {
-  static inline __m512i acc(__m512i acc, __m512i a, __m512i w, __m512i wabs) {
-    const __m512i sa = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(w), _mm512_setzero_si512(), a);
-    return _mm512_dpbusd_epi32(acc, wabs, sa);
-  }
-};
-
-#include "engines/kernels/fmt_w8a8_512.inc"
 
 // ldtilecfg layout (palette 1).
 struct alignas(64) TileConfig {
@@ -38,71 +31,205 @@ struct alignas(64) TileConfig {
   uint8_t rows[16];
 };
 
-constexpr int64_t kAmxMaxK = 8192;  // 16 rows x 8192 bytes = 128 KB of repacked weights on stack
-
-void w8a8_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
-                     size_t x_row_bytes, int64_t m, float* y, int64_t ldy, int64_t row_begin,
-                     int64_t row_end) {
-  const int64_t kp = round_up(k, 32);
-  const int64_t k64 = round_up(k, 64);
-  if (k64 > kAmxMaxK || m < 16) {
-    w8a8_matmul_512<Dot64Vnni>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
-    return;
-  }
-  const uint8_t* xa = static_cast<const uint8_t*>(x);
+// Every one of the 8 tiles 16 rows x 64 bytes: tmm0-3 the 2 x 2 C tiles (16 rows x 16 tokens of
+// f32 or int32), tmm4-5 two A tiles (16 weight rows x 64 bytes of K), tmm6-7 two B tiles (16
+// 32-bit K groups x 16 tokens).
+inline void configure_tiles() {
   TileConfig cfg{};
   cfg.palette_id = 1;
-  for (int t = 0; t < 3; ++t) {  // tmm0 = C (16 x 16 int32), tmm1 = A (16 x 64 int8), tmm2 = B
+  for (int t = 0; t < 8; ++t) {
     cfg.rows[t] = 16;
     cfg.colsb[t] = 64;
   }
   _tile_loadconfig(&cfg);
-  alignas(64) int8_t bbuf[kAmxMaxK * 16];  // (k64 / 64) blocks of 16 x 64 bytes, VNNI layout
-  alignas(64) int8_t abuf[16 * 64];
-  alignas(64) int32_t cbuf[16 * 16];
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += 16) {
-    const int64_t nr = row_end - r0 < 16 ? row_end - r0 : 16;
-    // Repack: block s, tile row kk, column n * 4 + b  <-  w[r0 + n][64 s + 4 kk + b]
-    for (int64_t s = 0; s < k64 / 64; ++s)
-      for (int64_t kk = 0; kk < 16; ++kk)
-        for (int64_t n = 0; n < 16; ++n)
-          for (int64_t b = 0; b < 4; ++b) {
-            const int64_t col = 64 * s + 4 * kk + b;
-            bbuf[s * 1024 + kk * 64 + n * 4 + b] =
-                n < nr && col < kp ? static_cast<int8_t>(w[(r0 + n) * row_bytes + 4 + col]) : 0;
-          }
-    for (int64_t i0 = 0; i0 < m; i0 += 16) {
-      const int64_t ni = m - i0 < 16 ? m - i0 : 16;
-      _tile_zero(0);
-      for (int64_t s = 0; s < k64 / 64; ++s) {
-        for (int64_t i = 0; i < 16; ++i) {
-          const int64_t c0 = 64 * s;
-          const int64_t len = i < ni ? (kp - c0 < 64 ? kp - c0 : 64) : 0;
-          if (len > 0)
-            std::memcpy(abuf + i * 64, xa + (i0 + i) * x_row_bytes + kActHeader + c0,
-                        static_cast<size_t>(len));
-          if (len < 64) std::memset(abuf + i * 64 + len, 0, static_cast<size_t>(64 - len));
+}
+
+// ---- the GEMM with the weights as the A tiles ------------------------------------------------
+// Y[t][r] = sum over K of W[r][.] X[t][.], both bf16 (tdpbf16ps: pairs) or both int8 (tdpbssd:
+// quads), so one K step of a tile is 64 bytes of a row either way and one 32-bit element of a B
+// tile is one pair or quad. The weight rows are the A tiles: a block of 32 rows is copied once per
+// call, each row read in order, into whole tiles (16 rows x 64 bytes = 1 KB in a row; the last
+// step zero padded, so no load reads past a row's own bytes). Loading the tiles straight from the
+// matrix at the rows' stride was no faster (matmul128/bf16/amx, 768x768, 768x2048, 2048x5632,
+// two alternating rounds on one Xeon core, within 3 % either way) and needs the padded last step
+// staged anyway. B tiles are X transposed once per call into 16 x 16 blocks of 32-bit elements
+// (pack_lanes: [K group][token], tokens past m zero), the VNNI layout tdp* expects; the
+// activation rows are zero padded to whole 32-bit groups already, and the pack zero fills the
+// rest of the last step. Each register step: 2 A + 2 B loads for 4 tdp (2 x 2 C tiles, 32 rows x
+// 32 tokens); C stays in its tile over the whole K of the row block, then goes to a buffer
+// [row][token] that the epilogue turns into Y[t][r] (with the in-register transposes). Row ranges
+// are processed in whole tiles of 16; the < 16 rows of a range's end go to the caller's fallback.
+constexpr int64_t kAmxTokenChunk = 128;            // tokens packed at once (at most)
+constexpr int64_t kAmxPackBytes = 1024 * 1024;     // X^T of one chunk (kept in L2), at most
+
+// The tile numbers are literals (GCC's tile intrinsics paste them into the instruction):
+// C tile i from A tile 4 + i / 2 and B tile 6 + i % 2.
+struct Bf16Ops {
+  static inline void dp0() { _tile_dpbf16ps(0, 4, 6); }
+  static inline void dp1() { _tile_dpbf16ps(1, 4, 7); }
+  static inline void dp2() { _tile_dpbf16ps(2, 5, 6); }
+  static inline void dp3() { _tile_dpbf16ps(3, 5, 7); }
+};
+struct Int8Ops {
+  static inline void dp0() { _tile_dpbssd(0, 4, 6); }
+  static inline void dp1() { _tile_dpbssd(1, 4, 7); }
+  static inline void dp2() { _tile_dpbssd(2, 5, 6); }
+  static inline void dp3() { _tile_dpbssd(3, 5, 7); }
+};
+
+template <int NA, int NB, class Ops>
+inline void amx_block(const uint8_t* a0, const uint8_t* a1, int64_t steps, const uint8_t* b0, const uint8_t* b1,
+                      int32_t* c, int64_t ldc) {
+  _tile_zero(0);
+  if constexpr (NB > 1) _tile_zero(1);
+  if constexpr (NA > 1) _tile_zero(2);
+  if constexpr (NA > 1 && NB > 1) _tile_zero(3);
+  for (int64_t s = 0; s < steps; ++s) {
+    _tile_loadd(4, a0 + 1024 * s, 64);
+    _tile_loadd(6, b0 + 1024 * s, 64);
+    if constexpr (NB > 1) _tile_loadd(7, b1 + 1024 * s, 64);
+    Ops::dp0();
+    if constexpr (NB > 1) Ops::dp1();
+    if constexpr (NA > 1) {
+      _tile_loadd(5, a1 + 1024 * s, 64);
+      Ops::dp2();
+      if constexpr (NB > 1) Ops::dp3();
+    }
+  }
+  const int st = static_cast<int>(ldc * 4);
+  _tile_stored(0, c, st);
+  if constexpr (NB > 1) _tile_stored(1, c + 16, st);
+  if constexpr (NA > 1) _tile_stored(2, c + 16 * ldc, st);
+  if constexpr (NA > 1 && NB > 1) _tile_stored(3, c + 16 * ldc + 16, st);
+}
+
+// rows [row_begin, row_begin + n16) of W (n16 a multiple of 16) for tokens [0, m): see above.
+//   w_off, w_data: where a row's K data starts and how many bytes of it there are;
+//   x_off, x_data: the same for an activation row (x_data a multiple of 4, zero padded past K);
+//   epi(c, ldc, rows, r0, tokens, t0): the C buffer of `rows` rows from r0 x `tokens` tokens from t0
+template <class Ops, class Epi>
+void amx_gemm(const uint8_t* w, size_t row_bytes, int64_t w_off, int64_t w_data, const uint8_t* x, size_t xrb,
+              int64_t x_off, int64_t x_data, int64_t m, int64_t row_begin, int64_t n16, const Epi& epi) {
+  const int64_t steps = (w_data + 63) / 64, full = w_data / 64, tail = w_data % 64;
+  const int64_t groups = steps * 16;  // 32-bit K groups per token, zero filled past x_data / 4
+  int64_t chunk = kAmxPackBytes / (groups * 4) / 32 * 32;
+  chunk = chunk < 32 ? 32 : (chunk > kAmxTokenChunk ? kAmxTokenChunk : chunk);
+  thread_local std::vector<float> xpack;  // [token block][K group][16 tokens], 32-bit patterns
+  thread_local std::vector<int32_t> cbuf;  // [32 rows][chunk tokens]
+  thread_local std::vector<uint8_t> apack;  // [2 tiles][step][16 rows][64 bytes]
+  if (static_cast<int64_t>(xpack.size()) < chunk * groups) xpack.resize(chunk * groups);
+  if (static_cast<int64_t>(cbuf.size()) < 32 * chunk) cbuf.resize(32 * chunk);
+  if (static_cast<int64_t>(apack.size()) < 2 * steps * 1024) apack.resize(2 * steps * 1024);
+  configure_tiles();
+  for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+    const int64_t mt = m - t0 < chunk ? m - t0 : chunk, nblocks = (mt + 15) / 16, ldc = nblocks * 16;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      const int64_t bt = mt - 16 * b < 16 ? mt - 16 * b : 16;
+      float* dst = xpack.data() + b * groups * 16;
+      pack_lanes(reinterpret_cast<const float*>(x + (t0 + 16 * b) * xrb + x_off), static_cast<int64_t>(xrb / 4), bt,
+                 x_data / 4, dst, 16);
+      std::memset(dst + (x_data / 4) * 16, 0, static_cast<size_t>(groups - x_data / 4) * 64);
+    }
+    for (int64_t r = 0; r < n16; r += 32) {
+      const int64_t na = n16 - r >= 32 ? 2 : 1;
+      // The rows of the block, each read once in order, into whole tiles: a tile's 16 rows of
+      // one step are 1 KB in a row (loads at the rows' own stride, a multiple of 4 KB for K =
+      // 2048 bf16, put all 16 in one L1 set), the last step zero padded.
+      for (int64_t j = 0; j < 16 * na; ++j) {
+        const uint8_t* src = w + (row_begin + r + j) * static_cast<int64_t>(row_bytes) + w_off;
+        uint8_t* d = apack.data() + (j / 16) * steps * 1024 + (j % 16) * 64;
+        for (int64_t st = 0; st < full; ++st) std::memcpy(d + st * 1024, src + 64 * st, 64);
+        if (tail) {
+          std::memcpy(d + full * 1024, src + 64 * full, static_cast<size_t>(tail));
+          std::memset(d + full * 1024 + tail, 0, static_cast<size_t>(64 - tail));
         }
-        _tile_loadd(1, abuf, 64);
-        _tile_loadd(2, bbuf + s * 1024, 64);
-        _tile_dpbssd(0, 1, 2);
       }
-      _tile_stored(0, cbuf, 64);
-      for (int64_t i = 0; i < ni; ++i) {
-        const float sx = load_f32(xa + (i0 + i) * x_row_bytes);
-        for (int64_t n = 0; n < nr; ++n)
-          y[(i0 + i) * ldy + r0 + n] = static_cast<float>(cbuf[i * 16 + n]) *
-                                       (load_f32(w + (r0 + n) * row_bytes) * sx);
+      const uint8_t* a0 = apack.data();
+      const uint8_t* a1 = a0 + steps * 1024;
+      for (int64_t b = 0; b < nblocks; b += 2) {
+        const uint8_t* b0 = reinterpret_cast<const uint8_t*>(xpack.data() + b * groups * 16);
+        const uint8_t* b1 = b0 + groups * 64;
+        int32_t* c = cbuf.data() + 16 * b;
+        if (na == 2 && b + 1 < nblocks)
+          amx_block<2, 2, Ops>(a0, a1, steps, b0, b1, c, ldc);
+        else if (na == 2)
+          amx_block<2, 1, Ops>(a0, a1, steps, b0, b1, c, ldc);
+        else if (b + 1 < nblocks)
+          amx_block<1, 2, Ops>(a0, a1, steps, b0, b1, c, ldc);
+        else
+          amx_block<1, 1, Ops>(a0, a1, steps, b0, b1, c, ldc);
       }
+      epi(cbuf.data(), ldc, 16 * na, row_begin + r, mt, t0);
     }
   }
   _tile_release();
 }
 
+
+// The avx512_vnni kernels of a row: the fallback for few tokens and the rows of a range's end.
+const FormatKernels& vnni_kernels(Kind kind) {
+  static const FormatKernels bf16 = kernels_avx512vnni(Spec{Kind::bf16});
+  static const FormatKernels w8a8 = kernels_avx512vnni(Spec{Kind::w8a8});
+  return kind == Kind::bf16 ? bf16 : w8a8;
+}
+
+// bf16 x bf16 (activations rounded to bf16 as at avx512_vnni: the same act variant), f32 sums.
+// Each output is one chain of tdpbf16ps over K in order (per step: the 16 pairs in order), so a
+// token's outputs do not depend on the other tokens of the call. From 16 tokens (one tile of B);
+// below, the vdpbf16ps kernels.
+constexpr int64_t kAmxBf16MinTokens = 16;
+void bf16_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t x_row_bytes, int64_t m,
+                     float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const int64_t n16 = m >= kAmxBf16MinTokens ? (row_end - row_begin) / 16 * 16 : 0;
+  if (n16 > 0) {
+    auto epi = [&](const int32_t* c, int64_t ldc, int64_t rows, int64_t r0, int64_t tokens, int64_t t0) {
+      transpose_block<false>(reinterpret_cast<const float*>(c), ldc, rows, tokens, y + t0 * ldy + r0, ldy);
+    };
+    amx_gemm<Bf16Ops>(w, row_bytes, 0, 2 * k, static_cast<const uint8_t*>(xv), x_row_bytes, 0,
+                      static_cast<int64_t>(actbf16_row_bytes(k)), m, row_begin, n16, epi);
+  }
+  if (row_begin + n16 < row_end)
+    vnni_kernels(Kind::bf16).matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin + n16, row_end);
+}
+
+// w8a8: int32 sums (exact, as every twin), then float(sum) * (scale_w * scale_x) as the generic
+// twin: bit for bit.
+constexpr int64_t kAmxW8a8MinTokens = 16;
+void w8a8_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t x_row_bytes, int64_t m,
+                     float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const int64_t n16 = m >= kAmxW8a8MinTokens ? (row_end - row_begin) / 16 * 16 : 0;
+  const uint8_t* xa = static_cast<const uint8_t*>(xv);
+  if (n16 > 0) {
+    thread_local std::vector<float> sx;
+    if (static_cast<int64_t>(sx.size()) < m + 16) sx.resize(m + 16);
+    for (int64_t t = 0; t < m; ++t) sx[t] = load_f32(xa + t * x_row_bytes);
+    auto epi = [&](int32_t* c, int64_t ldc, int64_t rows, int64_t r0, int64_t tokens, int64_t t0) {
+      float* cf = reinterpret_cast<float*>(c);
+      for (int64_t r = 0; r < rows; ++r) {
+        const __m512 swv = _mm512_set1_ps(load_f32(w + (r0 + r) * static_cast<int64_t>(row_bytes)));
+        for (int64_t t = 0; t < tokens; t += 16) {
+          const __m512 s = _mm512_mul_ps(swv, _mm512_loadu_ps(sx.data() + t0 + t));
+          const __m512 v = _mm512_cvtepi32_ps(_mm512_loadu_si512(c + r * ldc + t));
+          _mm512_storeu_ps(cf + r * ldc + t, _mm512_mul_ps(v, s));
+        }
+      }
+      transpose_block<false>(cf, ldc, rows, tokens, y + t0 * ldy + r0, ldy);
+    };
+    amx_gemm<Int8Ops>(w, row_bytes, 4, round_up(k, 32), xa, x_row_bytes, kActHeader, round_up(k, 32), m, row_begin,
+                      n16, epi);
+  }
+  if (row_begin + n16 < row_end)
+    vnni_kernels(Kind::w8a8).matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin + n16, row_end);
+}
+
 }  // namespace
 
 FormatKernels kernels_amx(const Spec& s) {
-  if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_amx};
+  if (s.kind == Kind::w8a8 || s.kind == Kind::bf16) {
+    FormatKernels f = kernels_avx512vnni(s);  // the matvec, the conversion of the activations
+    f.matmul = s.kind == Kind::bf16 ? bf16_matmul_amx : w8a8_matmul_amx;
+    return f;
+  }
   return {};
 }
 

@@ -474,7 +474,9 @@ TEST_P(FormatTwin, PrefillExtremeValuesMatchTheGenericTwin) {
 
 // bf16 prefill at the shapes of a model: 48 tokens and more against 24 rows and more take the
 // lane-transposed GEMM at avx512_vnni (tile edges in tokens and rows, K chunks of 2048, a row
-// range that starts inside the matrix), against the generic twin of the same activations within
+// range that starts inside the matrix), 16 tokens and more the AMX tiles at amx (ragged last
+// 64-byte steps of K, token chunks of 128 and of 64 for K = 5632, the rows past the last whole
+// tile of 16 on the avx512_vnni kernels), against the generic twin of the same activations within
 // the tolerance of another order of f32 sums; nothing written outside the range; and a token's
 // outputs do not depend on the other tokens of the call, bit for bit (one chain per output).
 TEST_P(FormatTwin, Bf16ManyTokens) {
@@ -488,7 +490,8 @@ TEST_P(FormatTwin, Bf16ManyTokens) {
   };
   for (const Shape sh : {Shape{16, 24, 64}, Shape{17, 37, 2}, Shape{47, 100, 600}, Shape{49, 29, 100},
                          Shape{64, 50, 768}, Shape{101, 40, 64}, Shape{130, 61, 256}, Shape{50, 26, 4100},
-                         Shape{65, 301, 96}, Shape{84, 37, 300}}) {
+                         Shape{65, 301, 96}, Shape{84, 37, 300}, Shape{128, 64, 768}, Shape{33, 96, 2048},
+                         Shape{200, 48, 40}, Shape{70, 35, 5632}, Shape{16, 16, 33}}) {
     auto w = gauss(sh.rows * sh.k, rng);
     Packed p = pack_rows(f, w, sh.rows, sh.k);
     auto x = gauss(sh.m * sh.k, rng);
@@ -507,13 +510,16 @@ TEST_P(FormatTwin, Bf16ManyTokens) {
           else
             ASSERT_EQ(y1[i * ldy + r], 7.f) << "wrote outside rows [" << rb << ", " << re << "): i=" << i << " r=" << r;
         }
-      if (sh.m - 1 >= 48 && re - rb >= 24 && GetParam() == Isa::avx512_vnni) {  // the lane-transposed GEMM
+      const bool lanes = sh.m - 1 >= 48 && re - rb >= 24 && GetParam() == Isa::avx512_vnni;
+      const bool tiles = sh.m - 1 >= 16 && re - rb >= 16 && GetParam() == Isa::amx;
+      if (lanes || tiles) {  // the lane-transposed GEMM; the AMX tiles (whole tiles of 16 rows)
         std::vector<float> y2((sh.m - 1) * ldy, 7.f);
         fast.matmul(p.bytes.data(), p.row_bytes, sh.k, a.bytes.data() + a.row_bytes, a.row_bytes, sh.m - 1, y2.data(),
                     ldy, rb, re);
+        const int64_t checked_end = tiles ? rb + (re - rb) / 16 * 16 : re;
         for (int64_t i = 0; i + 1 < sh.m; ++i)
-          for (int64_t r = rb; r < re; ++r)
-            ASSERT_EQ(y2[i * ldy + r], y1[(i + 1) * ldy + r]) << "m=" << sh.m << " k=" << sh.k << " i=" << i;
+          for (int64_t r = rb; r < checked_end; ++r)
+            ASSERT_EQ(y2[i * ldy + r], y1[(i + 1) * ldy + r]) << "m=" << sh.m << " k=" << sh.k << " i=" << i << " r=" << r;
       }
     }
   }
