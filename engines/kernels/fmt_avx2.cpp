@@ -221,6 +221,60 @@ void act8_quantize_avx2(const float* x, int64_t k, void* dst_v) {
   for (; i < round_up(k, 32); ++i) v[i] = 0;
 }
 
+// Per block of G (int4_gG_a8, int8_g32_a8): fmt_pack.cpp's actb_quantize, bit for bit. Whole
+// blocks in vectors (the amax as act8_quantize_avx2 takes it, the values 32 at a time, the block
+// sum of the int32 lanes); a ragged last block as the reference does it.
+template <int G>
+void actb_quantize_avx2(const float* x, int64_t k, void* dst_v) {
+  uint8_t* dst = static_cast<uint8_t*>(dst_v);
+  const int64_t nb = actb_blocks(k, G), hdr = actb_header(k, G);
+  std::memset(dst, 0, static_cast<size_t>(hdr));
+  int8_t* v = reinterpret_cast<int8_t*>(dst + hdr);
+  const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 lo = _mm256_set1_ps(-127.f), hi = _mm256_set1_ps(127.f), magic = _mm256_set1_ps(12582912.f);
+  for (int64_t b = 0; b < nb; ++b) {
+    const int64_t c0 = b * G, n = k - c0 < G ? k - c0 : G;
+    const float* xb = x + c0;
+    float amax = 0.f;
+    int64_t i = 0;
+    if (n == G) {
+      __m256 va = _mm256_setzero_ps();
+      for (; i < G; i += 8) va = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(xb + i), absmask), va);
+      amax = hmax8(va);
+    }
+    for (; i < n; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    const float scale = amax / 127.f;
+    const float inv = scale > 0.f ? 1.f / scale : 0.f;
+    int32_t sum = 0;
+    if (n == G) {
+      const __m256 vinv = _mm256_set1_ps(inv);
+      auto q8 = [&](const float* p) {
+        __m256 t = _mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(p), vinv), lo), hi);
+        t = _mm256_sub_ps(_mm256_add_ps(t, magic), magic);
+        return _mm256_cvtps_epi32(t);
+      };
+      __m256i vs = _mm256_setzero_si256();
+      for (int64_t j = 0; j < G; j += 32) {
+        const __m256i a = q8(xb + j), bq = q8(xb + j + 8), c = q8(xb + j + 16), d = q8(xb + j + 24);
+        vs = _mm256_add_epi32(vs, _mm256_add_epi32(_mm256_add_epi32(a, bq), _mm256_add_epi32(c, d)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(v + c0 + j), pack32(a, bq, c, d, false));
+      }
+      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(vs), _mm256_extracti128_si256(vs, 1));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+      sum = _mm_cvtsi128_si32(s4);
+    } else {
+      for (int64_t j = 0; j < n; ++j) {
+        v[c0 + j] = round_clamp127(xb[j] * inv);
+        sum += v[c0 + j];
+      }
+    }
+    std::memcpy(dst + 4 * b, &scale, 4);
+    std::memcpy(dst + 4 * nb + 4 * b, &sum, 4);
+  }
+  for (int64_t i = k; i < round_up(k, 32); ++i) v[i] = 0;
+}
+
 void act7_quantize_avx2(const float* x, int64_t k, void* dst_v) {
   uint8_t* dst = static_cast<uint8_t*>(dst_v);
   std::memset(dst, 0, static_cast<size_t>(kActHeader));
@@ -677,7 +731,7 @@ void a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, siz
 
 template <int G>
 FormatKernels int4a8_kernels() {
-  return FormatKernels{a8_matvec<Int4a8Tiles<G>>, a8_matmul<Int4a8Tiles<G>>};
+  return FormatKernels{a8_matvec<Int4a8Tiles<G>>, a8_matmul<Int4a8Tiles<G>>, actb_quantize_avx2<G>};
 }
 
 // ---- sparse: shared row/token loops ----------------------------------------------------------
@@ -1063,7 +1117,7 @@ FormatKernels kernels_avx2(const Spec& s) {
       if (s.group == 32) return int4a8_kernels<32>();
       if (s.group == 64) return int4a8_kernels<64>();
       return int4a8_kernels<128>();
-    case Kind::q8_a8: return FormatKernels{q8a8_matvec, a8_matmul<Q8a8Tiles>};
+    case Kind::q8_a8: return FormatKernels{q8a8_matvec, a8_matmul<Q8a8Tiles>, actb_quantize_avx2<kQ8Block>};
     case Kind::f32_sparse: return FormatKernels{sparse_matvec<F32Sparse>, sparse_matmul_t<F32SparseT>};
     case Kind::int8_sparse: return FormatKernels{int8_sparse_matvec, sparse_matmul_t<Int8SparseT>};
     case Kind::int8_bs: return sparse_kernels<Int8BlockSparse>();
