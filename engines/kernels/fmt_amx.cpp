@@ -3,7 +3,9 @@
 //   bf16 matmul (prefill): AMX-BF16 tiles (tdpbf16ps) on the activations rounded to bf16, as the
 //   avx512_vnni kernels take them (the same act variant, so prefill and decode agree).
 //   w8a8 matmul (prefill): AMX-INT8 tiles (tdpbssd), exact int32 sums: bit for bit the generic twin.
-//   Both: one GEMM (amx_gemm below) with the weight rows loaded straight into A tiles.
+//   Both: one GEMM (amx_gemm below) with the weight rows as the A tiles.
+//   int4_g64_a8 and int4_g128_a8 matmul: AMX-INT8 per group with the scales applied in AVX-512
+//   (group_a8_matmul_amx), bit for bit the generic twin.
 //   Their matvecs (decode: one token does not fill a tile), the calls of fewer than 16 tokens and
 //   the last < 16 rows of a range: the avx512_vnni kernels.
 // Every other row falls back to its AVX-512 VNNI / AVX-512 kernels.
@@ -222,12 +224,164 @@ void w8a8_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
     vnni_kernels(Kind::w8a8).matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin + n16, row_end);
 }
 
+// ---- int4_gG_a8, G = 64 and 128: AMX-INT8 per group, the scales in AVX-512 ------------------------
+// The weights of a block of 32 rows are decoded once per call to signed int8 (q - 8) into A tiles
+// of one 64-column step each (G / 64 steps per group; a ragged group zero filled); X's int8
+// values are B tiles as in amx_gemm. Per group and 2 x 2 C tiles: tdpbssd gives the exact int32
+// sums of the group; stored, then per (row, 16 tokens) acc = fma(d_w * d_a, float(sum), acc) in
+// group order: the generic twin's expression per lane, so bit for bit. That epilogue (a tile
+// store and three vector operations per 16 outputs and group) is the cost, not the tile
+// products: with groups of 32 (int4_g32_a8, int8_g32_a8; B tiles of 8 rows) this form was no
+// faster than the avx512_vnni GEMM and those rows stay there (TinyStories-110M prefill, 128
+// tokens, 1 thread, one Xeon core, two alternating rounds, tok/s avx512_vnni / this form:
+// int4_g32_a8 1467-1473 / 1480-1512, int8_g32_a8 1395-1451 / 1386-1413; int4_g128_a8
+// 1680-1845 / 2113-2137).
+template <int G>
+struct GroupFmt {
+  static_assert(G % 64 == 0, "whole 64-column steps");
+  static constexpr int64_t kStep = 64;  // bytes of K per tile step
+  static constexpr int64_t kSteps = G / kStep;
+  static constexpr int64_t kGroupBytes = 2 + G / 2;
+  // Row `row`'s group g (n columns, n <= G) as G signed bytes (zero past n), its scale in *d.
+  // Sub-block sb (32 values) goes to out + (32 sb / kStep) * step_stride + (32 sb) % kStep: the
+  // row's line of its A tile's step.
+  static void decode(const uint8_t* row, int64_t g, int64_t n, int8_t* out, int64_t step_stride, float* d) {
+    const uint8_t* p = row + g * kGroupBytes;
+    *d = half_to_float(load_u16(p));
+    const __m128i low4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+    const int64_t subs = round_up(n, 32) / 32;
+    for (int64_t sb = 0; sb < G / 32; ++sb) {
+      int8_t* o = out + (32 * sb / kStep) * step_stride + (32 * sb) % kStep;
+      if (sb < subs) {
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + 16 * sb));
+        const __m256i v = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_sub_epi8(_mm_and_si128(b, low4), eight)),
+            _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), low4), eight), 1);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), v);
+      } else {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_setzero_si256());
+      }
+    }
+  }
+};
+
+template <int NA, int NB, class F>
+inline void group_block(const int8_t* ap, int64_t ng, const uint8_t* b0, const uint8_t* b1, const float* dwb,
+                        const float* dat, int64_t ldt, float (*acc)[32]) {
+  constexpr int64_t G = F::kStep * F::kSteps, AT = 16 * G;  // bytes of one A tile's group
+  alignas(64) int32_t cb[32][32];
+  for (int r = 0; r < 16 * NA; ++r)
+    for (int v = 0; v < 2 * NB; v += 2) {
+      _mm512_storeu_ps(acc[r] + 8 * v, _mm512_setzero_ps());
+    }
+  for (int64_t g = 0; g < ng; ++g) {
+    _tile_zero(0);
+    if constexpr (NB > 1) _tile_zero(1);
+    if constexpr (NA > 1) _tile_zero(2);
+    if constexpr (NA > 1 && NB > 1) _tile_zero(3);
+    for (int64_t s = 0; s < F::kSteps; ++s) {
+      const int64_t boff = (g * G + s * F::kStep) / 4 * 64;
+      _tile_loadd(4, ap + g * AT + s * 16 * F::kStep, static_cast<int>(F::kStep));
+      _tile_loadd(6, b0 + boff, 64);
+      if constexpr (NB > 1) _tile_loadd(7, b1 + boff, 64);
+      _tile_dpbssd(0, 4, 6);
+      if constexpr (NB > 1) _tile_dpbssd(1, 4, 7);
+      if constexpr (NA > 1) {
+        _tile_loadd(5, ap + ng * AT + g * AT + s * 16 * F::kStep, static_cast<int>(F::kStep));
+        _tile_dpbssd(2, 5, 6);
+        if constexpr (NB > 1) _tile_dpbssd(3, 5, 7);
+      }
+    }
+    _tile_stored(0, &cb[0][0], 128);
+    if constexpr (NB > 1) _tile_stored(1, &cb[0][16], 128);
+    if constexpr (NA > 1) _tile_stored(2, &cb[16][0], 128);
+    if constexpr (NA > 1 && NB > 1) _tile_stored(3, &cb[16][16], 128);
+    const __m512 da0 = _mm512_loadu_ps(dat + g * ldt), da1 = _mm512_loadu_ps(dat + g * ldt + 16);
+    for (int r = 0; r < 16 * NA; ++r) {
+      const __m512 dw = _mm512_set1_ps(dwb[g * 32 + r]);
+      _mm512_storeu_ps(acc[r], _mm512_fmadd_ps(_mm512_mul_ps(dw, da0), _mm512_cvtepi32_ps(_mm512_load_si512(cb[r])),
+                                               _mm512_loadu_ps(acc[r])));
+      if constexpr (NB > 1)
+        _mm512_storeu_ps(acc[r] + 16, _mm512_fmadd_ps(_mm512_mul_ps(dw, da1),
+                                                      _mm512_cvtepi32_ps(_mm512_load_si512(cb[r] + 16)),
+                                                      _mm512_loadu_ps(acc[r] + 16)));
+    }
+  }
+}
+
+template <int G>
+void group_a8_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t xrb, int64_t m,
+                         float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  using F = GroupFmt<G>;
+  const int64_t n16 = m >= 16 ? (row_end - row_begin) / 16 * 16 : 0;
+  const uint8_t* x = static_cast<const uint8_t*>(xv);
+  if (n16 > 0) {
+    const int64_t ng = actb_blocks(k, G), hdr = actb_header(k, G);
+    const int64_t quads = ng * G / 4, xq = round_up(k, 32) / 4;  // B groups in all, and those in X
+    const int64_t chunk = kAmxTokenChunk;
+    thread_local std::vector<float> xpack, dat, dwb;
+    thread_local std::vector<int8_t> apack;
+    if (static_cast<int64_t>(xpack.size()) < chunk * quads) xpack.resize(chunk * quads);
+    if (static_cast<int64_t>(dat.size()) < ng * (chunk + 32)) dat.resize(ng * (chunk + 32));
+    if (static_cast<int64_t>(dwb.size()) < ng * 32) dwb.resize(ng * 32);
+    if (static_cast<int64_t>(apack.size()) < 2 * ng * 16 * G) apack.resize(2 * ng * 16 * G);
+    alignas(64) float acc[32][32];
+    configure_tiles();
+    for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+      const int64_t mt = m - t0 < chunk ? m - t0 : chunk, nblocks = (mt + 15) / 16, ldt = nblocks * 16 + 16;
+      for (int64_t b = 0; b < nblocks; ++b) {
+        const int64_t bt = mt - 16 * b < 16 ? mt - 16 * b : 16;
+        float* dst = xpack.data() + b * quads * 16;
+        pack_lanes(reinterpret_cast<const float*>(x + (t0 + 16 * b) * xrb + hdr), static_cast<int64_t>(xrb / 4), bt,
+                   xq, dst, 16);
+        std::memset(dst + xq * 16, 0, static_cast<size_t>(quads - xq) * 64);
+      }
+      for (int64_t g = 0; g < ng; ++g)
+        for (int64_t t = 0; t < ldt; ++t) dat[g * ldt + t] = t < mt ? load_f32(x + (t0 + t) * xrb + 4 * g) : 0.f;
+      for (int64_t r = 0; r < n16; r += 32) {
+        const int64_t na = n16 - r >= 32 ? 2 : 1;
+        for (int64_t j = 0; j < 16 * na; ++j) {  // [tile][group][step][16 rows][step bytes]
+          const uint8_t* row = w + (row_begin + r + j) * static_cast<int64_t>(row_bytes);
+          int8_t* base = apack.data() + (j / 16) * ng * 16 * G;
+          for (int64_t g = 0; g < ng; ++g) {
+            const int64_t n = k - g * G < G ? k - g * G : G;
+            F::decode(row, g, n, base + g * 16 * G + (j % 16) * F::kStep, 16 * F::kStep, &dwb[g * 32 + j]);
+          }
+        }
+        for (int64_t b = 0; b < nblocks; b += 2) {
+          const uint8_t* b0 = reinterpret_cast<const uint8_t*>(xpack.data() + b * quads * 16);
+          const uint8_t* b1 = b0 + quads * 64;
+          const float* dt = dat.data() + 16 * b;
+          const int8_t* ap = apack.data();
+          const bool two = b + 1 < nblocks;
+          if (na == 2 && two) group_block<2, 2, F>(ap, ng, b0, b1, dwb.data(), dt, ldt, acc);
+          else if (na == 2) group_block<2, 1, F>(ap, ng, b0, b1, dwb.data(), dt, ldt, acc);
+          else if (two) group_block<1, 2, F>(ap, ng, b0, b1, dwb.data(), dt, ldt, acc);
+          else group_block<1, 1, F>(ap, ng, b0, b1, dwb.data(), dt, ldt, acc);
+          const int64_t tokens = mt - 16 * b < 32 ? mt - 16 * b : 32;
+          transpose_block<false>(&acc[0][0], 32, 16 * na, tokens, y + (t0 + 16 * b) * ldy + row_begin + r, ldy);
+        }
+      }
+    }
+    _tile_release();
+  }
+  if (row_begin + n16 < row_end) {
+    static const FormatKernels fb = kernels_avx512vnni(Spec{Kind::int4_a8, G});
+    fb.matmul(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin + n16, row_end);
+  }
+}
+
 }  // namespace
 
 FormatKernels kernels_amx(const Spec& s) {
   if (s.kind == Kind::w8a8 || s.kind == Kind::bf16) {
     FormatKernels f = kernels_avx512vnni(s);  // the matvec, the conversion of the activations
     f.matmul = s.kind == Kind::bf16 ? bf16_matmul_amx : w8a8_matmul_amx;
+    return f;
+  }
+  if (s.kind == Kind::int4_a8 && s.group >= 64) {
+    FormatKernels f = kernels_avx512vnni(s);  // the matvec, the quantiser
+    f.matmul = s.group == 128 ? group_a8_matmul_amx<128> : group_a8_matmul_amx<64>;
     return f;
   }
   return {};
