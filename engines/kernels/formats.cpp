@@ -130,10 +130,29 @@ static void prefer_avx2_kernels(std::vector<FormatRow>& t) {
   }
 }
 
+// On an Intel Xeon with AVX-512 and AMX (full-width datapath) only int8_g32_a8's AVX2 matvec
+// measured faster than the AVX-512 one, at both model sizes: decode tok/s, one thread, `--isa
+// avx2` / `--isa amx` alternating, two rounds: TinyStories-110M 120.6-129.1 / 93.7-109.0,
+// TinyLlama-1.1B 11.2-12.0 / 10.4-10.6; w8a8 and int4_g32_a8 were faster with the AVX2 matvec at
+// 1.1B (13.8-13.9 / 12.6-12.9; 20.5-21.1 / 19.0-20.0) but slower at 110M (117-123 / 138-149;
+// 268-271 / 303-316), so they keep their own.
+static void prefer_avx2_matvec_intel(std::vector<FormatRow>& t) {
+  for (FormatRow& r : t) {
+    if (std::string(r.name) != "int8_g32_a8") continue;
+    const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
+    for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
+      FormatKernels& k = r.kernels[static_cast<int>(level)];
+      if (k.matvec && avx2.matvec && !k.act_variant && !avx2.act_variant) k.matvec = avx2.matvec;
+    }
+  }
+}
+
 const std::vector<FormatRow>& format_table() {
   static const std::vector<FormatRow> t = [] {
     std::vector<FormatRow> v = build_table();
-    if (cpu_features().avx512_split_datapath()) prefer_avx2_kernels(v);
+    const CpuFeatures& cpu = cpu_features();
+    if (cpu.avx512_split_datapath()) prefer_avx2_kernels(v);
+    else if (cpu.vendor == "GenuineIntel" && cpu.avx512f) prefer_avx2_matvec_intel(v);
     return v;
   }();
   return t;
