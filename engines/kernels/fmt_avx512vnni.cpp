@@ -1433,6 +1433,8 @@ void bf16_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, 
 
 }  // namespace
 
+decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni() { return int4a8_matvec_512<32, true>; }
+
 FormatKernels kernels_avx512vnni(const Spec& s) {
   if (s.kind == Kind::bf16) {
     FormatKernels f{bf16dp_matvec, bf16_matmul, bf16_convert};

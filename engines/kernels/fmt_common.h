@@ -234,6 +234,9 @@ FormatKernels kernels_avx2(const Spec& s);
 FormatKernels kernels_avx512(const Spec& s);
 FormatKernels kernels_avx512vnni(const Spec& s);
 FormatKernels kernels_amx(const Spec& s);
+// int4_g32_a8's avx512_vnni matvec over 16 long row streams (fmt_int4a8_512.inc), the one
+// format_table() gives that row on Intel CPUs (formats.cpp).
+decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni();
 
 // Appends every row but f32 to the format table (fmt_pack.cpp).
 void append_packed_rows(std::vector<FormatRow>& table);

@@ -130,19 +130,27 @@ static void prefer_avx2_kernels(std::vector<FormatRow>& t) {
   }
 }
 
-// On an Intel Xeon with AVX-512 and AMX (full-width datapath) only int8_g32_a8's AVX2 matvec
-// measured faster than the AVX-512 one, at both model sizes: decode tok/s, one thread, `--isa
-// avx2` / `--isa amx` alternating, two rounds: TinyStories-110M 120.6-129.1 / 93.7-109.0,
-// TinyLlama-1.1B 11.2-12.0 / 10.4-10.6; w8a8 and int4_g32_a8 were faster with the AVX2 matvec at
-// 1.1B (13.8-13.9 / 12.6-12.9; 20.5-21.1 / 19.0-20.0) but slower at 110M (117-123 / 138-149;
-// 268-271 / 303-316), so they keep their own.
-static void prefer_avx2_matvec_intel(std::vector<FormatRow>& t) {
+// On an Intel Xeon with AVX-512 and AMX (full-width datapath), decode tok/s, one thread, two
+// alternating rounds:
+// - int8_g32_a8's AVX2 matvec measured faster than the AVX-512 one at both model sizes (`--isa
+//   avx2` / `--isa amx`: TinyStories-110M 120.6-129.1 / 93.7-109.0, TinyLlama-1.1B 11.2-12.0 /
+//   10.4-10.6); w8a8 was faster with it at 1.1B (13.8-13.9 / 12.6-12.9) but slower at 110M
+//   (117-123 / 138-149), so it keeps its own.
+// - int4_g32_a8's avx512_vnni matvec over 16 long row streams (as G = 64 and 128 everywhere)
+//   measured faster than over 16 adjacent rows (1.1B 20.9-21.0 / 18.7-19.0, 110M 321-332 /
+//   293-308), where on Zen 4 it was 2x slower (fmt_int4a8_512.inc).
+static void intel_matvecs(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
-    if (std::string(r.name) != "int8_g32_a8") continue;
-    const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
-    for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
-      FormatKernels& k = r.kernels[static_cast<int>(level)];
-      if (k.matvec && avx2.matvec && !k.act_variant && !avx2.act_variant) k.matvec = avx2.matvec;
+    const std::string n = r.name;
+    if (n == "int8_g32_a8") {
+      const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
+      for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
+        FormatKernels& k = r.kernels[static_cast<int>(level)];
+        if (k.matvec && avx2.matvec && !k.act_variant && !avx2.act_variant) k.matvec = avx2.matvec;
+      }
+    } else if (n == "int4_g32_a8") {
+      FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
+      if (k.matvec) k.matvec = fmt::int4g32a8_streams_matvec_avx512vnni();
     }
   }
 }
@@ -152,7 +160,7 @@ const std::vector<FormatRow>& format_table() {
     std::vector<FormatRow> v = build_table();
     const CpuFeatures& cpu = cpu_features();
     if (cpu.avx512_split_datapath()) prefer_avx2_kernels(v);
-    else if (cpu.vendor == "GenuineIntel" && cpu.avx512f) prefer_avx2_matvec_intel(v);
+    else if (cpu.vendor == "GenuineIntel" && cpu.avx512f) intel_matvecs(v);
     return v;
   }();
   return t;
