@@ -1097,6 +1097,41 @@ namespace {
 // their AVX2 matvec at the AVX-512 levels and keep their AVX-512 matmuls; every other row, and every
 // row elsewhere, keeps each level's own.
 // Either way the twin suites check the kernel a level runs against the generic one.
+// On Intel CPUs with AVX-512 (formats.cpp, intel_matvecs): int8_g32_a8 decodes with the AVX2
+// matvec and int4_g32_a8 with the avx512_vnni matvec over 16 long row streams; w8a8 and the
+// prefill kernels keep their own. Elsewhere int4_g32_a8 keeps the adjacent-row matvec.
+TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStreams) {
+  const CpuFeatures& cpu = cpu_features();
+  const bool intel = cpu.vendor == "GenuineIntel" && cpu.avx512f;
+  std::printf("[ cpu ] vendor %s, AVX-512: %s\n", cpu.vendor.c_str(), cpu.avx512f ? "yes" : "no");
+  const FormatRow& q8 = format_by_name("int8_g32_a8");
+  const FormatRow& i4 = format_by_name("int4_g32_a8");
+  const FormatRow& w8 = format_by_name("w8a8");
+  const auto streams = fmt::int4g32a8_streams_matvec_avx512vnni();
+  const auto lvl = [](Isa i) { return static_cast<int>(i); };
+  for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
+    SCOPED_TRACE(isa_name(level));
+    EXPECT_EQ(q8.kernels[lvl(level)].matvec == q8.kernels[lvl(Isa::avx2)].matvec,
+              intel || cpu.avx512_split_datapath());
+    EXPECT_NE(q8.kernels[lvl(level)].matmul, q8.kernels[lvl(Isa::avx2)].matmul);
+    if (!cpu.avx512_split_datapath())
+      EXPECT_NE(w8.kernels[lvl(level)].matvec, w8.kernels[lvl(Isa::avx2)].matvec);
+  }
+  EXPECT_EQ(i4.kernels[lvl(Isa::avx512_vnni)].matvec == streams, intel);
+  // the streams matvec against the generic twin on a range of 16 x 3 rows (three streams steps)
+  // and a ragged last group, bit for bit, wherever the host has avx512_vnni
+  if (isa_supported(Isa::avx512_vnni)) {
+    std::mt19937 rng(41);
+    const int64_t rows = 53, k = 200;
+    Packed p = pack_rows(i4, gauss(rows * k, rng), rows, k);
+    Acts a = make_acts(i4, gauss(k, rng), 1, k);
+    std::vector<float> y0(rows), y1(rows);
+    i4.kernels[0].matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y0.data(), 0, rows);
+    streams(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y1.data(), 0, rows);
+    for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y0[r], y1[r]) << "r=" << r;
+  }
+}
+
 TEST(Formats, SplitDatapathCpusDecodeInt8ActivationsWithTheAvx2Matvec) {
   const bool split = cpu_features().avx512_split_datapath();
   std::printf("[ cpu ] family 0x%x model 0x%x, AVX-512 split datapath: %s\n", cpu_features().family,
