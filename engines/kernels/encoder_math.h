@@ -118,19 +118,35 @@ inline void masked_softmax_body(float* s, const uint8_t* mask, int64_t n) {
   constexpr float kMasked = -1e30f;
   if (mask)
     for (int64_t j = 0; j < n; ++j) s[j] = mask[j] ? s[j] : kMasked;
+  // The maximum (any order gives the same value) and the sum in 8-way partials, as LayerNorm's:
+  // a serial sum kept the exp loop scalar (8 % of the cpu-clock samples of a DistilBERT w8a8
+  // forward pass at 128 tokens on one Xeon core).
+  float m8[8];
+  for (int k = 0; k < 8; ++k) m8[k] = s[0];
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) m8[k] = std::max(m8[k], s[j + k]);
   float mx = s[0];
-  for (int64_t j = 1; j < n; ++j) mx = std::max(mx, s[j]);
+  for (; j < n; ++j) mx = std::max(mx, s[j]);
+  for (int k = 0; k < 8; ++k) mx = std::max(mx, m8[k]);
   if (mx == kMasked) {  // nothing to attend to: equal weights
     std::fill(s, s + n, 0.0f);
     mx = 0.0f;
   }
+  float sum8[8] = {0};
+  for (j = 0; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) {
+      s[j + k] = exp_approx(s[j + k] - mx);
+      sum8[k] += s[j + k];
+    }
   float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) {
+  for (; j < n; ++j) {
     s[j] = exp_approx(s[j] - mx);
     sum += s[j];
   }
+  for (int k = 0; k < 8; ++k) sum += sum8[k];
   const float inv = 1.0f / sum;
-  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+  for (j = 0; j < n; ++j) s[j] *= inv;
 }
 
 }  // namespace cibench::encoder
