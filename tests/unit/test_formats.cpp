@@ -1114,8 +1114,9 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
     EXPECT_EQ(q8.kernels[lvl(level)].matvec == q8.kernels[lvl(Isa::avx2)].matvec,
               intel || cpu.avx512_split_datapath());
     EXPECT_NE(q8.kernels[lvl(level)].matmul, q8.kernels[lvl(Isa::avx2)].matmul);
-    if (!cpu.avx512_split_datapath())
+    if (!cpu.avx512_split_datapath()) {
       EXPECT_NE(w8.kernels[lvl(level)].matvec, w8.kernels[lvl(Isa::avx2)].matvec);
+    }
   }
   EXPECT_EQ(i4.kernels[lvl(Isa::avx512_vnni)].matvec == streams, intel);
   // the streams matvec against the generic twin on a range of 16 x 3 rows (three streams steps)
