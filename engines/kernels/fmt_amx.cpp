@@ -79,6 +79,20 @@ struct Int8Ops {
   static inline void dp3() { _tile_dpbssd(3, 5, 7); }
 };
 
+// Tokens [0, mt) of X (rows xrb bytes apart, their data from x_off) as B tiles: blocks of 16
+// tokens, each [32-bit group][16 tokens] for `groups` groups, the groups past x_groups (X's zero
+// padded data) and the tokens past mt zero.
+inline void pack_b_tiles(const uint8_t* x, size_t xrb, int64_t x_off, int64_t x_groups, int64_t groups, int64_t mt,
+                         float* xpack) {
+  for (int64_t b = 0; b < (mt + 15) / 16; ++b) {
+    const int64_t bt = mt - 16 * b < 16 ? mt - 16 * b : 16;
+    float* dst = xpack + b * groups * 16;
+    pack_lanes(reinterpret_cast<const float*>(x + 16 * b * static_cast<int64_t>(xrb) + x_off),
+               static_cast<int64_t>(xrb / 4), bt, x_groups, dst, 16);
+    std::memset(dst + x_groups * 16, 0, static_cast<size_t>(groups - x_groups) * 64);
+  }
+}
+
 template <int NA, int NB, class Ops>
 inline void amx_block(const uint8_t* a0, const uint8_t* a1, int64_t steps, const uint8_t* b0, const uint8_t* b1,
                       int32_t* c, int64_t ldc) {
@@ -125,13 +139,7 @@ void amx_gemm(const uint8_t* w, size_t row_bytes, int64_t w_off, int64_t w_data,
   configure_tiles();
   for (int64_t t0 = 0; t0 < m; t0 += chunk) {
     const int64_t mt = m - t0 < chunk ? m - t0 : chunk, nblocks = (mt + 15) / 16, ldc = nblocks * 16;
-    for (int64_t b = 0; b < nblocks; ++b) {
-      const int64_t bt = mt - 16 * b < 16 ? mt - 16 * b : 16;
-      float* dst = xpack.data() + b * groups * 16;
-      pack_lanes(reinterpret_cast<const float*>(x + (t0 + 16 * b) * xrb + x_off), static_cast<int64_t>(xrb / 4), bt,
-                 x_data / 4, dst, 16);
-      std::memset(dst + (x_data / 4) * 16, 0, static_cast<size_t>(groups - x_data / 4) * 64);
-    }
+    pack_b_tiles(x + t0 * static_cast<int64_t>(xrb), xrb, x_off, x_data / 4, groups, mt, xpack.data());
     for (int64_t r = 0; r < n16; r += 32) {
       const int64_t na = n16 - r >= 32 ? 2 : 1;
       // The rows of the block, each read once in order, into whole tiles: a tile's 16 rows of
@@ -168,11 +176,12 @@ void amx_gemm(const uint8_t* w, size_t row_bytes, int64_t w_off, int64_t w_data,
 }
 
 
-// The avx512_vnni kernels of a row: the fallback for few tokens and the rows of a range's end.
-const FormatKernels& vnni_kernels(Kind kind) {
-  static const FormatKernels bf16 = kernels_avx512vnni(Spec{Kind::bf16});
-  static const FormatKernels w8a8 = kernels_avx512vnni(Spec{Kind::w8a8});
-  return kind == Kind::bf16 ? bf16 : w8a8;
+// The avx512_vnni matmul of a row: the fallback for few tokens and the rows of a range's end.
+template <Kind K, int G = 0>
+void vnni_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m, float* y,
+                 int64_t ldy, int64_t row_begin, int64_t row_end) {
+  static const FormatKernels f = kernels_avx512vnni(Spec{K, G});
+  f.matmul(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
 }
 
 // bf16 x bf16 (activations rounded to bf16 as at avx512_vnni: the same act variant), f32 sums.
@@ -191,7 +200,7 @@ void bf16_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
                       static_cast<int64_t>(actbf16_row_bytes(k)), m, row_begin, n16, epi);
   }
   if (row_begin + n16 < row_end)
-    vnni_kernels(Kind::bf16).matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin + n16, row_end);
+    vnni_matmul<Kind::bf16>(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin + n16, row_end);
 }
 
 // w8a8: int32 sums (exact, as every twin), then float(sum) * (scale_w * scale_x) as the generic
@@ -221,7 +230,7 @@ void w8a8_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
                       n16, epi);
   }
   if (row_begin + n16 < row_end)
-    vnni_kernels(Kind::w8a8).matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin + n16, row_end);
+    vnni_matmul<Kind::w8a8>(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin + n16, row_end);
 }
 
 // ---- int4_gG_a8, G = 64 and 128: AMX-INT8 per group, the scales in AVX-512 ------------------------
@@ -270,10 +279,7 @@ inline void group_block(const int8_t* ap, int64_t ng, const uint8_t* b0, const u
                         const float* dat, int64_t ldt, float (*acc)[32]) {
   constexpr int64_t G = F::kStep * F::kSteps, AT = 16 * G;  // bytes of one A tile's group
   alignas(64) int32_t cb[32][32];
-  for (int r = 0; r < 16 * NA; ++r)
-    for (int v = 0; v < 2 * NB; v += 2) {
-      _mm512_storeu_ps(acc[r] + 8 * v, _mm512_setzero_ps());
-    }
+  for (int r = 0; r < 16 * NA; ++r) std::memset(acc[r], 0, sizeof(float) * 16 * NB);
   for (int64_t g = 0; g < ng; ++g) {
     _tile_zero(0);
     if constexpr (NB > 1) _tile_zero(1);
@@ -329,13 +335,7 @@ void group_a8_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const vo
     configure_tiles();
     for (int64_t t0 = 0; t0 < m; t0 += chunk) {
       const int64_t mt = m - t0 < chunk ? m - t0 : chunk, nblocks = (mt + 15) / 16, ldt = nblocks * 16 + 16;
-      for (int64_t b = 0; b < nblocks; ++b) {
-        const int64_t bt = mt - 16 * b < 16 ? mt - 16 * b : 16;
-        float* dst = xpack.data() + b * quads * 16;
-        pack_lanes(reinterpret_cast<const float*>(x + (t0 + 16 * b) * xrb + hdr), static_cast<int64_t>(xrb / 4), bt,
-                   xq, dst, 16);
-        std::memset(dst + xq * 16, 0, static_cast<size_t>(quads - xq) * 64);
-      }
+      pack_b_tiles(x + t0 * static_cast<int64_t>(xrb), xrb, hdr, xq, quads, mt, xpack.data());
       for (int64_t g = 0; g < ng; ++g)
         for (int64_t t = 0; t < ldt; ++t) dat[g * ldt + t] = t < mt ? load_f32(x + (t0 + t) * xrb + 4 * g) : 0.f;
       for (int64_t r = 0; r < n16; r += 32) {
@@ -365,10 +365,8 @@ void group_a8_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const vo
     }
     _tile_release();
   }
-  if (row_begin + n16 < row_end) {
-    static const FormatKernels fb = kernels_avx512vnni(Spec{Kind::int4_a8, G});
-    fb.matmul(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin + n16, row_end);
-  }
+  if (row_begin + n16 < row_end)
+    vnni_matmul<Kind::int4_a8, G>(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin + n16, row_end);
 }
 
 }  // namespace

@@ -116,14 +116,21 @@ static bool avx2_kernels_preferred(const FormatRow& r) {
   return r.act == ActType::f32 && (n == "int8" || n.rfind("int4_g", 0) == 0);
 }
 
+// Whether row r's kernels at `level` may be replaced by its AVX2 ones: only a level with kernels
+// of its own and the row's activations (the AVX2 kernels then take the same activation bytes; the
+// int8 rows: the same exact int32 sums).
+static bool avx2_swappable(const FormatRow& r, Isa level) {
+  const FormatKernels& k = r.kernels[static_cast<int>(level)];
+  const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
+  return k.matvec && avx2.matvec && !k.act_variant && !avx2.act_variant;
+}
+
 static void prefer_avx2_kernels(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
     const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
     for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
+      if (!avx2_swappable(r, level)) continue;
       FormatKernels& k = r.kernels[static_cast<int>(level)];
-      // Only a level with kernels of its own and the row's activations: the AVX2 kernels then
-      // take the same activation bytes (the int8 rows: the same exact int32 sums).
-      if (!k.matvec || !avx2.matvec || k.act_variant || avx2.act_variant) continue;
       if (avx2_matvec_preferred(r)) k.matvec = avx2.matvec;
       if (avx2_kernels_preferred(r)) k = avx2;
     }
@@ -143,11 +150,9 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
     const std::string n = r.name;
     if (n == "int8_g32_a8") {
-      const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
-      for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
-        FormatKernels& k = r.kernels[static_cast<int>(level)];
-        if (k.matvec && avx2.matvec && !k.act_variant && !avx2.act_variant) k.matvec = avx2.matvec;
-      }
+      for (Isa level : {Isa::avx512, Isa::avx512_vnni})
+        if (avx2_swappable(r, level))
+          r.kernels[static_cast<int>(level)].matvec = r.kernels[static_cast<int>(Isa::avx2)].matvec;
     } else if (n == "int4_g32_a8") {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
       if (k.matvec) k.matvec = fmt::int4g32a8_streams_matvec_avx512vnni();
