@@ -39,6 +39,18 @@ struct FormatKernels {
   // prefill and decode compute the same arithmetic). `quantize`, when set, is then this level's
   // conversion, bit-identical to the variant's.
   const ActVariant* act_variant = nullptr;
+  // Prefill from a copy of the weights laid out for this level's matrix unit (AMX: each block of
+  // 16 rows as ready B tiles), made once per matrix (WeightMatrix::tiles_for): its bytes for
+  // `rows` x `k`, the repack, and the matmul that reads it beside W (whose rows still give their
+  // scales, and the rows and calls no tile covers). The arithmetic is matmul's, output for output
+  // (the twin tests compare both with the generic kernels). nullptr = this level has none.
+  size_t (*tiles_bytes)(int64_t rows, int64_t k) = nullptr;
+  void (*tiles_pack)(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k, uint8_t* dst) = nullptr;
+  void (*matmul_tiles)(const uint8_t* tiles, const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
+                       size_t x_row_bytes, int64_t m, float* y, int64_t ldy, int64_t row_begin,
+                       int64_t row_end) = nullptr;
+  // Fewest tokens for which matmul_tiles is worth its repack.
+  int64_t tiles_min_tokens = 0;
 };
 
 // Activations some level's kernels take instead of their row's: the type, the bytes of a

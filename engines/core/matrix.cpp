@@ -68,6 +68,24 @@ void unpack_matrix(const WeightMatrix& w, float* dst) {
   for (int64_t r = 0; r < w.rows; ++r) w.format->unpack_row(w.row(r), w.cols, dst + r * w.cols);
 }
 
+const uint8_t* WeightMatrix::tiles_for(const FormatKernels& k) const {
+  if (!k.tiles_pack || !tiles_ || variable_rows() || storage.size() == 0) return nullptr;
+  if (const uint8_t* p = tiles_->ready.load(std::memory_order_acquire); p && tiles_->pack == k.tiles_pack) return p;
+  std::lock_guard<std::mutex> lock(tiles_->mu);
+  if (tiles_->ready.load(std::memory_order_relaxed)) return tiles_->pack == k.tiles_pack ? tiles_->buf.data() : nullptr;
+  const size_t n = k.tiles_bytes(rows, cols);
+  if (n == 0) return nullptr;
+  tiles_->buf = AlignedBuffer(n);
+  k.tiles_pack(data(), row_bytes, rows, cols, tiles_->buf.data());
+  tiles_->pack = k.tiles_pack;
+  tiles_->ready.store(tiles_->buf.data(), std::memory_order_release);
+  return tiles_->buf.data();
+}
+
+size_t WeightMatrix::tiles_bytes() const {
+  return tiles_ && tiles_->ready.load(std::memory_order_acquire) ? tiles_->buf.size() : 0;
+}
+
 MatmulRunner::MatmulRunner(ThreadPool& pool, Isa isa) : pool_(pool), isa_(isa) {}
 
 void MatmulRunner::reserve(int64_t m, int64_t k) {
@@ -121,12 +139,15 @@ void MatmulRunner::matmul(const WeightMatrix& w, const float* x, int64_t ldx, in
   size_t arb = 0;
   const void* xa = convert(w, x, ldx, m, &arb);
   const FormatKernels& kern = w.format->kernels_at(isa_);
+  const uint8_t* tiles = kern.matmul_tiles && m >= kern.tiles_min_tokens ? w.tiles_for(kern) : nullptr;
   pool_.run([&](int i, int n) {
     int64_t b, e;
     ThreadPool::split(w.rows, i, n, &b, &e, 16);
     if (b >= e) return;
     if (m == 1)
       kern.matvec(w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
+    else if (tiles)
+      kern.matmul_tiles(tiles, w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);
     else
       kern.matmul(w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);
     if (epilogue) epilogue(ctx, b, e);

@@ -1,8 +1,11 @@
 #pragma once
 // A weight matrix in one format, and the front ends that validate shapes, convert activations
 // and split rows across the thread pool before calling a format's kernels.
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "engines/core/buffer.h"
@@ -37,6 +40,22 @@ struct WeightMatrix {
     return variable_rows() ? static_cast<size_t>(storage.as<uint64_t>()[rows])
                            : static_cast<size_t>(rows) * row_bytes;
   }
+
+  // The weights repacked for a level's matrix unit (FormatKernels::tiles_pack: AMX tiles), made
+  // by the first matmul that takes them and kept beside the rows (extra memory: tiles_bytes()).
+  // Thread-safe: sessions sharing the matrix share one copy. nullptr when `k` has no repack,
+  // the rows are variable-size, or the matrix holds no weights (moved from).
+  const uint8_t* tiles_for(const FormatKernels& k) const;
+  size_t tiles_bytes() const;
+
+ private:
+  struct Tiles {
+    std::mutex mu;
+    std::atomic<const uint8_t*> ready{nullptr};
+    void (*pack)(const uint8_t*, size_t, int64_t, int64_t, uint8_t*) = nullptr;  // which repack
+    AlignedBuffer buf;
+  };
+  std::unique_ptr<Tiles> tiles_ = std::make_unique<Tiles>();
 };
 
 // Fills `dst` with rows [row_begin, row_begin + n_rows) of a (rows x cols) f32 matrix.

@@ -233,6 +233,203 @@ void w8a8_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
     vnni_matmul<Kind::w8a8>(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin + n16, row_end);
 }
 
+// ---- the GEMM on weights repacked as B tiles (the runner's prefill of w8a8 and bf16) -------------
+// FormatKernels::matmul_tiles: the weights of each whole block of 16 rows are repacked once per
+// matrix (WeightMatrix::tiles_for) as B tiles, one per 64-byte step of K: [16 four-byte K groups]
+// [16 rows], zero past the row's data. The activation rows are the A tiles where they lie (16
+// tokens x 64 bytes at the rows' own stride), so a C tile comes out [token][row], Y's own layout:
+// no copy of W per call, no transposed pack of X and no transposed output (amx_gemm above pays
+// all three, ~40 % of a DistilBERT w8a8 pass at 128 tokens). 2 x 2 C tiles (32 tokens x 32 rows)
+// per register step, 2 A + 2 B loads for 4 tdp; the B tiles of a 32-row block are reused over the
+// tokens of a chunk (whose activations, at most 1 MB, stay in L2). A step of K past an activation
+// row's data (w8a8 with round_up(K, 32) % 64 == 32) and a last block of fewer than 16 tokens are
+// staged zero padded, so no load reads outside the rows it was given.
+inline int64_t tile_steps(int64_t w_data) { return (w_data + 63) / 64; }
+
+void pack_weight_tiles(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t w_off, int64_t w_data,
+                       uint8_t* dst) {
+  const int64_t steps = tile_steps(w_data);
+  for (int64_t rb = 0; rb < rows / 16; ++rb)
+    for (int64_t s = 0; s < steps; ++s) {
+      uint8_t* t = dst + (rb * steps + s) * 1024;
+      const int64_t n = w_data - 64 * s < 64 ? w_data - 64 * s : 64;
+      for (int64_t r = 0; r < 16; ++r) {
+        const uint8_t* src = w + (16 * rb + r) * static_cast<int64_t>(row_bytes) + w_off + 64 * s;
+        for (int64_t q = 0; q < 16; ++q) {
+          const int64_t c = n - 4 * q < 4 ? (n - 4 * q > 0 ? n - 4 * q : 0) : 4;  // bytes of this group in the row
+          uint8_t* d = t + q * 64 + r * 4;
+          std::memset(d, 0, 4);
+          std::memcpy(d, src + 4 * q, static_cast<size_t>(c));
+        }
+      }
+    }
+}
+
+// One A operand: steps [0, direct) at p + 64 s (rows `stride` bytes apart), a last step (when
+// direct < steps) at tail (rows tstride apart).
+struct ASrc {
+  const uint8_t* p;
+  int64_t stride;
+  const uint8_t* tail;
+  int64_t tstride;
+};
+
+template <int NT, int NR, class Ops>
+inline void tiles_block(const ASrc& a0, const ASrc& a1, int64_t direct, int64_t steps, const uint8_t* b0,
+                        const uint8_t* b1, int32_t* c) {
+  _tile_zero(0);
+  if constexpr (NR > 1) _tile_zero(1);
+  if constexpr (NT > 1) _tile_zero(2);
+  if constexpr (NT > 1 && NR > 1) _tile_zero(3);
+  auto step = [&](const uint8_t* p0, int64_t s0, const uint8_t* p1, int64_t s1, int64_t s) {
+    _tile_loadd(6, b0 + 1024 * s, 64);
+    _tile_loadd(4, p0, s0);
+    Ops::dp0();
+    if constexpr (NR > 1) {
+      _tile_loadd(7, b1 + 1024 * s, 64);
+      Ops::dp1();
+    }
+    if constexpr (NT > 1) {
+      _tile_loadd(5, p1, s1);
+      Ops::dp2();
+      if constexpr (NR > 1) Ops::dp3();
+    }
+  };
+  for (int64_t s = 0; s < direct; ++s) step(a0.p + 64 * s, a0.stride, a1.p + 64 * s, a1.stride, s);
+  if (direct < steps) step(a0.tail, a0.tstride, a1.tail, a1.tstride, direct);
+  _tile_stored(0, c, 128);
+  if constexpr (NR > 1) _tile_stored(1, c + 16, 128);
+  if constexpr (NT > 1) _tile_stored(2, c + 16 * 32, 128);
+  if constexpr (NT > 1 && NR > 1) _tile_stored(3, c + 16 * 32 + 16, 128);
+}
+
+// Rows [r0, r0 + n16) (r0 and n16 multiples of 16) for tokens [0, m), m >= 16:
+//   epi(c, tokens, t, rows, r): C [32 tokens][32 rows] int32 (or f32 bits), `tokens` from t and
+//   `rows` from r valid.
+template <class Ops, class Epi>
+void tiles_gemm(const uint8_t* tiles, int64_t w_data, const uint8_t* x, size_t xrb, int64_t x_off, int64_t x_data,
+                int64_t m, int64_t r0, int64_t n16, const Epi& epi) {
+  const int64_t steps = tile_steps(w_data);
+  const int64_t direct = x_data / 64 < steps ? x_data / 64 : steps;
+  const int64_t xb = x_data < 64 * steps ? x_data : 64 * steps;  // activation bytes a step may read
+  int64_t chunk = kAmxPackBytes / (steps * 64) / 32 * 32;
+  chunk = chunk < 32 ? 32 : chunk;
+  thread_local std::vector<uint8_t> tails;  // [full token block of the chunk][16 tokens][64 bytes]
+  thread_local std::vector<uint8_t> part;   // the last block of < 16 tokens: [16 tokens][steps x 64]
+  alignas(64) int32_t cbuf[32 * 32];
+  const int64_t ntails = direct < steps ? (chunk < m ? chunk : m) / 16 : 0;
+  if (static_cast<int64_t>(tails.size()) < ntails * 1024) tails.resize(ntails * 1024);
+  if (m % 16 && static_cast<int64_t>(part.size()) < steps * 1024) part.resize(steps * 1024);
+  configure_tiles();
+  for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+    const int64_t mt = m - t0 < chunk ? m - t0 : chunk, full = mt / 16, nblocks = (mt + 15) / 16;
+    const uint8_t* xc = x + t0 * static_cast<int64_t>(xrb) + x_off;
+    for (int64_t b = 0; b < (direct < steps ? full : 0); ++b)
+      for (int64_t i = 0; i < 16; ++i) {
+        uint8_t* d = tails.data() + b * 1024 + i * 64;
+        const int64_t n = xb - 64 * direct;
+        std::memcpy(d, xc + (16 * b + i) * static_cast<int64_t>(xrb) + 64 * direct, static_cast<size_t>(n));
+        std::memset(d + n, 0, static_cast<size_t>(64 - n));
+      }
+    if (full < nblocks) {
+      std::memset(part.data(), 0, static_cast<size_t>(steps * 1024));
+      for (int64_t i = 0; i < mt - 16 * full; ++i)
+        std::memcpy(part.data() + i * steps * 64, xc + (16 * full + i) * static_cast<int64_t>(xrb),
+                    static_cast<size_t>(xb));
+    }
+    auto src = [&](int64_t b) {
+      if (b >= full) return ASrc{part.data(), steps * 64, part.data() + 64 * direct, steps * 64};
+      return ASrc{xc + 16 * b * static_cast<int64_t>(xrb), static_cast<int64_t>(xrb),
+                  direct < steps ? tails.data() + b * 1024 : nullptr, 64};
+    };
+    for (int64_t r = 0; r < n16; r += 32) {
+      const bool two_r = n16 - r >= 32;
+      const uint8_t* b0 = tiles + (r0 + r) / 16 * steps * 1024;
+      const uint8_t* b1 = b0 + steps * 1024;
+      for (int64_t b = 0; b < nblocks; b += 2) {
+        const bool two_t = b + 1 < nblocks;
+        const ASrc a0 = src(b), a1 = two_t ? src(b + 1) : a0;
+        if (two_t && two_r) tiles_block<2, 2, Ops>(a0, a1, direct, steps, b0, b1, cbuf);
+        else if (two_t) tiles_block<2, 1, Ops>(a0, a1, direct, steps, b0, b1, cbuf);
+        else if (two_r) tiles_block<1, 2, Ops>(a0, a1, direct, steps, b0, b1, cbuf);
+        else tiles_block<1, 1, Ops>(a0, a1, direct, steps, b0, b1, cbuf);
+        epi(cbuf, mt - 16 * b < 32 ? mt - 16 * b : 32, t0 + 16 * b, two_r ? 32 : 16, r0 + r);
+      }
+    }
+  }
+  _tile_release();
+}
+
+// Rows [row_begin, row_end): the whole tiles of 16 from the first multiple of 16 on through
+// tiles_gemm, the rest (and calls of fewer than 16 tokens) on the avx512_vnni kernels.
+template <Kind K, class Gemm>
+void tiles_split(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m, float* y,
+                 int64_t ldy, int64_t row_begin, int64_t row_end, const Gemm& gemm) {
+  int64_t a = (row_begin + 15) / 16 * 16;
+  a = a < row_end ? a : row_end;
+  const int64_t n16 = m >= 16 ? (row_end - a) / 16 * 16 : 0;
+  if (n16 == 0) {
+    vnni_matmul<K>(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  if (row_begin < a) vnni_matmul<K>(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, a);
+  gemm(a, n16);
+  if (a + n16 < row_end) vnni_matmul<K>(w, row_bytes, k, x, xrb, m, y, ldy, a + n16, row_end);
+}
+
+size_t w8a8_tiles_bytes(int64_t rows, int64_t k) {
+  return static_cast<size_t>(rows / 16 * tile_steps(round_up(k, 32)) * 1024);
+}
+void w8a8_tiles_pack(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k, uint8_t* dst) {
+  pack_weight_tiles(w, row_bytes, rows, 4, round_up(k, 32), dst);
+}
+// As w8a8_matmul_amx: exact int32 sums, then float(sum) * (scale_w * scale_x), bit for bit the
+// generic twin.
+void w8a8_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
+                       size_t xrb, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(xv);
+  tiles_split<Kind::w8a8>(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin, row_end, [&](int64_t a, int64_t n16) {
+    thread_local std::vector<float> sx;
+    if (static_cast<int64_t>(sx.size()) < m) sx.resize(m);
+    for (int64_t t = 0; t < m; ++t) sx[t] = load_f32(xa + t * xrb);
+    alignas(64) float sw[32];
+    int64_t sw_r = -1;
+    auto epi = [&](const int32_t* c, int64_t tokens, int64_t t, int64_t rows, int64_t r) {
+      if (sw_r != r) {
+        for (int64_t i = 0; i < rows; ++i) sw[i] = load_f32(w + (r + i) * static_cast<int64_t>(row_bytes));
+        sw_r = r;
+      }
+      for (int64_t h = 0; h < rows / 16; ++h) {
+        const __m512 swv = _mm512_load_ps(sw + 16 * h);
+        for (int64_t i = 0; i < tokens; ++i) {
+          const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512(c + i * 32 + 16 * h));
+          _mm512_storeu_ps(y + (t + i) * ldy + r + 16 * h, _mm512_mul_ps(v, _mm512_mul_ps(swv, _mm512_set1_ps(sx[t + i]))));
+        }
+      }
+    };
+    tiles_gemm<Int8Ops>(tiles, round_up(k, 32), xa, xrb, kActHeader, round_up(k, 32), m, a, n16, epi);
+  });
+}
+
+size_t bf16_tiles_bytes(int64_t rows, int64_t k) { return static_cast<size_t>(rows / 16 * tile_steps(2 * k) * 1024); }
+void bf16_tiles_pack(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k, uint8_t* dst) {
+  pack_weight_tiles(w, row_bytes, rows, 0, 2 * k, dst);
+}
+// As bf16_matmul_amx: one chain of tdpbf16ps per output over K in order.
+void bf16_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
+                       size_t xrb, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  tiles_split<Kind::bf16>(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin, row_end, [&](int64_t a, int64_t n16) {
+    auto epi = [&](const int32_t* c, int64_t tokens, int64_t t, int64_t rows, int64_t r) {
+      const float* cf = reinterpret_cast<const float*>(c);
+      for (int64_t i = 0; i < tokens; ++i)
+        for (int64_t h = 0; h < rows / 16; ++h)
+          _mm512_storeu_ps(y + (t + i) * ldy + r + 16 * h, _mm512_load_ps(cf + i * 32 + 16 * h));
+    };
+    tiles_gemm<Bf16Ops>(tiles, 2 * k, static_cast<const uint8_t*>(xv), xrb, 0,
+                        static_cast<int64_t>(actbf16_row_bytes(k)), m, a, n16, epi);
+  });
+}
+
 // ---- int4_gG_a8, G = 64 and 128: AMX-INT8 per group, the scales in AVX-512 ------------------------
 // The weights of a block of 32 rows are decoded once per call to signed int8 (q - 8) into A tiles
 // of one 64-column step each (G / 64 steps per group; a ragged group zero filled); X's int8
@@ -375,6 +572,10 @@ FormatKernels kernels_amx(const Spec& s) {
   if (s.kind == Kind::w8a8 || s.kind == Kind::bf16) {
     FormatKernels f = kernels_avx512vnni(s);  // the matvec, the conversion of the activations
     f.matmul = s.kind == Kind::bf16 ? bf16_matmul_amx : w8a8_matmul_amx;
+    f.tiles_bytes = s.kind == Kind::bf16 ? bf16_tiles_bytes : w8a8_tiles_bytes;
+    f.tiles_pack = s.kind == Kind::bf16 ? bf16_tiles_pack : w8a8_tiles_pack;
+    f.matmul_tiles = s.kind == Kind::bf16 ? bf16_matmul_tiles : w8a8_matmul_tiles;
+    f.tiles_min_tokens = 16;
     return f;
   }
   if (s.kind == Kind::int4_a8 && s.group >= 64) {

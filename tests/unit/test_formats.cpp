@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -284,6 +285,23 @@ float tol(const float* w, const float* x, int64_t k) {
   return static_cast<float>(4 * 6e-8 * double(k + 8) * (s + 2 * mw * sx) + 1e-6);
 }
 
+// FormatKernels::matmul_tiles, the runner's prefill on weights repacked once (where `isa` has
+// one): the repack, then the call, the weights and activations copied to buffers of their exact
+// size (no slack a load past the rows could hide in). False when the level has none.
+bool run_tiles(const FormatRow& f, Isa isa, const Packed& p, int64_t rows, int64_t k, const Acts& a, int64_t m,
+               float* y, int64_t ldy, int64_t rb, int64_t re) {
+  const FormatKernels& kern = f.kernels_at(isa);
+  if (!kern.matmul_tiles) return false;
+  std::vector<uint8_t> w(p.bytes.begin(), p.bytes.begin() + static_cast<int64_t>(p.row_bytes) * rows);
+  std::vector<uint8_t> x(a.bytes.begin(), a.bytes.begin() + static_cast<int64_t>(a.row_bytes) * m);
+  std::vector<uint8_t> tiles(kern.tiles_bytes(rows, k) + 1, 0xcd);
+  kern.tiles_pack(w.data(), p.row_bytes, rows, k, tiles.data());
+  EXPECT_EQ(tiles.back(), 0xcd) << "the repack wrote past tiles_bytes";
+  tiles.pop_back();
+  kern.matmul_tiles(tiles.data(), w.data(), p.row_bytes, k, x.data(), a.row_bytes, m, y, ldy, rb, re);
+  return true;
+}
+
 // int32 accumulation; f32 sums (f32 or bf16 activations) agree up to their order.
 bool exact_twins(const FormatRow& f, Isa isa) {
   return f.act_at(isa) != ActType::f32 && f.act_at(isa) != ActType::bf16;
@@ -331,19 +349,23 @@ void check_twins(const FormatRow& f, Isa isa, int64_t rows, int64_t k, std::mt19
       for (int64_t r = rows - rb; r < rows; ++r) ASSERT_EQ(y1[r], -1.f) << "matvec wrote past its rows";
     }
     const int64_t ldy = rows + 3;
-    std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f);
+    std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f), y2(m * ldy, 7.f);
     ref.matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y0.data(), ldy, 0, rows);
     fast.matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y1.data(), ldy, 0, rows);
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t r = 0; r < rows; ++r) {
-        if (exact)
-          ASSERT_EQ(y0[i * ldy + r], y1[i * ldy + r]) << "matmul m=" << m << " k=" << k;
-        else
-          ASSERT_NEAR(y0[i * ldy + r], y1[i * ldy + r],
-                      tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
-              << "matmul m=" << m << " k=" << k << " rows=" << rows << " i=" << i << " r=" << r;
+    const bool tiles = run_tiles(f, isa, p, rows, k, a, m, y2.data(), ldy, 0, rows);
+    for (const std::vector<float>* y : {&y1, &y2}) {
+      if (y == &y2 && !tiles) break;
+      const char* what = y == &y1 ? "matmul" : "matmul_tiles";
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t r = 0; r < rows; ++r) {
+          if (exact)
+            ASSERT_EQ(y0[i * ldy + r], (*y)[i * ldy + r]) << what << " m=" << m << " k=" << k;
+          else
+            ASSERT_NEAR(y0[i * ldy + r], (*y)[i * ldy + r], tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
+                << what << " m=" << m << " k=" << k << " rows=" << rows << " i=" << i << " r=" << r;
+        }
+        for (int64_t r = rows; r < ldy; ++r) ASSERT_EQ((*y)[i * ldy + r], 7.f) << what << " wrote past the rows";
       }
-      for (int64_t r = rows; r < ldy; ++r) ASSERT_EQ(y1[i * ldy + r], 7.f) << "wrote past the rows";
     }
   }
 }
@@ -367,19 +389,24 @@ TEST_P(FormatTwin, EveryKernelMatchesItsGenericTwin) {
 void check_matmul_range(const FormatRow& f, Isa isa, const Packed& p, const Acts& a, int64_t rows, int64_t k,
                         int64_t m, int64_t rb, int64_t re) {
   const int64_t ldy = rows + 5;
-  std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f);
+  std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f), y2(m * ldy, 7.f);
   f.kernels[0].matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y0.data(), ldy, rb, re);
   f.kernels_at(isa).matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y1.data(), ldy, rb, re);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t r = 0; r < ldy; ++r) {
-      if (r >= rb && r < re) {
-        ASSERT_EQ(y0[i * ldy + r], y1[i * ldy + r])
-            << "m=" << m << " k=" << k << " rows=" << rows << " range " << rb << ".." << re << " i=" << i << " r=" << r;
-      } else {
-        ASSERT_EQ(y1[i * ldy + r], 7.f) << "wrote outside rows " << rb << ".." << re << " m=" << m << " k=" << k
-                                        << " i=" << i << " r=" << r;
+  const bool tiles = run_tiles(f, isa, p, rows, k, a, m, y2.data(), ldy, rb, re);
+  for (const std::vector<float>* y : {&y1, &y2}) {
+    if (y == &y2 && !tiles) break;
+    const char* what = y == &y1 ? "matmul" : "matmul_tiles";
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t r = 0; r < ldy; ++r) {
+        if (r >= rb && r < re) {
+          ASSERT_EQ(y0[i * ldy + r], (*y)[i * ldy + r]) << what << " m=" << m << " k=" << k << " rows=" << rows
+                                                        << " range " << rb << ".." << re << " i=" << i << " r=" << r;
+        } else {
+          ASSERT_EQ((*y)[i * ldy + r], 7.f) << what << " wrote outside rows " << rb << ".." << re << " m=" << m
+                                            << " k=" << k << " i=" << i << " r=" << r;
+        }
       }
-    }
+  }
 }
 
 TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
@@ -400,6 +427,7 @@ TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
         {48, 100, {12, 29, 34, 241}},           // ragged step; 241 = a block of 240 + 1
         {65, 1056, {28, 31}},                   // one chunk of 1024 + a ragged 32
         {20, 2100, {33}},                       // three chunks
+        {40, 4100, {250}},                      // a ragged step; two token chunks of the AMX tiles
     };
     for (const Shape& sh : shapes) {
       auto w = gauss(sh.rows * sh.k, rng);
@@ -510,6 +538,26 @@ TEST_P(FormatTwin, Bf16ManyTokens) {
           else
             ASSERT_EQ(y1[i * ldy + r], 7.f) << "wrote outside rows [" << rb << ", " << re << "): i=" << i << " r=" << r;
         }
+      std::vector<float> yt(sh.m * ldy, 7.f);
+      if (run_tiles(f, GetParam(), p, sh.rows, sh.k, a, sh.m, yt.data(), ldy, rb, re)) {
+        for (int64_t i = 0; i < sh.m; ++i)
+          for (int64_t r = 0; r < ldy; ++r) {
+            if (r >= rb && r < re)
+              ASSERT_NEAR(y0[i * ldy + r], yt[i * ldy + r], tol(&p.unpacked[r * sh.k], &a.dequantised[i * sh.k], sh.k))
+                  << "matmul_tiles m=" << sh.m << " rows=" << sh.rows << " k=" << sh.k << " i=" << i << " r=" << r;
+            else
+              ASSERT_EQ(yt[i * ldy + r], 7.f) << "matmul_tiles wrote outside rows [" << rb << ", " << re << ")";
+          }
+        // one chain per output: the tokens from the second on, alone, give the same bits
+        Acts a1 = a;
+        a1.bytes.erase(a1.bytes.begin(), a1.bytes.begin() + static_cast<int64_t>(a.row_bytes));
+        std::vector<float> yt1((sh.m - 1) * ldy, 7.f);
+        run_tiles(f, GetParam(), p, sh.rows, sh.k, a1, sh.m - 1, yt1.data(), ldy, rb, re);
+        const int64_t first = (rb + 15) / 16 * 16, end = sh.m - 1 >= 16 ? first + (re - first) / 16 * 16 : first;
+        for (int64_t i = 0; i + 1 < sh.m; ++i)
+          for (int64_t r = first; r < end; ++r)
+            ASSERT_EQ(yt1[i * ldy + r], yt[(i + 1) * ldy + r]) << "matmul_tiles m=" << sh.m << " k=" << sh.k << " i=" << i << " r=" << r;
+      }
       const bool lanes = sh.m - 1 >= 48 && re - rb >= 24 && GetParam() == Isa::avx512_vnni;
       const bool tiles = sh.m - 1 >= 16 && re - rb >= 16 && GetParam() == Isa::amx;
       if (lanes || tiles) {  // the lane-transposed GEMM; the AMX tiles (whole tiles of 16 rows)
@@ -1085,6 +1133,55 @@ TEST(Formats, PrefillThreadSplitsMatchOneGenericThread) {
           ASSERT_EQ(y[j], y0[j]) << isa_name(isa) << " threads=" << threads << " i=" << j / rows << " r=" << j % rows;
       }
   }
+}
+
+// The weights repacked as AMX tiles (w8a8, bf16 at amx): made once per matrix on the first prefill
+// of 16 tokens or more, shared by every runner and thread that asks (concurrently here: TSan runs
+// this test), of the size the kernels declare; levels without a repack get none; and the runner's
+// prefill through them equals the generic kernel bit for bit (w8a8) at one and two threads.
+TEST(Formats, AmxRepackedTilesAreMadeOnceAndShared) {
+  CIBENCH_REQUIRE_ISA(Isa::amx);
+  std::mt19937 rng(71);
+  const int64_t rows = 83, cols = 300, m = 40;
+  const FormatRow& f = format_by_name("w8a8");
+  auto w = gauss(rows * cols, rng);
+  auto x = gauss(m * cols, rng);
+  WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
+  EXPECT_EQ(wm.tiles_for(f.kernels_at(Isa::avx512_vnni)), nullptr);
+  EXPECT_EQ(wm.tiles_bytes(), 0u);
+  {  // a few tokens do not make the repack
+    ThreadPool pool(1);
+    MatmulRunner run(pool, Isa::amx);
+    std::vector<float> y(8 * rows);
+    run.matmul(wm, x.data(), cols, 8, y.data(), rows);
+    EXPECT_EQ(wm.tiles_bytes(), 0u);
+  }
+  const FormatKernels& kern = f.kernels_at(Isa::amx);
+  ASSERT_NE(kern.matmul_tiles, nullptr);
+  const uint8_t* got[4] = {};
+  {
+    std::vector<std::thread> ts;
+    for (int i = 0; i < 4; ++i) ts.emplace_back([&, i] { got[i] = wm.tiles_for(kern); });
+    for (auto& t : ts) t.join();
+  }
+  ASSERT_NE(got[0], nullptr);
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(got[i], got[0]);
+  EXPECT_EQ(wm.tiles_bytes(), kern.tiles_bytes(rows, cols));
+  EXPECT_EQ(wm.tiles_bytes(), static_cast<size_t>(rows / 16 * ((fmt::round_up(cols, 32) + 63) / 64) * 1024));
+  std::vector<float> y0(m * rows);
+  {
+    ThreadPool pool(1);
+    MatmulRunner run(pool, Isa::generic);
+    run.matmul(wm, x.data(), cols, m, y0.data(), rows);
+  }
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    MatmulRunner run(pool, Isa::amx);
+    std::vector<float> y(m * rows, -1.f);
+    run.matmul(wm, x.data(), cols, m, y.data(), rows);
+    for (int64_t j = 0; j < m * rows; ++j) ASSERT_EQ(y[j], y0[j]) << "threads=" << threads << " i=" << j / rows;
+  }
+  EXPECT_EQ(wm.tiles_for(kern), got[0]);  // still the one repack
 }
 
 }  // namespace
