@@ -3,7 +3,7 @@
 // with its residual add, and the masked softmax of attention scores. Written once, here, and
 // compiled into every level's kernel table (kernels_generic.cpp and, with that level's flags,
 // simd_kernels.inc) as bias_activation, add_layer_norm and masked_softmax. The sums are written
-// with explicit 8-way partials, so every level adds in the same order; the SIMD levels run more
+// with explicit 16-way partials (kPartials), so every level adds in the same order; the SIMD levels run more
 // lanes and, being built with FMA, may fuse a multiply-add (KernelTwin.EncoderNumerics bounds
 // the difference from the generic twin).
 #include <algorithm>
@@ -44,11 +44,28 @@ inline float exp_approx(float x) {
   return p * scale;
 }
 
+// 1 / d for d in [1, 5]: a first guess from the bits (within 13 %), then three Newton steps
+// (relative error ~1e-7, one or two ulp). A vector division is a long serial operation (its
+// throughput was the limit of the GELU loop on a Xeon core: 7 % of a DistilBERT w8a8 pass at 128
+// tokens); these are seven multiply-adds that pipeline.
+inline float recip_1_5(float d) {
+  int32_t i;
+  std::memcpy(&i, &d, sizeof i);
+  i = 0x7EF311C3 - i;
+  float r;
+  std::memcpy(&r, &i, sizeof r);
+  r = r * (2.0f - d * r);
+  r = r * (2.0f - d * r);
+  r = r * (2.0f - d * r);
+  return r;
+}
+
 // erf(x) by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7, i.e. float resolution of
-// GELU's 0.5 * (1 + erf)); branch-free.
+// GELU's 0.5 * (1 + erf)); branch-free. |x| is clamped to 10 for t (erf is 1 in float from 3.9 on;
+// exp(-x^2) is 0 there either way), which keeps t's divisor in [1, 4.3].
 inline float erf_approx(float x) {
-  const float ax = std::fabs(x);
-  const float t = 1.0f / (1.0f + 0.3275911f * ax);
+  const float ax = std::min(std::fabs(x), 10.0f);
+  const float t = recip_1_5(1.0f + 0.3275911f * ax);
   float y = 1.061405429f;
   y = y * t - 1.453152027f;
   y = y * t + 1.421413741f;
@@ -83,29 +100,34 @@ __attribute__((always_inline)) inline void bias_activation_body(float* x, const 
 }
 
 
+// The sums of LayerNorm and softmax run in this many interleaved partials, the same at every level:
+// one 16-lane vector at AVX-512 (8 partials left those loops at half width there).
+constexpr int kPartials = 16;
+
 // x = LayerNorm(x + a + bias) over n values (a and bias may be null). With out2, also
 // out2 = the same normalised values with gamma w2 and beta b2 (a folded second output).
 inline void add_layer_norm_body(float* x, const float* a, const float* bias, const float* w, const float* b,
                                int64_t n, float eps, float* out2, const float* w2, const float* b2) {
   if (a)
     for (int64_t i = 0; i < n; ++i) x[i] += a[i] + bias[i];
-  float sum[8] = {0};
+  constexpr int P = kPartials;
+  float sum[P] = {0};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) sum[k] += x[i + k];
+  for (; i + P <= n; i += P)
+    for (int k = 0; k < P; ++k) sum[k] += x[i + k];
   float s = 0.0f;
   for (; i < n; ++i) s += x[i];
-  for (int k = 0; k < 8; ++k) s += sum[k];
+  for (int k = 0; k < P; ++k) s += sum[k];
   const float mean = s / static_cast<float>(n);
-  float sq[8] = {0};
-  for (i = 0; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) {
+  float sq[P] = {0};
+  for (i = 0; i + P <= n; i += P)
+    for (int k = 0; k < P; ++k) {
       const float d = x[i + k] - mean;
       sq[k] += d * d;
     }
   float v = 0.0f;
   for (; i < n; ++i) v += (x[i] - mean) * (x[i] - mean);
-  for (int k = 0; k < 8; ++k) v += sq[k];
+  for (int k = 0; k < P; ++k) v += sq[k];
   const float inv = 1.0f / std::sqrt(v / static_cast<float>(n) + eps);
   if (out2)
     for (i = 0; i < n; ++i) out2[i] = (x[i] - mean) * inv * w2[i] + b2[i];
@@ -118,33 +140,34 @@ inline void masked_softmax_body(float* s, const uint8_t* mask, int64_t n) {
   constexpr float kMasked = -1e30f;
   if (mask)
     for (int64_t j = 0; j < n; ++j) s[j] = mask[j] ? s[j] : kMasked;
-  // The maximum (any order gives the same value) and the sum in 8-way partials, as LayerNorm's:
-  // a serial sum kept the exp loop scalar (8 % of the cpu-clock samples of a DistilBERT w8a8
-  // forward pass at 128 tokens on one Xeon core).
-  float m8[8];
-  for (int k = 0; k < 8; ++k) m8[k] = s[0];
+  // The maximum (any order gives the same value) and the sum in kPartials-way partials, as
+  // LayerNorm's: a serial sum kept the exp loop scalar (8 % of the cpu-clock samples of a
+  // DistilBERT w8a8 forward pass at 128 tokens on one Xeon core).
+  constexpr int P = kPartials;
+  float mp[P];
+  for (int k = 0; k < P; ++k) mp[k] = s[0];
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; ++k) m8[k] = std::max(m8[k], s[j + k]);
+  for (; j + P <= n; j += P)
+    for (int k = 0; k < P; ++k) mp[k] = std::max(mp[k], s[j + k]);
   float mx = s[0];
   for (; j < n; ++j) mx = std::max(mx, s[j]);
-  for (int k = 0; k < 8; ++k) mx = std::max(mx, m8[k]);
+  for (int k = 0; k < P; ++k) mx = std::max(mx, mp[k]);
   if (mx == kMasked) {  // nothing to attend to: equal weights
     std::fill(s, s + n, 0.0f);
     mx = 0.0f;
   }
-  float sum8[8] = {0};
-  for (j = 0; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; ++k) {
+  float sump[P] = {0};
+  for (j = 0; j + P <= n; j += P)
+    for (int k = 0; k < P; ++k) {
       s[j + k] = exp_approx(s[j + k] - mx);
-      sum8[k] += s[j + k];
+      sump[k] += s[j + k];
     }
   float sum = 0.0f;
   for (; j < n; ++j) {
     s[j] = exp_approx(s[j] - mx);
     sum += s[j];
   }
-  for (int k = 0; k < 8; ++k) sum += sum8[k];
+  for (int k = 0; k < P; ++k) sum += sump[k];
   const float inv = 1.0f / sum;
   for (j = 0; j < n; ++j) s[j] *= inv;
 }

@@ -228,7 +228,7 @@ void attention_ref(const float* q, const std::vector<float>& kc, const std::vect
 // measured against the generic twin on ragged lengths, with masks, folded second outputs and
 // every activation. They agree to the rounding of a fused multiply-add where the compiler
 // contracts one (the SIMD levels are built with FMA): each output within 8 u of its magnitude
-// (a handful of contractable products per value; the LayerNorm sums use the same 8-way partials).
+// (a handful of contractable products per value; the LayerNorm sums use the same 16-way partials).
 TEST_P(KernelTwin, EncoderNumericsMatchTheGenericTwin) {
   std::mt19937 rng(6);
   for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{63}, int64_t{128}, int64_t{768}}) {
@@ -268,6 +268,23 @@ TEST_P(KernelTwin, EncoderNumericsMatchTheGenericTwin) {
         ASSERT_LT(s1[i], 1e-37f) << "masked entry";
       }
     }
+  }
+}
+
+// GELU (erf form) against erf in double at every level, over [-12, 12] and a few extremes: the
+// approximation's error (Abramowitz & Stegun 7.1.26, below 1.5e-7 on erf; its t = 1 / (1 + p|x|)
+// by three Newton steps, ~1e-7 relative, moving erf by at most as much again) is relative to
+// 0.5 |v|, plus a few roundings of the output: |out - exact| <= 0.5 |v| 4e-7 + 8 u |exact|.
+TEST_P(KernelTwin, GeluIsErfWithinTheApproximationsError) {
+  std::vector<float> v;
+  for (int i = -1200; i <= 1200; ++i) v.push_back(i * 0.01f);
+  for (float e : {1e-30f, -1e-30f, 1e-5f, -1e-5f, 3.9f, -3.9f, 30.f, -30.f, 1e20f, -1e20f, 3e38f, -3e38f}) v.push_back(e);
+  const int64_t n = static_cast<int64_t>(v.size());
+  std::vector<float> x = v, zero(n, 0.f);
+  fast().bias_activation(x.data(), zero.data(), n, Activation::gelu);
+  for (int64_t i = 0; i < n; ++i) {
+    const double exact = 0.5 * double(v[i]) * (1.0 + std::erf(double(v[i]) / std::sqrt(2.0)));
+    ASSERT_NEAR(x[i], exact, 0.5 * std::fabs(double(v[i])) * 4e-7 + 8 * kF32U * std::fabs(exact)) << "v=" << v[i];
   }
 }
 
