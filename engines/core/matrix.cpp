@@ -103,12 +103,25 @@ const void* MatmulRunner::convert(const WeightMatrix& w, const float* x, int64_t
     return x;
   }
   if (act_.size() < rb * m) reserve(m, w.cols);
-  if (f.quantize_act_static && w.act_scale > 0.f) {
-    for (int64_t i = 0; i < m; ++i)
-      f.quantize_act_static(x + i * ldx, w.cols, w.act_scale, act_.data() + i * rb);
+  // Rows split over the pool from kParallelConvertRows on (below, a dispatch costs more than it saves).
+  constexpr int64_t kParallelConvertRows = 16;
+  auto rows = [&](int64_t i0, int64_t i1) {
+    if (f.quantize_act_static && w.act_scale > 0.f) {
+      for (int64_t i = i0; i < i1; ++i)
+        f.quantize_act_static(x + i * ldx, w.cols, w.act_scale, act_.data() + i * rb);
+    } else {
+      const auto quantize = f.quantizer_at(isa_);
+      for (int64_t i = i0; i < i1; ++i) quantize(x + i * ldx, w.cols, act_.data() + i * rb);
+    }
+  };
+  if (m >= kParallelConvertRows && pool_.size() > 1) {
+    pool_.run([&](int i, int n) {
+      int64_t b, e;
+      ThreadPool::split(m, i, n, &b, &e, 1);
+      if (b < e) rows(b, e);
+    });
   } else {
-    const auto quantize = f.quantizer_at(isa_);
-    for (int64_t i = 0; i < m; ++i) quantize(x + i * ldx, w.cols, act_.data() + i * rb);
+    rows(0, m);
   }
   *act_row_bytes = rb;
   return act_.data();

@@ -196,11 +196,18 @@ void act8_quantize_avx2(const float* x, int64_t k, void* dst_v) {
   uint8_t* dst = static_cast<uint8_t*>(dst_v);
   std::memset(dst, 0, static_cast<size_t>(kActHeader));
   const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  __m256 va = _mm256_setzero_ps();
+  __m256 va = _mm256_setzero_ps(), vb = va, vc = va, vd = va;
   int64_t i = 0;
-  // max(v, acc) keeps acc where v is NaN, as std::max(acc, v) does in the reference.
+  // max(v, acc) keeps acc where v is NaN, as std::max(acc, v) does in the reference; the maximum
+  // in four independent chains (one chain of vmaxps was half of this function's time).
+  for (; i + 32 <= k; i += 32) {
+    va = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), absmask), va);
+    vb = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i + 8), absmask), vb);
+    vc = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i + 16), absmask), vc);
+    vd = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i + 24), absmask), vd);
+  }
   for (; i + 8 <= k; i += 8) va = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), absmask), va);
-  float amax = hmax8(va);
+  float amax = hmax8(_mm256_max_ps(_mm256_max_ps(va, vb), _mm256_max_ps(vc, vd)));
   for (; i < k; ++i) amax = std::max(amax, std::fabs(x[i]));
   const float scale = amax / 127.f;
   const float inv = scale > 0.f ? 1.f / scale : 0.f;
