@@ -1,13 +1,16 @@
 // AMX kernels. This file alone is compiled with the AVX-512 VNNI/BF16 flags plus
 // -mamx-tile -mamx-int8 -mamx-bf16.
-//   bf16 matmul (prefill): AMX-BF16 tiles (tdpbf16ps) on the activations rounded to bf16, as the
-//   avx512_vnni kernels take them (the same act variant, so prefill and decode agree).
-//   w8a8 matmul (prefill): AMX-INT8 tiles (tdpbssd), exact int32 sums: bit for bit the generic twin.
-//   Both: one GEMM (amx_gemm below) with the weight rows as the A tiles.
-//   int4_g64_a8 and int4_g128_a8 matmul: AMX-INT8 per group with the scales applied in AVX-512
-//   (group_a8_matmul_amx), bit for bit the generic twin.
+//   Prefill through MatmulRunner (FormatKernels::matmul_tiles) on weights repacked once per
+//   matrix as B tiles, the activation rows as the A tiles where they lie:
+//     bf16 (tdpbf16ps, the activations rounded to bf16 as the avx512_vnni kernels take them, so
+//     prefill and decode agree) and w8a8 (tdpbssd, exact int32 sums: bit for bit the generic
+//     twin): tiles_gemm;
+//     int4_g32/64/128_a8 and int8_g32_a8 (tdpbssd per group of 32 columns, the scales applied in
+//     AVX-512 group after group: bit for bit the generic twin): group_matmul_tiles.
+//   The kernels' plain matmul (a caller without the repack): bf16 and w8a8 with the weight rows as
+//   the A tiles (amx_gemm), int4_g64_a8 / int4_g128_a8 per group (group_a8_matmul_amx).
 //   Their matvecs (decode: one token does not fill a tile), the calls of fewer than 16 tokens and
-//   the last < 16 rows of a range: the avx512_vnni kernels.
+//   the rows outside whole tiles of 16: the avx512_vnni kernels.
 // Every other row falls back to its AVX-512 VNNI / AVX-512 kernels.
 // Written to the Intel intrinsics documentation; dispatched only when cpuid reports AMX and the
 // kernel granted the tile permission (engines/core/cpu.cpp). The twin tests run it only on a host
@@ -430,6 +433,205 @@ void bf16_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes,
   });
 }
 
+// ---- per-group formats on repacked tiles (int4_gG_a8, int8_g32_a8) ------------------------------
+// FormatKernels::matmul_tiles for the rows whose weights and activations carry a scale per group
+// of G: the weights of each block of 16 rows decoded once per matrix to signed bytes (int4: q - 8;
+// Q8_0: the values) as B tiles of one 32-column sub-step each ([8 four-byte K groups][16 rows],
+// 512 bytes; zero past K), their f16 scales as floats beside them; the activation rows are the A
+// tiles where they lie (16 tokens x 32 bytes, at the rows' stride; the quantiser pads K to 32
+// with zeros). Per group and 2 x 2 C tiles (32 tokens x 32 rows): G / 32 tdpbssd give the exact
+// int32 sums of the group, stored, then acc = fma(d_w * d_a, float(sum), acc) per (token, 16 rows)
+// in AVX-512, group after group: the generic twin's expression per lane, bit for bit. The float
+// accumulators of the 32 x 32 block live in L1 (4 KB); the block is written to Y once, after the
+// last group. Unlike group_a8_matmul_amx below, nothing is decoded, packed or transposed per
+// call, which is what made the tile form of groups of 32 no faster than VNNI there.
+struct GroupTiles {
+  int64_t groups;  // per row
+  int64_t subs;    // 32-column sub-steps per group: G / 32
+};
+inline int64_t group_tile_bytes(int64_t k) { return round_up(k, 32) / 32 * 512; }  // B tiles of a 16-row block
+inline int64_t group_scale_bytes(int64_t k, int64_t g) { return (k + g - 1) / g * 64; }
+
+// Every one of the 8 tiles for 32-byte sub-steps: C 16 x 64 bytes, A 16 x 32, B 8 x 64.
+inline void configure_group_tiles() {
+  TileConfig cfg{};
+  cfg.palette_id = 1;
+  for (int t = 0; t < 8; ++t) {
+    cfg.rows[t] = t >= 6 ? 8 : 16;
+    cfg.colsb[t] = t >= 4 && t < 6 ? 32 : 64;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+// The signed weight (byte) of row `row` at column c, and group g's scale.
+template <Kind K, int G>
+inline int8_t group_weight(const uint8_t* row, int64_t k, int64_t c) {
+  if constexpr (K == Kind::q8_a8) {
+    return static_cast<int8_t>(row[(c / kQ8Block) * kQ8BlockBytes + 2 + c % kQ8Block]);
+  } else {
+    const int64_t g = c / G, i = c % G;  // groups before g are whole: 2 + G / 2 bytes
+    const uint8_t b = row[g * (2 + G / 2) + 2 + (i / 32) * 16 + (i % 16)];
+    const int q = (i % 32) < 16 ? (b & 0xf) : (b >> 4);
+    (void)k;
+    return static_cast<int8_t>(q - 8);
+  }
+}
+template <Kind K, int G>
+inline float group_scale(const uint8_t* row, int64_t g) {
+  return half_to_float(load_u16(row + g * (K == Kind::q8_a8 ? kQ8BlockBytes : 2 + G / 2)));
+}
+
+// Per 16-row block: [sub-step][8 quads][16 rows][4 bytes] (the B tiles), then [group][16 scales].
+template <int G>
+inline int64_t group_block_bytes(int64_t k) { return group_tile_bytes(k) + group_scale_bytes(k, G); }
+template <Kind K, int G>
+size_t group_tiles_bytes(int64_t rows, int64_t k) {
+  return static_cast<size_t>(rows / 16 * group_block_bytes<G>(k));
+}
+template <Kind K, int G>
+void group_tiles_pack(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k, uint8_t* dst) {
+  const int64_t tb = group_tile_bytes(k), ng = (k + G - 1) / G, kp = round_up(k, 32);
+  for (int64_t rb = 0; rb < rows / 16; ++rb) {
+    uint8_t* t = dst + rb * group_block_bytes<G>(k);
+    float* sc = reinterpret_cast<float*>(t + tb);
+    for (int64_t r = 0; r < 16; ++r) {
+      const uint8_t* row = w + (16 * rb + r) * static_cast<int64_t>(row_bytes);
+      for (int64_t c = 0; c < kp; ++c) {
+        const int64_t st = c / 32, q = (c % 32) / 4, j = c % 4;
+        t[st * 512 + q * 64 + r * 4 + j] = c < k ? static_cast<uint8_t>(group_weight<K, G>(row, k, c)) : 0;
+      }
+      for (int64_t g = 0; g < ng; ++g) sc[g * 16 + r] = group_scale<K, G>(row, g);
+    }
+  }
+}
+
+template <int NT, int NR>
+inline void group_tiles_products(const uint8_t* a0, const uint8_t* a1, int64_t as, const uint8_t* b0,
+                                 const uint8_t* b1, int subs) {
+  _tile_zero(0);
+  if constexpr (NR > 1) _tile_zero(1);
+  if constexpr (NT > 1) _tile_zero(2);
+  if constexpr (NT > 1 && NR > 1) _tile_zero(3);
+  for (int s = 0; s < subs; ++s) {
+    _tile_loadd(6, b0 + 512 * s, 64);
+    _tile_loadd(4, a0 + 32 * s, as);
+    _tile_dpbssd(0, 4, 6);
+    if constexpr (NR > 1) {
+      _tile_loadd(7, b1 + 512 * s, 64);
+      _tile_dpbssd(1, 4, 7);
+    }
+    if constexpr (NT > 1) {
+      _tile_loadd(5, a1 + 32 * s, as);
+      _tile_dpbssd(2, 5, 6);
+      if constexpr (NR > 1) _tile_dpbssd(3, 5, 7);
+    }
+  }
+}
+template <int NT, int NR>
+inline void group_tiles_store(int32_t* c) {
+  _tile_stored(0, c, 128);
+  if constexpr (NR > 1) _tile_stored(1, c + 16, 128);
+  if constexpr (NT > 1) _tile_stored(2, c + 16 * 32, 128);
+  if constexpr (NT > 1 && NR > 1) _tile_stored(3, c + 16 * 32 + 16, 128);
+}
+
+// One 32 x 32 block over all groups: the tile products of group g + 1 are issued before group g's
+// sums are scaled (from the other of two C buffers), so the tiles and the AVX-512 epilogue overlap.
+template <int NT, int NR, int G>
+inline void group_tiles_run(const uint8_t* x0, const uint8_t* x1, int64_t xrb, int64_t hdr, const uint8_t* bt0,
+                            const uint8_t* bt1, const float* dw0, const float* dw1, int64_t k, int64_t tokens,
+                            int32_t (*cb)[32 * 32], float* acc) {
+  constexpr int SUBS = G / 32;
+  const int64_t ng = (k + G - 1) / G;
+  auto products = [&](int64_t g) {  // a ragged last group: only the sub-steps the activations' zero pad covers
+    const int subs = g + 1 < ng ? SUBS : static_cast<int>(round_up(k - g * G, 32) / 32);
+    group_tiles_products<NT, NR>(x0 + hdr + g * G, x1 + hdr + g * G, xrb, bt0 + g * SUBS * 512,
+                                 bt1 + g * SUBS * 512, subs);
+  };
+  for (int64_t i = 0; i < 32 * 32; i += 16) _mm512_store_ps(acc + i, _mm512_setzero_ps());
+  products(0);
+  group_tiles_store<NT, NR>(cb[0]);
+  for (int64_t g = 0; g < ng; ++g) {
+    if (g + 1 < ng) products(g + 1);
+    // acc = fma(d_w * d_a, float(sum), acc) per lane (the generic twin's expression)
+    const int32_t* c = cb[g & 1];
+    const __m512 w0 = _mm512_loadu_ps(dw0 + 16 * g);
+    const __m512 w1 = NR > 1 ? _mm512_loadu_ps(dw1 + 16 * g) : w0;
+    for (int half = 0; half < NT; ++half) {  // tokens [16 half, 16 half + n) from x0 or x1
+      const int64_t n = tokens - 16 * half < 16 ? tokens - 16 * half : 16;
+      const uint8_t* xr = (half ? x1 : x0) + 4 * g;
+      float* ai = acc + 16 * half * 32;
+      const int32_t* ci = c + 16 * half * 32;
+      for (int64_t i = 0; i < n; ++i, xr += xrb, ai += 32, ci += 32) {
+        const __m512 da = _mm512_set1_ps(load_f32(xr));
+        _mm512_store_ps(ai, _mm512_fmadd_ps(_mm512_mul_ps(w0, da), _mm512_cvtepi32_ps(_mm512_load_si512(ci)),
+                                            _mm512_load_ps(ai)));
+        if constexpr (NR > 1)
+          _mm512_store_ps(ai + 16, _mm512_fmadd_ps(_mm512_mul_ps(w1, da),
+                                                   _mm512_cvtepi32_ps(_mm512_load_si512(ci + 16)),
+                                                   _mm512_load_ps(ai + 16)));
+      }
+    }
+    if (g + 1 < ng) group_tiles_store<NT, NR>(cb[(g + 1) & 1]);
+  }
+}
+
+template <Kind K, int G>
+void group_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
+                        size_t xrb, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  int64_t a = (row_begin + 15) / 16 * 16;
+  a = a < row_end ? a : row_end;
+  const int64_t n16 = m >= 16 ? (row_end - a) / 16 * 16 : 0;
+  if (n16 == 0) {
+    vnni_matmul<K, G>(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  if (row_begin < a) vnni_matmul<K, G>(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin, a);
+  const uint8_t* x = static_cast<const uint8_t*>(xv);
+  const int64_t hdr = actb_header(k, G), tb = group_tile_bytes(k), bb = group_block_bytes<G>(k);
+  thread_local std::vector<uint8_t> part;  // the last block of < 16 tokens, zero padded: [16][xrb]
+  alignas(64) int32_t cbuf[2][32 * 32];
+  alignas(64) float acc[32 * 32];
+  int64_t chunk = kAmxPackBytes / static_cast<int64_t>(xrb) / 32 * 32;
+  chunk = chunk < 32 ? 32 : chunk;
+  if (m % 16 && static_cast<int64_t>(part.size()) < 16 * static_cast<int64_t>(xrb)) part.resize(16 * xrb);
+  configure_group_tiles();
+  for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+    const int64_t mt = m - t0 < chunk ? m - t0 : chunk, full = mt / 16, nblocks = (mt + 15) / 16;
+    const uint8_t* xc = x + t0 * static_cast<int64_t>(xrb);
+    if (full < nblocks) {
+      std::memset(part.data(), 0, 16 * xrb);
+      std::memcpy(part.data(), xc + 16 * full * static_cast<int64_t>(xrb), static_cast<size_t>((mt - 16 * full) * xrb));
+    }
+    auto rows_of = [&](int64_t b) { return b < full ? xc + 16 * b * static_cast<int64_t>(xrb) : part.data(); };
+    for (int64_t r = 0; r < n16; r += 32) {
+      const bool two_r = n16 - r >= 32;
+      const uint8_t* bt0 = tiles + (a + r) / 16 * bb;
+      const uint8_t* bt1 = bt0 + bb;
+      const float* dw0 = reinterpret_cast<const float*>(bt0 + tb);
+      const float* dw1 = reinterpret_cast<const float*>(bt1 + tb);
+      for (int64_t b = 0; b < nblocks; b += 2) {
+        const bool two_t = b + 1 < nblocks;
+        const uint8_t* x0 = rows_of(b);
+        const uint8_t* x1 = two_t ? rows_of(b + 1) : x0;
+        const int64_t tokens = mt - 16 * b < 32 ? mt - 16 * b : 32;
+        const int64_t as = static_cast<int64_t>(xrb);
+        if (two_t && two_r) group_tiles_run<2, 2, G>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        else if (two_t) group_tiles_run<2, 1, G>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        else if (two_r) group_tiles_run<1, 2, G>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        else group_tiles_run<1, 1, G>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        for (int64_t i = 0; i < tokens; ++i) {
+          float* yr = y + (t0 + 16 * b + i) * ldy + a + r;
+          _mm512_storeu_ps(yr, _mm512_load_ps(acc + i * 32));
+          if (two_r) _mm512_storeu_ps(yr + 16, _mm512_load_ps(acc + i * 32 + 16));
+        }
+      }
+    }
+  }
+  _tile_release();
+  if (a + n16 < row_end) vnni_matmul<K, G>(w, row_bytes, k, xv, xrb, m, y, ldy, a + n16, row_end);
+}
+
 // ---- int4_gG_a8, G = 64 and 128: AMX-INT8 per group, the scales in AVX-512 ------------------------
 // The weights of a block of 32 rows are decoded once per call to signed int8 (q - 8) into A tiles
 // of one 64-column step each (G / 64 steps per group; a ragged group zero filled); X's int8
@@ -578,9 +780,25 @@ FormatKernels kernels_amx(const Spec& s) {
     f.tiles_min_tokens = 16;
     return f;
   }
-  if (s.kind == Kind::int4_a8 && s.group >= 64) {
+  if (s.kind == Kind::int4_a8) {
     FormatKernels f = kernels_avx512vnni(s);  // the matvec, the quantiser
-    f.matmul = s.group == 128 ? group_a8_matmul_amx<128> : group_a8_matmul_amx<64>;
+    if (s.group == 128) f.matmul = group_a8_matmul_amx<128>;
+    if (s.group == 64) f.matmul = group_a8_matmul_amx<64>;
+    f.tiles_bytes = s.group == 128 ? group_tiles_bytes<Kind::int4_a8, 128>
+                  : s.group == 64 ? group_tiles_bytes<Kind::int4_a8, 64> : group_tiles_bytes<Kind::int4_a8, 32>;
+    f.tiles_pack = s.group == 128 ? group_tiles_pack<Kind::int4_a8, 128>
+                 : s.group == 64 ? group_tiles_pack<Kind::int4_a8, 64> : group_tiles_pack<Kind::int4_a8, 32>;
+    f.matmul_tiles = s.group == 128 ? group_matmul_tiles<Kind::int4_a8, 128>
+                   : s.group == 64 ? group_matmul_tiles<Kind::int4_a8, 64> : group_matmul_tiles<Kind::int4_a8, 32>;
+    f.tiles_min_tokens = 16;
+    return f;
+  }
+  if (s.kind == Kind::q8_a8) {
+    FormatKernels f = kernels_avx512vnni(s);
+    f.tiles_bytes = group_tiles_bytes<Kind::q8_a8, 32>;
+    f.tiles_pack = group_tiles_pack<Kind::q8_a8, 32>;
+    f.matmul_tiles = group_matmul_tiles<Kind::q8_a8, 32>;
+    f.tiles_min_tokens = 16;
     return f;
   }
   return {};

@@ -157,6 +157,10 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
       if (k.matvec) k.matvec = fmt::int4g32a8_streams_matvec_avx512vnni();
     }
+    // The amx level's rows decode with avx512_vnni's matvec (they add prefill on the tiles).
+    FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
+    if ((n == "int8_g32_a8" || n == "int4_g32_a8") && amx.matvec)
+      amx.matvec = r.kernels[static_cast<int>(Isa::avx512_vnni)].matvec;
   }
 }
 

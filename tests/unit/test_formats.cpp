@@ -1216,6 +1216,11 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
     }
   }
   EXPECT_EQ(i4.kernels[lvl(Isa::avx512_vnni)].matvec == streams, intel);
+  // the amx level (prefill on the tiles) decodes with avx512_vnni's matvec, whichever that is
+  for (const FormatRow* r : {&q8, &i4}) {
+    EXPECT_NE(r->kernels[lvl(Isa::amx)].matmul_tiles, nullptr) << r->name;
+    EXPECT_EQ(r->kernels[lvl(Isa::amx)].matvec, r->kernels[lvl(Isa::avx512_vnni)].matvec) << r->name;
+  }
   // the streams matvec against the generic twin on a range of 16 x 3 rows (three streams steps)
   // and a ragged last group, bit for bit, wherever the host has avx512_vnni
   if (isa_supported(Isa::avx512_vnni)) {
