@@ -1139,7 +1139,7 @@ TEST(Formats, PrefillThreadSplitsMatchOneGenericThread) {
 // of 16 tokens or more, shared by every runner and thread that asks (concurrently here: TSan runs
 // this test), of the size the kernels declare; levels without a repack get none; and the runner's
 // prefill through them equals the generic kernel bit for bit (w8a8) at one and two threads.
-TEST(Formats, AmxRepackedTilesAreMadeOnceAndShared) {
+TEST(Formats, RepackedTilesAreMadeOnceAndShared_amx) {
   CIBENCH_REQUIRE_ISA(Isa::amx);
   std::mt19937 rng(71);
   const int64_t rows = 83, cols = 300, m = 40;
