@@ -49,6 +49,24 @@ inline void configure_tiles() {
   _tile_loadconfig(&cfg);
 }
 
+// The C tiles 0-3 of an NA x NB block (C tile i from A tile 4 + i / 2 and B tile 6 + i % 2):
+// zeroed, and stored to c (int32 or f32 bits, rows ldc elements apart) as [16 NA][16 NB].
+template <int NA, int NB>
+inline void zero_c() {
+  _tile_zero(0);
+  if constexpr (NB > 1) _tile_zero(1);
+  if constexpr (NA > 1) _tile_zero(2);
+  if constexpr (NA > 1 && NB > 1) _tile_zero(3);
+}
+template <int NA, int NB>
+inline void store_c(int32_t* c, int64_t ldc) {
+  const int st = static_cast<int>(ldc * 4);
+  _tile_stored(0, c, st);
+  if constexpr (NB > 1) _tile_stored(1, c + 16, st);
+  if constexpr (NA > 1) _tile_stored(2, c + 16 * ldc, st);
+  if constexpr (NA > 1 && NB > 1) _tile_stored(3, c + 16 * ldc + 16, st);
+}
+
 // ---- the GEMM with the weights as the A tiles ------------------------------------------------
 // Y[t][r] = sum over K of W[r][.] X[t][.], both bf16 (tdpbf16ps: pairs) or both int8 (tdpbssd:
 // quads), so one K step of a tile is 64 bytes of a row either way and one 32-bit element of a B
@@ -99,10 +117,7 @@ inline void pack_b_tiles(const uint8_t* x, size_t xrb, int64_t x_off, int64_t x_
 template <int NA, int NB, class Ops>
 inline void amx_block(const uint8_t* a0, const uint8_t* a1, int64_t steps, const uint8_t* b0, const uint8_t* b1,
                       int32_t* c, int64_t ldc) {
-  _tile_zero(0);
-  if constexpr (NB > 1) _tile_zero(1);
-  if constexpr (NA > 1) _tile_zero(2);
-  if constexpr (NA > 1 && NB > 1) _tile_zero(3);
+  zero_c<NA, NB>();
   for (int64_t s = 0; s < steps; ++s) {
     _tile_loadd(4, a0 + 1024 * s, 64);
     _tile_loadd(6, b0 + 1024 * s, 64);
@@ -115,11 +130,7 @@ inline void amx_block(const uint8_t* a0, const uint8_t* a1, int64_t steps, const
       if constexpr (NB > 1) Ops::dp3();
     }
   }
-  const int st = static_cast<int>(ldc * 4);
-  _tile_stored(0, c, st);
-  if constexpr (NB > 1) _tile_stored(1, c + 16, st);
-  if constexpr (NA > 1) _tile_stored(2, c + 16 * ldc, st);
-  if constexpr (NA > 1 && NB > 1) _tile_stored(3, c + 16 * ldc + 16, st);
+  store_c<NA, NB>(c, ldc);
 }
 
 // rows [row_begin, row_begin + n16) of W (n16 a multiple of 16) for tokens [0, m): see above.
@@ -280,10 +291,7 @@ struct ASrc {
 template <int NT, int NR, class Ops>
 inline void tiles_block(const ASrc& a0, const ASrc& a1, int64_t direct, int64_t steps, const uint8_t* b0,
                         const uint8_t* b1, int32_t* c) {
-  _tile_zero(0);
-  if constexpr (NR > 1) _tile_zero(1);
-  if constexpr (NT > 1) _tile_zero(2);
-  if constexpr (NT > 1 && NR > 1) _tile_zero(3);
+  zero_c<NT, NR>();
   auto step = [&](const uint8_t* p0, int64_t s0, const uint8_t* p1, int64_t s1, int64_t s) {
     _tile_loadd(6, b0 + 1024 * s, 64);
     _tile_loadd(4, p0, s0);
@@ -300,10 +308,7 @@ inline void tiles_block(const ASrc& a0, const ASrc& a1, int64_t direct, int64_t 
   };
   for (int64_t s = 0; s < direct; ++s) step(a0.p + 64 * s, a0.stride, a1.p + 64 * s, a1.stride, s);
   if (direct < steps) step(a0.tail, a0.tstride, a1.tail, a1.tstride, direct);
-  _tile_stored(0, c, 128);
-  if constexpr (NR > 1) _tile_stored(1, c + 16, 128);
-  if constexpr (NT > 1) _tile_stored(2, c + 16 * 32, 128);
-  if constexpr (NT > 1 && NR > 1) _tile_stored(3, c + 16 * 32 + 16, 128);
+  store_c<NT, NR>(c, 32);
 }
 
 // Rows [r0, r0 + n16) (r0 and n16 multiples of 16) for tokens [0, m), m >= 16:
@@ -508,10 +513,7 @@ void group_tiles_pack(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t 
 template <int NT, int NR>
 inline void group_tiles_products(const uint8_t* a0, const uint8_t* a1, int64_t as, const uint8_t* b0,
                                  const uint8_t* b1, int subs) {
-  _tile_zero(0);
-  if constexpr (NR > 1) _tile_zero(1);
-  if constexpr (NT > 1) _tile_zero(2);
-  if constexpr (NT > 1 && NR > 1) _tile_zero(3);
+  zero_c<NT, NR>();
   for (int s = 0; s < subs; ++s) {
     _tile_loadd(6, b0 + 512 * s, 64);
     _tile_loadd(4, a0 + 32 * s, as);
@@ -526,13 +528,6 @@ inline void group_tiles_products(const uint8_t* a0, const uint8_t* a1, int64_t a
       if constexpr (NR > 1) _tile_dpbssd(3, 5, 7);
     }
   }
-}
-template <int NT, int NR>
-inline void group_tiles_store(int32_t* c) {
-  _tile_stored(0, c, 128);
-  if constexpr (NR > 1) _tile_stored(1, c + 16, 128);
-  if constexpr (NT > 1) _tile_stored(2, c + 16 * 32, 128);
-  if constexpr (NT > 1 && NR > 1) _tile_stored(3, c + 16 * 32 + 16, 128);
 }
 
 // One 32 x 32 block over all groups: the tile products of group g + 1 are issued before group g's
@@ -550,7 +545,7 @@ inline void group_tiles_run(const uint8_t* x0, const uint8_t* x1, int64_t xrb, i
   };
   for (int64_t i = 0; i < 32 * 32; i += 16) _mm512_store_ps(acc + i, _mm512_setzero_ps());
   products(0);
-  group_tiles_store<NT, NR>(cb[0]);
+  store_c<NT, NR>(cb[0], 32);
   for (int64_t g = 0; g < ng; ++g) {
     if (g + 1 < ng) products(g + 1);
     // acc = fma(d_w * d_a, float(sum), acc) per lane (the generic twin's expression)
@@ -572,7 +567,7 @@ inline void group_tiles_run(const uint8_t* x0, const uint8_t* x1, int64_t xrb, i
                                                    _mm512_load_ps(ai + 16)));
       }
     }
-    if (g + 1 < ng) group_tiles_store<NT, NR>(cb[(g + 1) & 1]);
+    if (g + 1 < ng) store_c<NT, NR>(cb[(g + 1) & 1], 32);
   }
 }
 
@@ -680,10 +675,7 @@ inline void group_block(const int8_t* ap, int64_t ng, const uint8_t* b0, const u
   alignas(64) int32_t cb[32][32];
   for (int r = 0; r < 16 * NA; ++r) std::memset(acc[r], 0, sizeof(float) * 16 * NB);
   for (int64_t g = 0; g < ng; ++g) {
-    _tile_zero(0);
-    if constexpr (NB > 1) _tile_zero(1);
-    if constexpr (NA > 1) _tile_zero(2);
-    if constexpr (NA > 1 && NB > 1) _tile_zero(3);
+    zero_c<NA, NB>();
     for (int64_t s = 0; s < F::kSteps; ++s) {
       const int64_t boff = (g * G + s * F::kStep) / 4 * 64;
       _tile_loadd(4, ap + g * AT + s * 16 * F::kStep, static_cast<int>(F::kStep));
@@ -697,10 +689,7 @@ inline void group_block(const int8_t* ap, int64_t ng, const uint8_t* b0, const u
         if constexpr (NB > 1) _tile_dpbssd(3, 5, 7);
       }
     }
-    _tile_stored(0, &cb[0][0], 128);
-    if constexpr (NB > 1) _tile_stored(1, &cb[0][16], 128);
-    if constexpr (NA > 1) _tile_stored(2, &cb[16][0], 128);
-    if constexpr (NA > 1 && NB > 1) _tile_stored(3, &cb[16][16], 128);
+    store_c<NA, NB>(&cb[0][0], 32);
     const __m512 da0 = _mm512_loadu_ps(dat + g * ldt), da1 = _mm512_loadu_ps(dat + g * ldt + 16);
     for (int r = 0; r < 16 * NA; ++r) {
       const __m512 dw = _mm512_set1_ps(dwb[g * 32 + r]);
