@@ -71,10 +71,10 @@ void unpack_matrix(const WeightMatrix& w, float* dst) {
 const uint8_t* WeightMatrix::tiles_for(const FormatKernels& k) const {
   if (!k.tiles_pack || !tiles_ || variable_rows() || storage.size() == 0) return nullptr;
   if (const uint8_t* p = tiles_->ready.load(std::memory_order_acquire); p && tiles_->pack == k.tiles_pack) return p;
+  const size_t n = k.tiles_bytes(rows, cols);
+  if (n == 0) return nullptr;  // no whole tile (fewer than 16 rows): nothing to make, no lock taken
   std::lock_guard<std::mutex> lock(tiles_->mu);
   if (tiles_->ready.load(std::memory_order_relaxed)) return tiles_->pack == k.tiles_pack ? tiles_->buf.data() : nullptr;
-  const size_t n = k.tiles_bytes(rows, cols);
-  if (n == 0) return nullptr;
   tiles_->buf = AlignedBuffer(n);
   k.tiles_pack(data(), row_bytes, rows, cols, tiles_->buf.data());
   tiles_->pack = k.tiles_pack;

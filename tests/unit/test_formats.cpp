@@ -1182,6 +1182,10 @@ TEST(Formats, RepackedTilesAreMadeOnceAndShared_amx) {
     for (int64_t j = 0; j < m * rows; ++j) ASSERT_EQ(y[j], y0[j]) << "threads=" << threads << " i=" << j / rows;
   }
   EXPECT_EQ(wm.tiles_for(kern), got[0]);  // still the one repack
+  // fewer than 16 rows: no whole tile, no repack (those rows run on the avx512_vnni kernels)
+  WeightMatrix small = pack_matrix("small", w.data(), 15, cols, f);
+  EXPECT_EQ(small.tiles_for(kern), nullptr);
+  EXPECT_EQ(small.tiles_bytes(), 0u);
 }
 
 }  // namespace
