@@ -446,14 +446,11 @@ void bf16_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes,
 // tiles where they lie (16 tokens x 32 bytes, at the rows' stride; the quantiser pads K to 32
 // with zeros). Per group and 2 x 2 C tiles (32 tokens x 32 rows): G / 32 tdpbssd give the exact
 // int32 sums of the group, stored, then acc = fma(d_w * d_a, float(sum), acc) per (token, 16 rows)
-// in AVX-512, group after group: the generic twin's expression per lane, bit for bit. The float
-// accumulators of the 32 x 32 block live in L1 (4 KB); the block is written to Y once, after the
-// last group. Unlike group_a8_matmul_amx below, nothing is decoded, packed or transposed per
-// call, which is what made the tile form of groups of 32 no faster than VNNI there.
-struct GroupTiles {
-  int64_t groups;  // per row
-  int64_t subs;    // 32-column sub-steps per group: G / 32
-};
+// in AVX-512, group after group: the generic twin's expression per lane, bit for bit (the next
+// group's tile products are issued before this group's sums are scaled, from a second buffer).
+// The float accumulators of the 32 x 32 block live in L1 (4 KB); the block is written to Y once,
+// after the last group. Unlike group_a8_matmul_amx below, nothing is decoded, packed or transposed
+// per call, which is what made the tile form of groups of 32 no faster than VNNI there.
 inline int64_t group_tile_bytes(int64_t k) { return round_up(k, 32) / 32 * 512; }  // B tiles of a 16-row block
 inline int64_t group_scale_bytes(int64_t k, int64_t g) { return (k + g - 1) / g * 64; }
 
@@ -470,14 +467,13 @@ inline void configure_group_tiles() {
 
 // The signed weight (byte) of row `row` at column c, and group g's scale.
 template <Kind K, int G>
-inline int8_t group_weight(const uint8_t* row, int64_t k, int64_t c) {
+inline int8_t group_weight(const uint8_t* row, int64_t c) {
   if constexpr (K == Kind::q8_a8) {
     return static_cast<int8_t>(row[(c / kQ8Block) * kQ8BlockBytes + 2 + c % kQ8Block]);
   } else {
     const int64_t g = c / G, i = c % G;  // groups before g are whole: 2 + G / 2 bytes
     const uint8_t b = row[g * (2 + G / 2) + 2 + (i / 32) * 16 + (i % 16)];
     const int q = (i % 32) < 16 ? (b & 0xf) : (b >> 4);
-    (void)k;
     return static_cast<int8_t>(q - 8);
   }
 }
@@ -503,7 +499,7 @@ void group_tiles_pack(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t 
       const uint8_t* row = w + (16 * rb + r) * static_cast<int64_t>(row_bytes);
       for (int64_t c = 0; c < kp; ++c) {
         const int64_t st = c / 32, q = (c % 32) / 4, j = c % 4;
-        t[st * 512 + q * 64 + r * 4 + j] = c < k ? static_cast<uint8_t>(group_weight<K, G>(row, k, c)) : 0;
+        t[st * 512 + q * 64 + r * 4 + j] = c < k ? static_cast<uint8_t>(group_weight<K, G>(row, c)) : 0;
       }
       for (int64_t g = 0; g < ng; ++g) sc[g * 16 + r] = group_scale<K, G>(row, g);
     }
