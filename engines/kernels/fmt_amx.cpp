@@ -263,17 +263,24 @@ inline int64_t tile_steps(int64_t w_data) { return (w_data + 63) / 64; }
 void pack_weight_tiles(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t w_off, int64_t w_data,
                        uint8_t* dst) {
   const int64_t steps = tile_steps(w_data);
+  // Per 16 steps (16 KB of tiles, kept in L1), row by row, each row's span read once in order into
+  // column r of every step's tile (reading the 16 rows of one step together put them in one L1 set
+  // at the 4 KB stride of K = 2048 bf16, and tiles of a whole row's K overflowed L1: 3-14x slower).
   for (int64_t rb = 0; rb < rows / 16; ++rb)
-    for (int64_t s = 0; s < steps; ++s) {
-      uint8_t* t = dst + (rb * steps + s) * 1024;
-      const int64_t n = w_data - 64 * s < 64 ? w_data - 64 * s : 64;
-      for (int64_t r = 0; r < 16; ++r) {
-        const uint8_t* src = w + (16 * rb + r) * static_cast<int64_t>(row_bytes) + w_off + 64 * s;
+    for (int64_t s0 = 0; s0 < steps; s0 += 16)
+    for (int64_t r = 0; r < 16; ++r) {
+      const uint8_t* src = w + (16 * rb + r) * static_cast<int64_t>(row_bytes) + w_off;
+      for (int64_t s = s0; s < (s0 + 16 < steps ? s0 + 16 : steps); ++s) {
+        uint8_t* d = dst + (rb * steps + s) * 1024 + r * 4;
+        const int64_t n = w_data - 64 * s < 64 ? w_data - 64 * s : 64;
+        if (n == 64) {
+          for (int64_t q = 0; q < 16; ++q) std::memcpy(d + q * 64, src + 64 * s + 4 * q, 4);
+          continue;
+        }
         for (int64_t q = 0; q < 16; ++q) {
           const int64_t c = n - 4 * q < 4 ? (n - 4 * q > 0 ? n - 4 * q : 0) : 4;  // bytes of this group in the row
-          uint8_t* d = t + q * 64 + r * 4;
-          std::memset(d, 0, 4);
-          std::memcpy(d, src + 4 * q, static_cast<size_t>(c));
+          std::memset(d + q * 64, 0, 4);
+          std::memcpy(d + q * 64, src + 64 * s + 4 * q, static_cast<size_t>(c));
         }
       }
     }
@@ -465,16 +472,22 @@ inline void configure_group_tiles() {
   _tile_loadconfig(&cfg);
 }
 
-// The signed weight (byte) of row `row` at column c, and group g's scale.
+// Row `row`'s group g (n <= G columns) as signed bytes into v (zero from n to round_up(n, 32)),
+// and the group's scale.
 template <Kind K, int G>
-inline int8_t group_weight(const uint8_t* row, int64_t c) {
+inline void group_values(const uint8_t* row, int64_t g, int64_t n, int8_t* v) {
   if constexpr (K == Kind::q8_a8) {
-    return static_cast<int8_t>(row[(c / kQ8Block) * kQ8BlockBytes + 2 + c % kQ8Block]);
+    const uint8_t* p = row + g * kQ8BlockBytes + 2;
+    for (int64_t i = 0; i < 32; ++i) v[i] = i < n ? static_cast<int8_t>(p[i]) : 0;
   } else {
-    const int64_t g = c / G, i = c % G;  // groups before g are whole: 2 + G / 2 bytes
-    const uint8_t b = row[g * (2 + G / 2) + 2 + (i / 32) * 16 + (i % 16)];
-    const int q = (i % 32) < 16 ? (b & 0xf) : (b >> 4);
-    return static_cast<int8_t>(q - 8);
+    const uint8_t* p = row + g * (2 + G / 2) + 2;  // groups before g are whole
+    for (int64_t sb = 0; sb < (n + 31) / 32; ++sb)
+      for (int64_t j = 0; j < 16; ++j) {
+        const uint8_t b = p[16 * sb + j];
+        const int64_t lo = 32 * sb + j, hi = lo + 16;
+        v[lo] = lo < n ? static_cast<int8_t>((b & 0xf) - 8) : 0;
+        v[hi] = hi < n ? static_cast<int8_t>((b >> 4) - 8) : 0;
+      }
   }
 }
 template <Kind K, int G>
@@ -491,17 +504,22 @@ size_t group_tiles_bytes(int64_t rows, int64_t k) {
 }
 template <Kind K, int G>
 void group_tiles_pack(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k, uint8_t* dst) {
-  const int64_t tb = group_tile_bytes(k), ng = (k + G - 1) / G, kp = round_up(k, 32);
+  const int64_t tb = group_tile_bytes(k), ng = (k + G - 1) / G;
   for (int64_t rb = 0; rb < rows / 16; ++rb) {
     uint8_t* t = dst + rb * group_block_bytes<G>(k);
     float* sc = reinterpret_cast<float*>(t + tb);
+    constexpr int64_t kChunk = G >= 512 ? 1 : 512 / G;  // groups per pass: 16 KB of tiles, kept in L1
+    for (int64_t g0 = 0; g0 < ng; g0 += kChunk)
     for (int64_t r = 0; r < 16; ++r) {
       const uint8_t* row = w + (16 * rb + r) * static_cast<int64_t>(row_bytes);
-      for (int64_t c = 0; c < kp; ++c) {
-        const int64_t st = c / 32, q = (c % 32) / 4, j = c % 4;
-        t[st * 512 + q * 64 + r * 4 + j] = c < k ? static_cast<uint8_t>(group_weight<K, G>(row, c)) : 0;
+      for (int64_t g = g0; g < (g0 + kChunk < ng ? g0 + kChunk : ng); ++g) {
+        const int64_t n = k - g * G < G ? k - g * G : G;
+        int8_t v[G];
+        group_values<K, G>(row, g, n, v);
+        for (int64_t c = 0; c < round_up(n, 32); c += 4)  // sub-step (g G + c) / 32, quad (c % 32) / 4
+          std::memcpy(t + (g * G + c) / 32 * 512 + (c % 32) / 4 * 64 + r * 4, v + c, 4);
+        sc[g * 16 + r] = group_scale<K, G>(row, g);
       }
-      for (int64_t g = 0; g < ng; ++g) sc[g * 16 + r] = group_scale<K, G>(row, g);
     }
   }
 }
