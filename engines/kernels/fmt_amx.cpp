@@ -472,23 +472,27 @@ inline void configure_group_tiles() {
   _tile_loadconfig(&cfg);
 }
 
-// Row `row`'s group g (n <= G columns) as signed bytes into v (zero from n to round_up(n, 32)),
-// and the group's scale.
+// One int4 sub-block (16 bytes: byte j holds element j in its low nibble and 16 + j in its high
+// one) as 32 signed bytes q - 8, in column order.
+inline void decode_q4_sub(const uint8_t* p, int8_t* out) {
+  const __m128i low4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_sub_epi8(_mm_and_si128(b, low4), eight)),
+                                            _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), low4), eight), 1);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
+}
+
+// Row `row`'s group g (n <= G columns) as G signed bytes into v (zero from n on).
 template <Kind K, int G>
 inline void group_values(const uint8_t* row, int64_t g, int64_t n, int8_t* v) {
   if constexpr (K == Kind::q8_a8) {
-    const uint8_t* p = row + g * kQ8BlockBytes + 2;
-    for (int64_t i = 0; i < 32; ++i) v[i] = i < n ? static_cast<int8_t>(p[i]) : 0;
+    std::memcpy(v, row + g * kQ8BlockBytes + 2, 32);
   } else {
     const uint8_t* p = row + g * (2 + G / 2) + 2;  // groups before g are whole
-    for (int64_t sb = 0; sb < (n + 31) / 32; ++sb)
-      for (int64_t j = 0; j < 16; ++j) {
-        const uint8_t b = p[16 * sb + j];
-        const int64_t lo = 32 * sb + j, hi = lo + 16;
-        v[lo] = lo < n ? static_cast<int8_t>((b & 0xf) - 8) : 0;
-        v[hi] = hi < n ? static_cast<int8_t>((b >> 4) - 8) : 0;
-      }
+    for (int64_t sb = 0; sb < (n + 31) / 32; ++sb) decode_q4_sub(p + 16 * sb, v + 32 * sb);
   }
+  for (int64_t i = 0; i < G; ++i)  // v holds G values; only those below round_up(n, 32) are used
+    if (i >= n) v[i] = 0;
 }
 template <Kind K, int G>
 inline float group_scale(const uint8_t* row, int64_t g) {
@@ -665,19 +669,13 @@ struct GroupFmt {
   static void decode(const uint8_t* row, int64_t g, int64_t n, int8_t* out, int64_t step_stride, float* d) {
     const uint8_t* p = row + g * kGroupBytes;
     *d = half_to_float(load_u16(p));
-    const __m128i low4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
     const int64_t subs = round_up(n, 32) / 32;
     for (int64_t sb = 0; sb < G / 32; ++sb) {
       int8_t* o = out + (32 * sb / kStep) * step_stride + (32 * sb) % kStep;
-      if (sb < subs) {
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 + 16 * sb));
-        const __m256i v = _mm256_inserti128_si256(
-            _mm256_castsi128_si256(_mm_sub_epi8(_mm_and_si128(b, low4), eight)),
-            _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(b, 4), low4), eight), 1);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), v);
-      } else {
+      if (sb < subs)
+        decode_q4_sub(p + 2 + 16 * sb, o);
+      else
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(o), _mm256_setzero_si256());
-      }
     }
   }
 };
