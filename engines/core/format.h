@@ -51,6 +51,15 @@ struct FormatKernels {
                        int64_t row_end) = nullptr;
   // Fewest tokens for which matmul_tiles is worth its repack.
   int64_t tiles_min_tokens = 0;
+  // Decode (one token) from a copy of the weights laid out for this level's matrix-vector
+  // product (16-row blocks whose groups lie in one piece each, read as one stream), made once per
+  // matrix (WeightMatrix::decode_for): its bytes, the repack, and the matvec that reads it beside
+  // W (the rows no whole block covers stay with `matvec`). Bit for bit `matvec`'s arithmetic (the
+  // twin tests compare both with the generic kernels). nullptr = this level has none.
+  size_t (*decode_bytes)(int64_t rows, int64_t k) = nullptr;
+  void (*decode_pack)(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k, uint8_t* dst) = nullptr;
+  void (*matvec_decode)(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y,
+                        int64_t row_begin, int64_t row_end) = nullptr;
 };
 
 // Activations some level's kernels take instead of their row's: the type, the bytes of a

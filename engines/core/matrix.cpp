@@ -68,22 +68,35 @@ void unpack_matrix(const WeightMatrix& w, float* dst) {
   for (int64_t r = 0; r < w.rows; ++r) w.format->unpack_row(w.row(r), w.cols, dst + r * w.cols);
 }
 
+const uint8_t* WeightMatrix::repacked(Repack* r, size_t (*size)(int64_t, int64_t),
+                                      void (*pack)(const uint8_t*, size_t, int64_t, int64_t, uint8_t*)) const {
+  if (!pack || !r || variable_rows() || storage.size() == 0) return nullptr;
+  if (const uint8_t* p = r->ready.load(std::memory_order_acquire); p && r->pack == pack) return p;
+  const size_t n = size(rows, cols);
+  if (n == 0) return nullptr;  // no whole block (fewer than 16 rows): nothing to make, no lock taken
+  std::lock_guard<std::mutex> lock(r->mu);
+  if (r->ready.load(std::memory_order_relaxed)) return r->pack == pack ? r->buf.data() : nullptr;
+  r->buf = AlignedBuffer(n);
+  pack(data(), row_bytes, rows, cols, r->buf.data());
+  r->pack = pack;
+  r->ready.store(r->buf.data(), std::memory_order_release);
+  return r->buf.data();
+}
+
 const uint8_t* WeightMatrix::tiles_for(const FormatKernels& k) const {
-  if (!k.tiles_pack || !tiles_ || variable_rows() || storage.size() == 0) return nullptr;
-  if (const uint8_t* p = tiles_->ready.load(std::memory_order_acquire); p && tiles_->pack == k.tiles_pack) return p;
-  const size_t n = k.tiles_bytes(rows, cols);
-  if (n == 0) return nullptr;  // no whole tile (fewer than 16 rows): nothing to make, no lock taken
-  std::lock_guard<std::mutex> lock(tiles_->mu);
-  if (tiles_->ready.load(std::memory_order_relaxed)) return tiles_->pack == k.tiles_pack ? tiles_->buf.data() : nullptr;
-  tiles_->buf = AlignedBuffer(n);
-  k.tiles_pack(data(), row_bytes, rows, cols, tiles_->buf.data());
-  tiles_->pack = k.tiles_pack;
-  tiles_->ready.store(tiles_->buf.data(), std::memory_order_release);
-  return tiles_->buf.data();
+  return repacked(tiles_.get(), k.tiles_bytes, k.tiles_pack);
 }
 
 size_t WeightMatrix::tiles_bytes() const {
   return tiles_ && tiles_->ready.load(std::memory_order_acquire) ? tiles_->buf.size() : 0;
+}
+
+const uint8_t* WeightMatrix::decode_for(const FormatKernels& k) const {
+  return repacked(decode_.get(), k.decode_bytes, k.decode_pack);
+}
+
+size_t WeightMatrix::decode_bytes() const {
+  return decode_ && decode_->ready.load(std::memory_order_acquire) ? decode_->buf.size() : 0;
 }
 
 MatmulRunner::MatmulRunner(ThreadPool& pool, Isa isa) : pool_(pool), isa_(isa) {}
@@ -131,10 +144,15 @@ void MatmulRunner::matvec(const WeightMatrix& w, const float* x, float* y) {
   size_t arb = 0;
   const void* xa = convert(w, x, w.cols, 1, &arb);
   const FormatKernels& kern = w.format->kernels_at(isa_);
+  const uint8_t* dec = kern.matvec_decode ? w.decode_for(kern) : nullptr;
   pool_.run([&](int i, int n) {
     int64_t b, e;
     ThreadPool::split(w.rows, i, n, &b, &e, 16);
-    if (b < e) kern.matvec(w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
+    if (b >= e) return;
+    if (dec)
+      kern.matvec_decode(dec, w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
+    else
+      kern.matvec(w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
   });
 }
 
@@ -153,11 +171,14 @@ void MatmulRunner::matmul(const WeightMatrix& w, const float* x, int64_t ldx, in
   const void* xa = convert(w, x, ldx, m, &arb);
   const FormatKernels& kern = w.format->kernels_at(isa_);
   const uint8_t* tiles = kern.matmul_tiles && m >= kern.tiles_min_tokens ? w.tiles_for(kern) : nullptr;
+  const uint8_t* dec = m == 1 && kern.matvec_decode ? w.decode_for(kern) : nullptr;
   pool_.run([&](int i, int n) {
     int64_t b, e;
     ThreadPool::split(w.rows, i, n, &b, &e, 16);
     if (b >= e) return;
-    if (m == 1)
+    if (dec)
+      kern.matvec_decode(dec, w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
+    else if (m == 1)
       kern.matvec(w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
     else if (tiles)
       kern.matmul_tiles(tiles, w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);

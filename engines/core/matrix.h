@@ -47,15 +47,22 @@ struct WeightMatrix {
   // the rows are variable-size, or the matrix holds no weights (moved from).
   const uint8_t* tiles_for(const FormatKernels& k) const;
   size_t tiles_bytes() const;
+  // The same for decode (FormatKernels::decode_pack: 16-row blocks read as one stream), made by
+  // the first matvec that takes it (extra memory: decode_bytes()).
+  const uint8_t* decode_for(const FormatKernels& k) const;
+  size_t decode_bytes() const;
 
  private:
-  struct Tiles {
+  struct Repack {
     std::mutex mu;
     std::atomic<const uint8_t*> ready{nullptr};
     void (*pack)(const uint8_t*, size_t, int64_t, int64_t, uint8_t*) = nullptr;  // which repack
     AlignedBuffer buf;
   };
-  std::unique_ptr<Tiles> tiles_ = std::make_unique<Tiles>();
+  const uint8_t* repacked(Repack* r, size_t (*size)(int64_t, int64_t),
+                          void (*pack)(const uint8_t*, size_t, int64_t, int64_t, uint8_t*)) const;
+  std::unique_ptr<Repack> tiles_ = std::make_unique<Repack>();
+  std::unique_ptr<Repack> decode_ = std::make_unique<Repack>();
 };
 
 // Fills `dst` with rows [row_begin, row_begin + n_rows) of a (rows x cols) f32 matrix.

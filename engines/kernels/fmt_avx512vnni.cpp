@@ -1018,6 +1018,7 @@ struct Q8DotVnni {
 };
 
 #include "engines/kernels/fmt_q8a8_512.inc"
+#include "engines/kernels/fmt_decode_512.inc"
 
 constexpr int64_t kGemmMinTokensQ8 = 16;
 
@@ -1434,6 +1435,18 @@ void bf16_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, 
 }  // namespace
 
 decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni() { return int4a8_matvec_512<32, true>; }
+
+void add_decode_layout_avx512vnni(Kind kind, FormatKernels& f) {
+  if (kind == Kind::q8_a8) {
+    f.decode_bytes = decode_bytes_512<true>;
+    f.decode_pack = decode_pack_512<true>;
+    f.matvec_decode = decode_matvec_512<true>;
+  } else if (kind == Kind::int4_a8) {
+    f.decode_bytes = decode_bytes_512<false>;
+    f.decode_pack = decode_pack_512<false>;
+    f.matvec_decode = decode_matvec_512<false>;
+  }
+}
 
 FormatKernels kernels_avx512vnni(const Spec& s) {
   if (s.kind == Kind::bf16) {

@@ -157,10 +157,19 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
       if (k.matvec) k.matvec = fmt::int4g32a8_streams_matvec_avx512vnni();
     }
-    // The amx level's rows decode with avx512_vnni's matvec (they add prefill on the tiles).
-    FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
-    if ((n == "int8_g32_a8" || n == "int4_g32_a8") && amx.matvec)
-      amx.matvec = r.kernels[static_cast<int>(Isa::avx512_vnni)].matvec;
+    // Decode from the rows laid out in 16-row blocks, one stream (fmt_decode_512.inc), at
+    // avx512_vnni; the amx level's rows decode as avx512_vnni's (they add prefill on the tiles).
+    if (n == "int8_g32_a8" || n == "int4_g32_a8") {
+      FormatKernels& vnni = r.kernels[static_cast<int>(Isa::avx512_vnni)];
+      if (vnni.matvec) fmt::add_decode_layout_avx512vnni(n == "int8_g32_a8" ? fmt::Kind::q8_a8 : fmt::Kind::int4_a8, vnni);
+      FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
+      if (amx.matvec) {
+        amx.matvec = vnni.matvec;
+        amx.decode_bytes = vnni.decode_bytes;
+        amx.decode_pack = vnni.decode_pack;
+        amx.matvec_decode = vnni.matvec_decode;
+      }
+    }
   }
 }
 

@@ -97,10 +97,15 @@ void bench(benchmark::State& st, const FormatRow* f, Isa isa, Shape s, double sp
   std::mt19937 rng(7);
   std::normal_distribution<float> d;
   for (auto& v : x) v = d(rng);
-  // Weights repacked for the level's matrix unit (AMX tiles) are made by the first prefill of
-  // each copy: made here, outside the timing, as a model's are by its warm-up.
-  if (m > 1)
-    for (const WeightMatrix& w : ws) run.matmul(w, x.data(), s.cols, m, y.data(), s.rows);
+  // Weights repacked for the level's matrix unit (AMX tiles) or its decode (16-row blocks) are
+  // made by the first prefill or matvec of each copy: made here, outside the timing, as a model's
+  // are by its warm-up.
+  for (const WeightMatrix& w : ws) {
+    if (m > 1)
+      run.matmul(w, x.data(), s.cols, m, y.data(), s.rows);
+    else
+      run.matvec(w, x.data(), y.data());
+  }
 
   size_t i = 0;
   for (auto _ : st) {

@@ -302,6 +302,24 @@ bool run_tiles(const FormatRow& f, Isa isa, const Packed& p, int64_t rows, int64
   return true;
 }
 
+// FormatKernels::matvec_decode, the runner's decode from the weights laid out once for it (where
+// `isa` has one), on activation row `i`: the repack, then the call, on buffers of their exact
+// size as run_tiles does. False when the level has none.
+bool run_decode(const FormatRow& f, Isa isa, const Packed& p, int64_t rows, int64_t k, const Acts& a, int64_t i,
+                float* y, int64_t rb, int64_t re) {
+  const FormatKernels& kern = f.kernels_at(isa);
+  if (!kern.matvec_decode) return false;
+  std::vector<uint8_t> w(p.bytes.begin(), p.bytes.begin() + static_cast<int64_t>(p.row_bytes) * rows);
+  std::vector<uint8_t> x(a.bytes.begin() + static_cast<int64_t>(a.row_bytes) * i,
+                         a.bytes.begin() + static_cast<int64_t>(a.row_bytes) * (i + 1));
+  std::vector<uint8_t> dec(kern.decode_bytes(rows, k) + 1, 0xcd);
+  kern.decode_pack(w.data(), p.row_bytes, rows, k, dec.data());
+  EXPECT_EQ(dec.back(), 0xcd) << "the repack wrote past decode_bytes";
+  dec.pop_back();
+  kern.matvec_decode(dec.data(), w.data(), p.row_bytes, k, x.data(), y, rb, re);
+  return true;
+}
+
 // int32 accumulation; f32 sums (f32 or bf16 activations) agree up to their order.
 bool exact_twins(const FormatRow& f, Isa isa) {
   return f.act_at(isa) != ActType::f32 && f.act_at(isa) != ActType::bf16;
@@ -347,6 +365,12 @@ void check_twins(const FormatRow& f, Isa isa, int64_t rows, int64_t k, std::mt19
       }
       // outputs go to y[0, rows - rb) only (tiles may take rows that are far apart)
       for (int64_t r = rows - rb; r < rows; ++r) ASSERT_EQ(y1[r], -1.f) << "matvec wrote past its rows";
+      std::vector<float> y2(rows, -1.f);
+      if (run_decode(f, isa, p, rows, k, a, 0, y2.data(), rb, rows)) {  // exact: int32 per group
+        for (int64_t r = rb; r < rows; ++r)
+          ASSERT_EQ(y0[r - rb], y2[r - rb]) << "matvec_decode k=" << k << " rows=" << rows << " r=" << r;
+        for (int64_t r = rows - rb; r < rows; ++r) ASSERT_EQ(y2[r], -1.f) << "matvec_decode wrote past its rows";
+      }
     }
     const int64_t ldy = rows + 3;
     std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f), y2(m * ldy, 7.f);
@@ -474,6 +498,12 @@ TEST_P(FormatTwin, GroupA8MatvecRowTailsRaggedGroupsAndRowRanges) {
           for (int64_t r = rb; r < re; ++r)
             ASSERT_EQ(y0[r - rb], y1[r - rb]) << "rows [" << rb << ", " << re << ") r=" << r;
           for (int64_t i = re - rb; i <= rows; ++i) ASSERT_EQ(y1[i], -1.f) << "wrote past its rows, i=" << i;
+          std::vector<float> y2(rows + 1, -1.f);
+          if (run_decode(f, GetParam(), p, rows, k, a, 0, y2.data(), rb, re)) {
+            for (int64_t r = rb; r < re; ++r)
+              ASSERT_EQ(y0[r - rb], y2[r - rb]) << "matvec_decode rows [" << rb << ", " << re << ") r=" << r;
+            for (int64_t i = re - rb; i <= rows; ++i) ASSERT_EQ(y2[i], -1.f) << "matvec_decode wrote past its rows";
+          }
         }
       }
     }
@@ -497,6 +527,12 @@ TEST_P(FormatTwin, PrefillExtremeValuesMatchTheGenericTwin) {
     Packed p = pack_rows(f, w, rows, k);
     Acts a = make_acts(f, x, m, k);
     check_matmul_range(f, GetParam(), p, a, rows, k, m, 0, rows);
+    for (int64_t i = 0; i < 3; ++i) {  // decode of each sign pattern
+      std::vector<float> y0(rows), y1(rows);
+      f.kernels[0].matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data() + i * a.row_bytes, y0.data(), 0, rows);
+      if (!run_decode(f, GetParam(), p, rows, k, a, i, y1.data(), 0, rows)) break;
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y0[r], y1[r]) << "matvec_decode token " << i << " r=" << r;
+    }
   }
 }
 
@@ -1236,6 +1272,77 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
     i4.kernels[0].matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y0.data(), 0, rows);
     streams(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y1.data(), 0, rows);
     for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y0[r], y1[r]) << "r=" << r;
+  }
+}
+
+// The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8 and
+// int4_g32_a8 at avx512_vnni and amx on Intel CPUs with AVX-512, nowhere else. Where the host runs
+// it: made by the first matvec (not by a matmul of a few tokens), once, shared by threads asking
+// at once, its size as documented, and the runner's decode bit for bit the generic runner's at one
+// and two threads (the rows past the last whole block and a ragged last group included).
+TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
+  const CpuFeatures& cpu = cpu_features();
+  const bool intel = cpu.vendor == "GenuineIntel" && cpu.avx512f;
+  for (const FormatRow& r : format_table())
+    for (int level = 0; level < kIsaCount; ++level) {
+      const bool want = intel && (std::string(r.name) == "int8_g32_a8" || std::string(r.name) == "int4_g32_a8") &&
+                        (level == static_cast<int>(Isa::avx512_vnni) || level == static_cast<int>(Isa::amx));
+      const FormatKernels& k = r.kernels[level];
+      EXPECT_EQ(k.matvec_decode != nullptr, want) << r.name << " at " << isa_name(static_cast<Isa>(level));
+      EXPECT_EQ(k.decode_pack != nullptr, want) << r.name;
+      EXPECT_EQ(k.decode_bytes != nullptr, want) << r.name;
+    }
+  const Isa level = isa_supported(Isa::amx) ? Isa::amx : Isa::avx512_vnni;
+  if (!intel || !isa_supported(level)) {
+    std::printf("[ cpu ] no decode layout on this host (vendor %s): the table check above is the test\n",
+                cpu.vendor.c_str());
+    return;
+  }
+  std::mt19937 rng(73);
+  const int64_t rows = 83, cols = 300;  // 5 whole blocks + 3 rows; 10 groups, the last ragged
+  for (const char* name : {"int8_g32_a8", "int4_g32_a8"}) {
+    SCOPED_TRACE(std::string(name) + " at " + isa_name(level));
+    const FormatRow& f = format_by_name(name);
+    const FormatKernels& kern = f.kernels_at(level);
+    auto w = gauss(rows * cols, rng);
+    auto x = gauss(2 * cols, rng);
+    WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
+    EXPECT_EQ(wm.decode_for(f.kernels_at(Isa::avx2)), nullptr);
+    {  // two tokens (batched decode) do not make it
+      ThreadPool pool(1);
+      MatmulRunner run(pool, level);
+      std::vector<float> y(2 * rows);
+      run.matmul(wm, x.data(), cols, 2, y.data(), rows);
+      EXPECT_EQ(wm.decode_bytes(), 0u);
+    }
+    const uint8_t* got[4] = {};
+    {
+      std::vector<std::thread> ts;
+      for (int i = 0; i < 4; ++i) ts.emplace_back([&, i] { got[i] = wm.decode_for(kern); });
+      for (auto& t : ts) t.join();
+    }
+    ASSERT_NE(got[0], nullptr);
+    for (int i = 1; i < 4; ++i) EXPECT_EQ(got[i], got[0]);
+    const size_t group = std::string(name) == "int8_g32_a8" ? 544 : 288;
+    EXPECT_EQ(wm.decode_bytes(), kern.decode_bytes(rows, cols));
+    EXPECT_EQ(wm.decode_bytes(), static_cast<size_t>(rows / 16 * 10) * group);
+    std::vector<float> y0(rows);
+    {
+      ThreadPool pool(1);
+      MatmulRunner run(pool, Isa::generic);
+      run.matvec(wm, x.data(), y0.data());
+    }
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      MatmulRunner run(pool, level);
+      std::vector<float> y(rows, -1.f);
+      run.matvec(wm, x.data(), y.data());
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], y0[r]) << "threads=" << threads << " r=" << r;
+    }
+    EXPECT_EQ(wm.decode_for(kern), got[0]);  // still the one repack
+    WeightMatrix small = pack_matrix("small", w.data(), 15, cols, f);  // no whole block
+    EXPECT_EQ(small.decode_for(kern), nullptr);
+    EXPECT_EQ(small.decode_bytes(), 0u);
   }
 }
 
