@@ -1436,16 +1436,23 @@ void bf16_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, 
 
 decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni() { return int4a8_matvec_512<32, true>; }
 
-void add_decode_layout_avx512vnni(Kind kind, FormatKernels& f) {
-  if (kind == Kind::q8_a8) {
-    f.decode_bytes = decode_bytes_512<true>;
-    f.decode_pack = decode_pack_512<true>;
-    f.matvec_decode = decode_matvec_512<true>;
-  } else if (kind == Kind::int4_a8) {
-    f.decode_bytes = decode_bytes_512<false>;
-    f.decode_pack = decode_pack_512<false>;
-    f.matvec_decode = decode_matvec_512<false>;
-  }
+void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f) {
+  auto set = [&f](auto bytes, auto pack, auto matvec) {
+    f.decode_bytes = bytes;
+    f.decode_pack = pack;
+    f.matvec_decode = matvec;
+  };
+  if (s.kind == Kind::q8_a8)
+    set(decode_bytes_512<Kind::q8_a8, 32>, decode_pack_512<Kind::q8_a8, 32>, decode_matvec_512<Kind::q8_a8, 32>);
+  else if (s.kind == Kind::w8a8)
+    set(decode_bytes_512<Kind::w8a8, 32>, decode_pack_512<Kind::w8a8, 32>, decode_matvec_512<Kind::w8a8, 32>);
+  else if (s.kind == Kind::int4_a8 && s.group == 32)
+    set(decode_bytes_512<Kind::int4_a8, 32>, decode_pack_512<Kind::int4_a8, 32>, decode_matvec_512<Kind::int4_a8, 32>);
+  else if (s.kind == Kind::int4_a8 && s.group == 64)
+    set(decode_bytes_512<Kind::int4_a8, 64>, decode_pack_512<Kind::int4_a8, 64>, decode_matvec_512<Kind::int4_a8, 64>);
+  else if (s.kind == Kind::int4_a8 && s.group == 128)
+    set(decode_bytes_512<Kind::int4_a8, 128>, decode_pack_512<Kind::int4_a8, 128>,
+        decode_matvec_512<Kind::int4_a8, 128>);
 }
 
 FormatKernels kernels_avx512vnni(const Spec& s) {

@@ -238,10 +238,10 @@ FormatKernels kernels_amx(const Spec& s);
 // format_table() gives that row on Intel CPUs (formats.cpp).
 decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni();
 // Decode from the rows laid out in 16-row blocks (fmt_decode_512.inc): sets decode_bytes,
-// decode_pack and matvec_decode for int8_g32_a8 (Kind::q8_a8) and int4_g32_a8 (Kind::int4_a8,
-// G = 32 only); the row matvecs they fall back to are the ones format_table() gives those rows on
+// decode_pack and matvec_decode for int8_g32_a8 (Kind::q8_a8), w8a8 (and w8a8_static) and
+// int4_gG_a8; the row matvecs they fall back to are the ones format_table() gives those rows on
 // Intel CPUs, which alone take the layout (formats.cpp).
-void add_decode_layout_avx512vnni(Kind kind, FormatKernels& f);
+void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f);
 
 // Appends every row but f32 to the format table (fmt_pack.cpp).
 void append_packed_rows(std::vector<FormatRow>& table);

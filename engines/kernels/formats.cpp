@@ -159,9 +159,15 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
     }
     // Decode from the rows laid out in 16-row blocks, one stream (fmt_decode_512.inc), at
     // avx512_vnni; the amx level's rows decode as avx512_vnni's (they add prefill on the tiles).
-    if (n == "int8_g32_a8" || n == "int4_g32_a8") {
+    const fmt::Spec spec = n == "int8_g32_a8" ? fmt::Spec{fmt::Kind::q8_a8}
+                         : n == "w8a8" || n == "w8a8_static" ? fmt::Spec{fmt::Kind::w8a8}
+                         : n == "int4_g32_a8" ? fmt::Spec{fmt::Kind::int4_a8, 32}
+                         : n == "int4_g64_a8" ? fmt::Spec{fmt::Kind::int4_a8, 64}
+                         : n == "int4_g128_a8" ? fmt::Spec{fmt::Kind::int4_a8, 128}
+                                               : fmt::Spec{fmt::Kind::f32_sparse};
+    if (spec.kind != fmt::Kind::f32_sparse) {
       FormatKernels& vnni = r.kernels[static_cast<int>(Isa::avx512_vnni)];
-      if (vnni.matvec) fmt::add_decode_layout_avx512vnni(n == "int8_g32_a8" ? fmt::Kind::q8_a8 : fmt::Kind::int4_a8, vnni);
+      if (vnni.matvec) fmt::add_decode_layout_avx512vnni(spec, vnni);
       FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
       if (amx.matvec) {
         amx.matvec = vnni.matvec;

@@ -468,15 +468,15 @@ TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
 }
 
 // The int4_gG_a8 and int8_g32_a8 matvecs work 16 rows at a time (AVX-512) or 8 (AVX2) with one
-// group of G per step: every row count from 1 to 33 around those steps, K with full groups only,
+// group of G per step, and so does every decode layout (w8a8's too, over 32-column steps): every row count from 1 to 33 around those steps, K with full groups only,
 // a ragged last group of one partial sub-block, and (G = 64, 128) a ragged group of more than one
 // sub-block; ranges [row_begin, row_end) of every start and end that are not multiples of 16
 // (a thread's share of rows), bit for bit against the generic twin, nothing written past the range.
 TEST_P(FormatTwin, GroupA8MatvecRowTailsRaggedGroupsAndRowRanges) {
   std::mt19937 rng(5);
-  for (const char* name : {"int4_g32_a8", "int4_g64_a8", "int4_g128_a8", "int8_g32_a8"}) {
+  for (const char* name : {"int4_g32_a8", "int4_g64_a8", "int4_g128_a8", "int8_g32_a8", "w8a8"}) {
     const FormatRow& f = format_by_name(name);
-    const int g = static_cast<int>(f.block_size);
+    const int g = f.block_size > 1 ? static_cast<int>(f.block_size) : 32;  // w8a8: 32-column padding
     const FormatKernels& fast = f.kernels_at(GetParam());
     const FormatKernels& ref = f.kernels[0];
     for (int64_t k : {int64_t{2} * g, int64_t{3} * g + 5, int64_t{g} + g / 2 + 9, int64_t{7}}) {
@@ -1275,8 +1275,8 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
   }
 }
 
-// The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8 and
-// int4_g32_a8 at avx512_vnni and amx on Intel CPUs with AVX-512, nowhere else. Where the host runs
+// The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
+// w8a8_static and int4_gG_a8 at avx512_vnni and amx on Intel CPUs with AVX-512, nowhere else. Where the host runs
 // it: made by the first matvec (not by a matmul of a few tokens), once, shared by threads asking
 // at once, its size as documented, and the runner's decode bit for bit the generic runner's at one
 // and two threads (the rows past the last whole block and a ragged last group included).
@@ -1285,7 +1285,10 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
   const bool intel = cpu.vendor == "GenuineIntel" && cpu.avx512f;
   for (const FormatRow& r : format_table())
     for (int level = 0; level < kIsaCount; ++level) {
-      const bool want = intel && (std::string(r.name) == "int8_g32_a8" || std::string(r.name) == "int4_g32_a8") &&
+      const std::string n = r.name;
+      const bool want = intel &&
+                        (n == "int8_g32_a8" || n == "w8a8" || n == "w8a8_static" || n == "int4_g32_a8" ||
+                         n == "int4_g64_a8" || n == "int4_g128_a8") &&
                         (level == static_cast<int>(Isa::avx512_vnni) || level == static_cast<int>(Isa::amx));
       const FormatKernels& k = r.kernels[level];
       EXPECT_EQ(k.matvec_decode != nullptr, want) << r.name << " at " << isa_name(static_cast<Isa>(level));
@@ -1300,7 +1303,7 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
   }
   std::mt19937 rng(73);
   const int64_t rows = 83, cols = 300;  // 5 whole blocks + 3 rows; 10 groups, the last ragged
-  for (const char* name : {"int8_g32_a8", "int4_g32_a8"}) {
+  for (const char* name : {"int8_g32_a8", "int4_g32_a8", "int4_g128_a8", "w8a8"}) {
     SCOPED_TRACE(std::string(name) + " at " + isa_name(level));
     const FormatRow& f = format_by_name(name);
     const FormatKernels& kern = f.kernels_at(level);
@@ -1323,9 +1326,8 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
     }
     ASSERT_NE(got[0], nullptr);
     for (int i = 1; i < 4; ++i) EXPECT_EQ(got[i], got[0]);
-    const size_t group = std::string(name) == "int8_g32_a8" ? 544 : 288;
     EXPECT_EQ(wm.decode_bytes(), kern.decode_bytes(rows, cols));
-    EXPECT_EQ(wm.decode_bytes(), static_cast<size_t>(rows / 16 * 10) * group);
+    EXPECT_EQ(wm.decode_bytes(), rows / 16 * 16 * wm.row_bytes);  // the rows' bytes, rearranged
     std::vector<float> y0(rows);
     {
       ThreadPool pool(1);
