@@ -84,6 +84,7 @@ const uint8_t* WeightMatrix::repacked(Repack* r, size_t (*size)(int64_t, int64_t
 }
 
 const uint8_t* WeightMatrix::tiles_for(const FormatKernels& k) const {
+  if (k.tiles_pack && k.tiles_pack == k.decode_pack) return decode_for(k);  // one layout for both
   return repacked(tiles_.get(), k.tiles_bytes, k.tiles_pack);
 }
 

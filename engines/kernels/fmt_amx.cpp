@@ -99,6 +99,13 @@ struct Int8Ops {
   static inline void dp2() { _tile_dpbssd(2, 5, 6); }
   static inline void dp3() { _tile_dpbssd(3, 5, 7); }
 };
+// Signed activations (A) times weights biased to unsigned (B, the decode layout's).
+struct Int8BiasedOps {
+  static inline void dp0() { _tile_dpbsud(0, 4, 6); }
+  static inline void dp1() { _tile_dpbsud(1, 4, 7); }
+  static inline void dp2() { _tile_dpbsud(2, 5, 6); }
+  static inline void dp3() { _tile_dpbsud(3, 5, 7); }
+};
 
 // Tokens [0, mt) of X (rows xrb bytes apart, their data from x_off) as B tiles: blocks of 16
 // tokens, each [32-bit group][16 tokens] for `groups` groups, the groups past x_groups (X's zero
@@ -321,10 +328,13 @@ inline void tiles_block(const ASrc& a0, const ASrc& a1, int64_t direct, int64_t 
 // Rows [r0, r0 + n16) (r0 and n16 multiples of 16) for tokens [0, m), m >= 16:
 //   epi(c, tokens, t, rows, r): C [32 tokens][32 rows] int32 (or f32 bits), `tokens` from t and
 //   `rows` from r valid.
+//   The B tiles of rows [16 j, 16 j + 16) start at tiles + j * block_bytes (0: steps x 1024,
+//   the repack's; the decode layout's 16-row blocks are further apart).
 template <class Ops, class Epi>
 void tiles_gemm(const uint8_t* tiles, int64_t w_data, const uint8_t* x, size_t xrb, int64_t x_off, int64_t x_data,
-                int64_t m, int64_t r0, int64_t n16, const Epi& epi) {
+                int64_t m, int64_t r0, int64_t n16, const Epi& epi, int64_t block_bytes = 0) {
   const int64_t steps = tile_steps(w_data);
+  if (block_bytes == 0) block_bytes = steps * 1024;
   const int64_t direct = x_data / 64 < steps ? x_data / 64 : steps;
   const int64_t xb = x_data < 64 * steps ? x_data : 64 * steps;  // activation bytes a step may read
   int64_t chunk = kAmxPackBytes / (steps * 64) / 32 * 32;
@@ -359,8 +369,8 @@ void tiles_gemm(const uint8_t* tiles, int64_t w_data, const uint8_t* x, size_t x
     };
     for (int64_t r = 0; r < n16; r += 32) {
       const bool two_r = n16 - r >= 32;
-      const uint8_t* b0 = tiles + (r0 + r) / 16 * steps * 1024;
-      const uint8_t* b1 = b0 + steps * 1024;
+      const uint8_t* b0 = tiles + (r0 + r) / 16 * block_bytes;
+      const uint8_t* b1 = b0 + block_bytes;
       for (int64_t b = 0; b < nblocks; b += 2) {
         const bool two_t = b + 1 < nblocks;
         const ASrc a0 = src(b), a1 = two_t ? src(b + 1) : a0;
@@ -423,6 +433,43 @@ void w8a8_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes,
       }
     };
     tiles_gemm<Int8Ops>(tiles, round_up(k, 32), xa, xrb, kActHeader, round_up(k, 32), m, a, n16, epi);
+  });
+}
+
+// The same products with the weights read from the decode layout (fmt_decode_512.inc), which is
+// made of B tiles already: in each 16-row block, after the 16 f32 scales, 64-byte vectors of
+// 16 rows x 4 columns, biased to unsigned; 16 consecutive vectors are the tile of a 64-column
+// step. tdpbsud, then 128 x the token's activation sum comes off each int32 sum: exact, so bit
+// for bit the generic twin, and no second copy of the weights for prefill. When round_up(K, 32)
+// is an odd multiple of 32 the last step's tile runs 512 bytes into the next block (or the
+// layout's tail slack): those columns meet the activations' zero padding.
+void w8a8_matmul_decode_tiles(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
+                              size_t xrb, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  const uint8_t* xa = static_cast<const uint8_t*>(xv);
+  const int64_t kp = round_up(k, 32);
+  tiles_split<Kind::w8a8>(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin, row_end, [&](int64_t a, int64_t n16) {
+    thread_local std::vector<float> sx;
+    thread_local std::vector<int32_t> bias;
+    if (static_cast<int64_t>(sx.size()) < m) sx.resize(m), bias.resize(m);
+    for (int64_t t = 0; t < m; ++t) {
+      sx[t] = load_f32(xa + t * xrb);
+      const int8_t* q = reinterpret_cast<const int8_t*>(xa + t * xrb + kActHeader);
+      int32_t sum = 0;
+      for (int64_t c = 0; c < kp; ++c) sum += q[c];
+      bias[t] = 128 * sum;
+    }
+    const int64_t block = 16 * static_cast<int64_t>(row_bytes);
+    auto epi = [&](const int32_t* c, int64_t tokens, int64_t t, int64_t rows, int64_t r) {
+      for (int64_t h = 0; h < rows / 16; ++h) {
+        const __m512 swv = _mm512_loadu_ps(reinterpret_cast<const float*>(dec + (r / 16 + h) * block));
+        for (int64_t i = 0; i < tokens; ++i) {
+          const __m512i sum = _mm512_sub_epi32(_mm512_load_si512(c + i * 32 + 16 * h), _mm512_set1_epi32(bias[t + i]));
+          _mm512_storeu_ps(y + (t + i) * ldy + r + 16 * h,
+                           _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(swv, _mm512_set1_ps(sx[t + i]))));
+        }
+      }
+    };
+    tiles_gemm<Int8BiasedOps>(dec + 64, kp, xa, xrb, kActHeader, kp, m, a, n16, epi, block);
   });
 }
 
@@ -779,6 +826,12 @@ FormatKernels kernels_amx(const Spec& s) {
     f.tiles_pack = s.kind == Kind::bf16 ? bf16_tiles_pack : w8a8_tiles_pack;
     f.matmul_tiles = s.kind == Kind::bf16 ? bf16_matmul_tiles : w8a8_matmul_tiles;
     f.tiles_min_tokens = 16;
+    if (s.kind == Kind::w8a8) {  // prefill from the decode layout: one copy for both
+      add_decode_layout_avx512vnni(s, f);
+      f.tiles_bytes = f.decode_bytes;
+      f.tiles_pack = f.decode_pack;
+      f.matmul_tiles = w8a8_matmul_decode_tiles;
+    }
     return f;
   }
   if (s.kind == Kind::int4_a8) {
@@ -792,6 +845,7 @@ FormatKernels kernels_amx(const Spec& s) {
     f.matmul_tiles = s.group == 128 ? group_matmul_tiles<Kind::int4_a8, 128>
                    : s.group == 64 ? group_matmul_tiles<Kind::int4_a8, 64> : group_matmul_tiles<Kind::int4_a8, 32>;
     f.tiles_min_tokens = 16;
+    add_decode_layout_avx512vnni(s, f);
     return f;
   }
   if (s.kind == Kind::q8_a8) {
@@ -800,6 +854,7 @@ FormatKernels kernels_amx(const Spec& s) {
     f.tiles_pack = group_tiles_pack<Kind::q8_a8, 32>;
     f.matmul_tiles = group_matmul_tiles<Kind::q8_a8, 32>;
     f.tiles_min_tokens = 16;
+    add_decode_layout_avx512vnni(s, f);
     return f;
   }
   return {};

@@ -158,7 +158,9 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
       if (k.matvec) k.matvec = fmt::int4g32a8_streams_matvec_avx512vnni();
     }
     // Decode from the rows laid out in 16-row blocks, one stream (fmt_decode_512.inc), at
-    // avx512_vnni; the amx level's rows decode as avx512_vnni's (they add prefill on the tiles).
+    // avx512_vnni (the amx level has it on every CPU: AMX CPUs are Intel's); the amx level's
+    // int8_g32_a8 and int4_g32_a8 rows decode with avx512_vnni's row matvec where no whole block
+    // covers them, as the layout's kernel does.
     const fmt::Spec spec = n == "int8_g32_a8" ? fmt::Spec{fmt::Kind::q8_a8}
                          : n == "w8a8" || n == "w8a8_static" ? fmt::Spec{fmt::Kind::w8a8}
                          : n == "int4_g32_a8" ? fmt::Spec{fmt::Kind::int4_a8, 32}
@@ -169,12 +171,7 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
       FormatKernels& vnni = r.kernels[static_cast<int>(Isa::avx512_vnni)];
       if (vnni.matvec) fmt::add_decode_layout_avx512vnni(spec, vnni);
       FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
-      if (amx.matvec) {
-        amx.matvec = vnni.matvec;
-        amx.decode_bytes = vnni.decode_bytes;
-        amx.decode_pack = vnni.decode_pack;
-        amx.matvec_decode = vnni.matvec_decode;
-      }
+      if (amx.matvec) amx.matvec = vnni.matvec;
     }
   }
 }

@@ -1179,7 +1179,7 @@ TEST(Formats, RepackedTilesAreMadeOnceAndShared_amx) {
   CIBENCH_REQUIRE_ISA(Isa::amx);
   std::mt19937 rng(71);
   const int64_t rows = 83, cols = 300, m = 40;
-  const FormatRow& f = format_by_name("w8a8");
+  const FormatRow& f = format_by_name("int8_g32_a8");  // (w8a8 reads its tiles from the decode layout)
   auto w = gauss(rows * cols, rng);
   auto x = gauss(m * cols, rng);
   WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
@@ -1203,7 +1203,8 @@ TEST(Formats, RepackedTilesAreMadeOnceAndShared_amx) {
   ASSERT_NE(got[0], nullptr);
   for (int i = 1; i < 4; ++i) EXPECT_EQ(got[i], got[0]);
   EXPECT_EQ(wm.tiles_bytes(), kern.tiles_bytes(rows, cols));
-  EXPECT_EQ(wm.tiles_bytes(), static_cast<size_t>(rows / 16 * ((fmt::round_up(cols, 32) + 63) / 64) * 1024));
+  // per 16 rows: a 512-byte B tile and 16 f32 scales per group of 32 columns
+  EXPECT_EQ(wm.tiles_bytes(), static_cast<size_t>(rows / 16 * ((cols + 31) / 32) * (512 + 64)));
   std::vector<float> y0(m * rows);
   {
     ThreadPool pool(1);
@@ -1276,7 +1277,8 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
 }
 
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
-// w8a8_static and int4_gG_a8 at avx512_vnni and amx on Intel CPUs with AVX-512, nowhere else. Where the host runs
+// w8a8_static and int4_gG_a8 at avx512_vnni on Intel CPUs with AVX-512 and at amx, nowhere else;
+// w8a8's AMX prefill reads its tiles from it (no repack of its own). Where the host runs
 // it: made by the first matvec (not by a matmul of a few tokens), once, shared by threads asking
 // at once, its size as documented, and the runner's decode bit for bit the generic runner's at one
 // and two threads (the rows past the last whole block and a ragged last group included).
@@ -1286,10 +1288,10 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
   for (const FormatRow& r : format_table())
     for (int level = 0; level < kIsaCount; ++level) {
       const std::string n = r.name;
-      const bool want = intel &&
-                        (n == "int8_g32_a8" || n == "w8a8" || n == "w8a8_static" || n == "int4_g32_a8" ||
-                         n == "int4_g64_a8" || n == "int4_g128_a8") &&
-                        (level == static_cast<int>(Isa::avx512_vnni) || level == static_cast<int>(Isa::amx));
+      const bool row = n == "int8_g32_a8" || n == "w8a8" || n == "w8a8_static" || n == "int4_g32_a8" ||
+                       n == "int4_g64_a8" || n == "int4_g128_a8";
+      // the amx level has it on every CPU (AMX CPUs are Intel's); avx512_vnni on Intel's only
+      const bool want = row && ((intel && level == static_cast<int>(Isa::avx512_vnni)) || level == static_cast<int>(Isa::amx));
       const FormatKernels& k = r.kernels[level];
       EXPECT_EQ(k.matvec_decode != nullptr, want) << r.name << " at " << isa_name(static_cast<Isa>(level));
       EXPECT_EQ(k.decode_pack != nullptr, want) << r.name;
@@ -1342,6 +1344,10 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
       for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], y0[r]) << "threads=" << threads << " r=" << r;
     }
     EXPECT_EQ(wm.decode_for(kern), got[0]);  // still the one repack
+    if (std::string(name) == "w8a8" && level == Isa::amx) {  // the prefill tiles are the same copy
+      EXPECT_EQ(wm.tiles_for(kern), got[0]);
+      EXPECT_EQ(wm.tiles_bytes(), 0u);
+    }
     WeightMatrix small = pack_matrix("small", w.data(), 15, cols, f);  // no whole block
     EXPECT_EQ(small.decode_for(kern), nullptr);
     EXPECT_EQ(small.decode_bytes(), 0u);
