@@ -575,6 +575,22 @@ void group_tiles_pack(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t 
   }
 }
 
+// Where a 16-row block's B tiles and scales are. The repack's (Layout::repack): [sub-step][512-byte
+// tile] then [group][16 f32 scales] (bt = the block, dw = its scales). The decode layout's
+// (Layout::decode, int8_g32_a8, fmt_decode_512.inc): per group a 544-byte piece, 16 f16 scales
+// then the 8 x 64-byte tile of the signed weights. Either way tdpbssd gives the exact sums.
+enum class Layout { repack, decode };
+template <Layout L, int G>
+struct GroupSrc {
+  static const uint8_t* tile(const uint8_t* bt, int64_t g) {
+    return L == Layout::repack ? bt + g * (G / 32) * 512 : bt + g * 544 + 32;
+  }
+  static __m512 scales(const uint8_t* bt, const float* dw, int64_t g) {
+    if constexpr (L == Layout::repack) return _mm512_loadu_ps(dw + 16 * g);
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bt + g * 544)));
+  }
+};
+
 template <int NT, int NR>
 inline void group_tiles_products(const uint8_t* a0, const uint8_t* a1, int64_t as, const uint8_t* b0,
                                  const uint8_t* b1, int subs) {
@@ -582,31 +598,32 @@ inline void group_tiles_products(const uint8_t* a0, const uint8_t* a1, int64_t a
   for (int s = 0; s < subs; ++s) {
     _tile_loadd(6, b0 + 512 * s, 64);
     _tile_loadd(4, a0 + 32 * s, as);
-    _tile_dpbssd(0, 4, 6);
+    Int8Ops::dp0();
     if constexpr (NR > 1) {
       _tile_loadd(7, b1 + 512 * s, 64);
-      _tile_dpbssd(1, 4, 7);
+      Int8Ops::dp1();
     }
     if constexpr (NT > 1) {
       _tile_loadd(5, a1 + 32 * s, as);
-      _tile_dpbssd(2, 5, 6);
-      if constexpr (NR > 1) _tile_dpbssd(3, 5, 7);
+      Int8Ops::dp2();
+      if constexpr (NR > 1) Int8Ops::dp3();
     }
   }
 }
 
 // One 32 x 32 block over all groups: the tile products of group g + 1 are issued before group g's
 // sums are scaled (from the other of two C buffers), so the tiles and the AVX-512 epilogue overlap.
-template <int NT, int NR, int G>
+template <int NT, int NR, int G, Layout L>
 inline void group_tiles_run(const uint8_t* x0, const uint8_t* x1, int64_t xrb, int64_t hdr, const uint8_t* bt0,
                             const uint8_t* bt1, const float* dw0, const float* dw1, int64_t k, int64_t tokens,
                             int32_t (*cb)[32 * 32], float* acc) {
+  using Src = GroupSrc<L, G>;
   constexpr int SUBS = G / 32;
   const int64_t ng = (k + G - 1) / G;
   auto products = [&](int64_t g) {  // a ragged last group: only the sub-steps the activations' zero pad covers
     const int subs = g + 1 < ng ? SUBS : static_cast<int>(round_up(k - g * G, 32) / 32);
-    group_tiles_products<NT, NR>(x0 + hdr + g * G, x1 + hdr + g * G, xrb, bt0 + g * SUBS * 512,
-                                 bt1 + g * SUBS * 512, subs);
+    group_tiles_products<NT, NR>(x0 + hdr + g * G, x1 + hdr + g * G, xrb, Src::tile(bt0, g), Src::tile(bt1, g),
+                                    subs);
   };
   for (int64_t i = 0; i < 32 * 32; i += 16) _mm512_store_ps(acc + i, _mm512_setzero_ps());
   products(0);
@@ -615,8 +632,8 @@ inline void group_tiles_run(const uint8_t* x0, const uint8_t* x1, int64_t xrb, i
     if (g + 1 < ng) products(g + 1);
     // acc = fma(d_w * d_a, float(sum), acc) per lane (the generic twin's expression)
     const int32_t* c = cb[g & 1];
-    const __m512 w0 = _mm512_loadu_ps(dw0 + 16 * g);
-    const __m512 w1 = NR > 1 ? _mm512_loadu_ps(dw1 + 16 * g) : w0;
+    const __m512 w0 = Src::scales(bt0, dw0, g);
+    const __m512 w1 = NR > 1 ? Src::scales(bt1, dw1, g) : w0;
     for (int half = 0; half < NT; ++half) {  // tokens [16 half, 16 half + n) from x0 or x1
       const int64_t n = tokens - 16 * half < 16 ? tokens - 16 * half : 16;
       const uint8_t* xr = (half ? x1 : x0) + 4 * g;
@@ -624,6 +641,7 @@ inline void group_tiles_run(const uint8_t* x0, const uint8_t* x1, int64_t xrb, i
       const int32_t* ci = c + 16 * half * 32;
       for (int64_t i = 0; i < n; ++i, xr += xrb, ai += 32, ci += 32) {
         const __m512 da = _mm512_set1_ps(load_f32(xr));
+        // the decode layout's biased weights: 128 x the block's activation sum off (exact)
         _mm512_store_ps(ai, _mm512_fmadd_ps(_mm512_mul_ps(w0, da), _mm512_cvtepi32_ps(_mm512_load_si512(ci)),
                                             _mm512_load_ps(ai)));
         if constexpr (NR > 1)
@@ -636,7 +654,7 @@ inline void group_tiles_run(const uint8_t* x0, const uint8_t* x1, int64_t xrb, i
   }
 }
 
-template <Kind K, int G>
+template <Kind K, int G, Layout L = Layout::repack>
 void group_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
                         size_t xrb, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   int64_t a = (row_begin + 15) / 16 * 16;
@@ -648,7 +666,8 @@ void group_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes
   }
   if (row_begin < a) vnni_matmul<K, G>(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin, a);
   const uint8_t* x = static_cast<const uint8_t*>(xv);
-  const int64_t hdr = actb_header(k, G), tb = group_tile_bytes(k), bb = group_block_bytes<G>(k);
+  const int64_t hdr = actb_header(k, G), tb = group_tile_bytes(k);
+  const int64_t bb = L == Layout::repack ? group_block_bytes<G>(k) : 16 * static_cast<int64_t>(row_bytes);
   thread_local std::vector<uint8_t> part;  // the last block of < 16 tokens, zero padded: [16][xrb]
   alignas(64) int32_t cbuf[2][32 * 32];
   alignas(64) float acc[32 * 32];
@@ -676,10 +695,10 @@ void group_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes
         const uint8_t* x1 = two_t ? rows_of(b + 1) : x0;
         const int64_t tokens = mt - 16 * b < 32 ? mt - 16 * b : 32;
         const int64_t as = static_cast<int64_t>(xrb);
-        if (two_t && two_r) group_tiles_run<2, 2, G>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
-        else if (two_t) group_tiles_run<2, 1, G>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
-        else if (two_r) group_tiles_run<1, 2, G>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
-        else group_tiles_run<1, 1, G>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        if (two_t && two_r) group_tiles_run<2, 2, G, L>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        else if (two_t) group_tiles_run<2, 1, G, L>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        else if (two_r) group_tiles_run<1, 2, G, L>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        else group_tiles_run<1, 1, G, L>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
         for (int64_t i = 0; i < tokens; ++i) {
           float* yr = y + (t0 + 16 * b + i) * ldy + a + r;
           _mm512_storeu_ps(yr, _mm512_load_ps(acc + i * 32));
@@ -848,13 +867,13 @@ FormatKernels kernels_amx(const Spec& s) {
     add_decode_layout_avx512vnni(s, f);
     return f;
   }
-  if (s.kind == Kind::q8_a8) {
+  if (s.kind == Kind::q8_a8) {  // prefill from the decode layout too: one copy for both
     FormatKernels f = kernels_avx512vnni(s);
-    f.tiles_bytes = group_tiles_bytes<Kind::q8_a8, 32>;
-    f.tiles_pack = group_tiles_pack<Kind::q8_a8, 32>;
-    f.matmul_tiles = group_matmul_tiles<Kind::q8_a8, 32>;
-    f.tiles_min_tokens = 16;
     add_decode_layout_avx512vnni(s, f);
+    f.tiles_bytes = f.decode_bytes;
+    f.tiles_pack = f.decode_pack;
+    f.matmul_tiles = group_matmul_tiles<Kind::q8_a8, 32, Layout::decode>;
+    f.tiles_min_tokens = 16;
     return f;
   }
   return {};

@@ -1179,7 +1179,7 @@ TEST(Formats, RepackedTilesAreMadeOnceAndShared_amx) {
   CIBENCH_REQUIRE_ISA(Isa::amx);
   std::mt19937 rng(71);
   const int64_t rows = 83, cols = 300, m = 40;
-  const FormatRow& f = format_by_name("int8_g32_a8");  // (w8a8 reads its tiles from the decode layout)
+  const FormatRow& f = format_by_name("int4_g32_a8");  // (w8a8 and int8_g32_a8 read their tiles from the decode layout)
   auto w = gauss(rows * cols, rng);
   auto x = gauss(m * cols, rng);
   WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
@@ -1278,7 +1278,7 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
 
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
 // w8a8_static and int4_gG_a8 at avx512_vnni on Intel CPUs with AVX-512 and at amx, nowhere else;
-// w8a8's AMX prefill reads its tiles from it (no repack of its own). Where the host runs
+// the AMX prefill of w8a8 and int8_g32_a8 reads its tiles from it (no repack of its own). Where the host runs
 // it: made by the first matvec (not by a matmul of a few tokens), once, shared by threads asking
 // at once, its size as documented, and the runner's decode bit for bit the generic runner's at one
 // and two threads (the rows past the last whole block and a ragged last group included).
@@ -1344,7 +1344,7 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
       for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(y[r], y0[r]) << "threads=" << threads << " r=" << r;
     }
     EXPECT_EQ(wm.decode_for(kern), got[0]);  // still the one repack
-    if (std::string(name) == "w8a8" && level == Isa::amx) {  // the prefill tiles are the same copy
+    if ((std::string(name) == "w8a8" || std::string(name) == "int8_g32_a8") && level == Isa::amx) {  // the prefill tiles are the same copy
       EXPECT_EQ(wm.tiles_for(kern), got[0]);
       EXPECT_EQ(wm.tiles_bytes(), 0u);
     }
