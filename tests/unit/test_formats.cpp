@@ -1175,6 +1175,15 @@ TEST(Formats, PrefillThreadSplitsMatchOneGenericThread) {
 // of 16 tokens or more, shared by every runner and thread that asks (concurrently here: TSan runs
 // this test), of the size the kernels declare; levels without a repack get none; and the runner's
 // prefill through them equals the generic kernel bit for bit (w8a8) at one and two threads.
+// Four threads ask for a matrix's repack at once: every one gets the same copy.
+template <class Ask>
+void ask_from_four_threads(const uint8_t* (&got)[4], const Ask& ask) {
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 4; ++i) ts.emplace_back([&, i] { got[i] = ask(); });
+  for (auto& t : ts) t.join();
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(got[i], got[0]) << "thread " << i;
+}
+
 TEST(Formats, RepackedTilesAreMadeOnceAndShared_amx) {
   CIBENCH_REQUIRE_ISA(Isa::amx);
   std::mt19937 rng(71);
@@ -1195,13 +1204,8 @@ TEST(Formats, RepackedTilesAreMadeOnceAndShared_amx) {
   const FormatKernels& kern = f.kernels_at(Isa::amx);
   ASSERT_NE(kern.matmul_tiles, nullptr);
   const uint8_t* got[4] = {};
-  {
-    std::vector<std::thread> ts;
-    for (int i = 0; i < 4; ++i) ts.emplace_back([&, i] { got[i] = wm.tiles_for(kern); });
-    for (auto& t : ts) t.join();
-  }
+  ask_from_four_threads(got, [&] { return wm.tiles_for(kern); });
   ASSERT_NE(got[0], nullptr);
-  for (int i = 1; i < 4; ++i) EXPECT_EQ(got[i], got[0]);
   EXPECT_EQ(wm.tiles_bytes(), kern.tiles_bytes(rows, cols));
   // per 16 rows: a 512-byte B tile and 16 f32 scales per group of 32 columns
   EXPECT_EQ(wm.tiles_bytes(), static_cast<size_t>(rows / 16 * ((cols + 31) / 32) * (512 + 64)));
@@ -1321,13 +1325,8 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
       EXPECT_EQ(wm.decode_bytes(), 0u);
     }
     const uint8_t* got[4] = {};
-    {
-      std::vector<std::thread> ts;
-      for (int i = 0; i < 4; ++i) ts.emplace_back([&, i] { got[i] = wm.decode_for(kern); });
-      for (auto& t : ts) t.join();
-    }
+    ask_from_four_threads(got, [&] { return wm.decode_for(kern); });
     ASSERT_NE(got[0], nullptr);
-    for (int i = 1; i < 4; ++i) EXPECT_EQ(got[i], got[0]);
     EXPECT_EQ(wm.decode_bytes(), kern.decode_bytes(rows, cols));
     EXPECT_EQ(wm.decode_bytes(), rows / 16 * 16 * wm.row_bytes);  // the rows' bytes, rearranged
     std::vector<float> y0(rows);
