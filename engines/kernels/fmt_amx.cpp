@@ -641,7 +641,6 @@ inline void group_tiles_run(const uint8_t* x0, const uint8_t* x1, int64_t xrb, i
       const int32_t* ci = c + 16 * half * 32;
       for (int64_t i = 0; i < n; ++i, xr += xrb, ai += 32, ci += 32) {
         const __m512 da = _mm512_set1_ps(load_f32(xr));
-        // the decode layout's biased weights: 128 x the block's activation sum off (exact)
         _mm512_store_ps(ai, _mm512_fmadd_ps(_mm512_mul_ps(w0, da), _mm512_cvtepi32_ps(_mm512_load_si512(ci)),
                                             _mm512_load_ps(ai)));
         if constexpr (NR > 1)

@@ -145,7 +145,8 @@ static void prefer_avx2_kernels(std::vector<FormatRow>& t) {
 //   (117-123 / 138-149), so it keeps its own.
 // - int4_g32_a8's avx512_vnni matvec over 16 long row streams (as G = 64 and 128 everywhere)
 //   measured faster than over 16 adjacent rows (1.1B 20.9-21.0 / 18.7-19.0, 110M 321-332 /
-//   293-308), where on Zen 4 it was 2x slower (fmt_int4a8_512.inc).
+//   293-308), where on Zen 4 it was 2x slower (fmt_int4a8_512.inc); those row kernels now serve
+//   the rows the decode layout's whole 16-row blocks leave (fmt_decode_512.inc).
 static void intel_matvecs(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
     const std::string n = r.name;
