@@ -51,6 +51,8 @@ struct WeightMatrix {
   // the first matvec that takes it (extra memory: decode_bytes()).
   const uint8_t* decode_for(const FormatKernels& k) const;
   size_t decode_bytes() const;
+  // Both copies (tiles and decode layout) made so far: memory beside bytes().
+  size_t repacked_bytes() const { return tiles_bytes() + decode_bytes(); }
 
  private:
   struct Repack {

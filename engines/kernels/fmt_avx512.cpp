@@ -4,14 +4,17 @@
 //   w8a8: the AVX2 sign trick at 512 bits (_mm512_maddubs_epi16 + _mm512_madd_epi16)
 //   int8_g32_a8: the same sign trick per block of 32, 16 rows per step (fmt_q8a8_512.inc)
 //   sparse formats: none of their own here, so the table falls back to the AVX2 kernels.
+//   int4 gG decode from the decode layout (fmt_int4_decode_512.inc), on Intel CPUs (formats.cpp)
 // Dispatched only when cpuid reports AVX-512; the twin tests (tests/unit/test_formats.cpp) hold
 // it to the generic kernels on such a host and skip it elsewhere.
 #include <immintrin.h>
 
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "engines/kernels/fmt_common.h"
+#include "engines/kernels/fmt_decode_layout.h"
 #include "engines/kernels/vec_avx512.h"
 
 namespace cibench {
@@ -19,6 +22,7 @@ namespace fmt {
 namespace {
 
 #include "engines/kernels/fmt_dense.inc"
+#include "engines/kernels/fmt_int4_decode_512.inc"
 
 // ---- w8a8 at 512 bits ------------------------------------------------------------------------
 struct Dot64Bw {
@@ -50,6 +54,13 @@ struct Q8DotBw {
 #include "engines/kernels/fmt_q8a8_512.inc"
 
 }  // namespace
+
+void add_decode_layout_avx512(const Spec& s, FormatKernels& f) {
+  if (s.kind != Kind::int4) return;
+  if (s.group == 32) s.asym ? set_int4f_decode<32, true>(f) : set_int4f_decode<32, false>(f);
+  else if (s.group == 64) s.asym ? set_int4f_decode<64, true>(f) : set_int4f_decode<64, false>(f);
+  else s.asym ? set_int4f_decode<128, true>(f) : set_int4f_decode<128, false>(f);
+}
 
 FormatKernels kernels_avx512(const Spec& s) {
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Bw>, w8a8_matmul_512<Dot64Bw>};

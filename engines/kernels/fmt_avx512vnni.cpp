@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engines/kernels/fmt_common.h"
+#include "engines/kernels/fmt_decode_layout.h"
 #include "engines/kernels/half.h"
 #include "engines/kernels/transpose_avx.h"
 

@@ -242,6 +242,9 @@ decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni();
 // int4_gG_a8; the row matvecs they fall back to are the ones format_table() gives those rows on
 // Intel CPUs, which alone take the layout (formats.cpp).
 void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f);
+// The same for the int4 gG weight-only rows (Kind::int4, f32 activations; fmt_int4_decode_512.inc),
+// over their AVX-512 row matvec; nothing for other kinds.
+void add_decode_layout_avx512(const Spec& s, FormatKernels& f);
 
 // Appends every row but f32 to the format table (fmt_pack.cpp).
 void append_packed_rows(std::vector<FormatRow>& table);

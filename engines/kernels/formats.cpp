@@ -1,6 +1,7 @@
 // The rows of the weight-format table. Each row's pack/unpack is the reference; its kernels per
 // ISA are tested against its generic kernels and against unpack + f32 math.
 #include <cstring>
+#include <string>
 
 #include "engines/core/cpu.h"
 #include "engines/core/error.h"
@@ -173,6 +174,13 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
       if (vnni.matvec) fmt::add_decode_layout_avx512vnni(spec, vnni);
       FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
       if (amx.matvec) amx.matvec = vnni.matvec;
+    }
+    // The int4 weight-only rows (f32 activations): their AVX-512 kernels, which the avx512_vnni
+    // and amx levels fall back to, decode from the layout too (fmt_int4_decode_512.inc).
+    if (r.act == ActType::f32 && n.rfind("int4_g", 0) == 0) {
+      const fmt::Spec s4{fmt::Kind::int4, std::stoi(n.substr(6)), n.size() > 5 && n.compare(n.size() - 5, 5, "_asym") == 0};
+      FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512)];
+      if (k.matvec) fmt::add_decode_layout_avx512(s4, k);
     }
   }
 }

@@ -128,6 +128,13 @@ size_t BertModel::projection_bytes() const {
   return b;
 }
 
+size_t BertModel::repacked_bytes() const {
+  size_t b = head_dense.repacked_bytes() + classifier.repacked_bytes();
+  for (const BertLayer& l : layers)
+    b += l.wqkv.repacked_bytes() + l.wo.repacked_bytes() + l.w_in.repacked_bytes() + l.w_out.repacked_bytes();
+  return b;
+}
+
 size_t BertModel::weight_bytes() const {
   size_t floats = word_embeddings.size() + position_embeddings.size() + type_embeddings.size() +
                   emb_norm_w.size() + emb_norm_b.size() + final_norm_w.size() + final_norm_b.size() +

@@ -190,6 +190,7 @@ struct BertModel {
 
   size_t weight_bytes() const;       // everything as stored
   size_t projection_bytes() const;   // the packed attention + feed-forward matrices
+  size_t repacked_bytes() const;     // laid out again for the kernels so far (LlamaModel::repacked_bytes)
 };
 
 BertModel build_bert(const BertSource& src, const BertBuildOptions& opts = {});

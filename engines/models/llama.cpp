@@ -37,6 +37,13 @@ size_t LlamaModel::weight_bytes() const {
   return b + output.bytes();
 }
 
+size_t LlamaModel::repacked_bytes() const {
+  size_t b = output.repacked_bytes();
+  for (const LlamaLayer& l : layers)
+    for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w1, &l.w2, &l.w3}) b += w->repacked_bytes();
+  return b;
+}
+
 size_t estimate_llama_build_bytes(const LlamaConfig& c, const LlamaBuildOptions& opts) {
   auto packed = [](const std::string& fmt, int64_t rows, int64_t cols) {
     return static_cast<size_t>(rows) * format_by_name(fmt).row_bytes(cols);

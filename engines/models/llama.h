@@ -73,6 +73,9 @@ struct LlamaModel {
 
   // Bytes of all weights as stored (packed matrices + f32 embeddings and norms).
   size_t weight_bytes() const;
+  // Bytes the kernels laid out again beside the packed matrices so far (AMX tiles, the 16-row
+  // decode layout: WeightMatrix::repacked_bytes), made by the first matmul / matvec that takes them.
+  size_t repacked_bytes() const;
   // Bytes of the matrices a decode step streams (all layers' projections + the head).
   size_t streamed_bytes_per_token() const;
   // All classes together (empty `tensors` when `conversion` is empty).

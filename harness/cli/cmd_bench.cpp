@@ -76,6 +76,7 @@ Fields bench_row_fields(const BenchArgs& a, const std::string& fmt, int threads,
                 {"decode_tokens_per_s", d.median},
                 {"decode_tokens_per_s_sd", a.reps > 1 ? SqlValue(d.stddev) : sql_null()},
                 {"weight_bytes", static_cast<int64_t>(model.weight_bytes())},
+                {"repacked_weight_bytes", static_cast<int64_t>(model.repacked_bytes())},
                 {"streamed_bytes_per_token", static_cast<int64_t>(model.streamed_bytes_per_token())},
                 {"weight_conversion_rel_rms",
                  model.conversion.empty() ? sql_null() : SqlValue(model.conversion_overall().relative_rms())},
@@ -176,6 +177,7 @@ int run_bench(BenchArgs a) {
         row["decode_tokens_per_s_median"] = d.median;
         row["decode_tokens_per_s_stddev"] = d.stddev;
         row["weight_bytes"] = model.weight_bytes();
+        row["repacked_weight_bytes"] = model.repacked_bytes();
         row["weight_conversion"] = weight_conversion_json(model);
         row["streamed_bytes_per_token"] = model.streamed_bytes_per_token();
         row["rss_bytes"] = current_rss_bytes();  // model + session; the bandwidth probe is freed

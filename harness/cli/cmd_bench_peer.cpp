@@ -243,6 +243,7 @@ int run_peer_bench(const BenchArgs& a_in) {
           row["prefill_tokens_per_s_median"] = p.median;
           row["decode_tokens_per_s_median"] = d.median;
           row["weight_bytes"] = model.weight_bytes();
+          row["repacked_weight_bytes"] = model.repacked_bytes();
           row["peer_gguf"] = gguf;
           row["peer_type"] = gtype;
           row["peer_weight_bytes"] = peer_bytes.weights;

@@ -298,6 +298,7 @@ StepOutcome run_step(Store& st, int64_t run_id, const Scenario& sc, const Varian
     r.isa_used = info.isa_used;
     r.pinning = info.pinning;
     r.weight_bytes = info.weight_bytes;
+    r.repacked_weight_bytes = info.repacked_weight_bytes;
     r.kv_cache_bytes = info.kv_cache_bytes;
     r.weight_conversion_rel_rms = info.weight_conversion_rel_rms;
     r.weight_conversion = info.weight_conversion;

@@ -64,6 +64,9 @@ struct SutInfo {
   std::string description;
   std::optional<std::string> isa_used;
   std::optional<int64_t> weight_bytes;
+  // The weights laid out again for the kernels while serving (AMX tiles, the decode layout),
+  // resident beside weight_bytes; read after the run.
+  std::optional<int64_t> repacked_weight_bytes;
   std::optional<int64_t> kv_cache_bytes;  // all workers
   std::string pinning = "none";
   // The conversion of a quantised source's weights (GGUF blocks) into the built formats: relative

@@ -59,6 +59,7 @@ SutInfo BertSut::info() const {
                       o_.cache ? ", result cache" : "");
   i.isa_used = isa_name(o_.isa >= 0 ? static_cast<Isa>(o_.isa) : active_isa());
   i.weight_bytes = static_cast<int64_t>(model_->weight_bytes());
+  i.repacked_weight_bytes = static_cast<int64_t>(model_->repacked_bytes());
   i.weight_conversion_reason = "classifier sources store float weights only";
   i.pinning = o_.pin_threads ? "compact" : "none";
   return i;

@@ -212,6 +212,7 @@ SutInfo LlamaSut::info() const {
   // Called after the workers stopped (no session is being created concurrently).
   if (isa_[0] >= 0) i.isa_used = isa_name(static_cast<Isa>(isa_[0]));
   i.weight_bytes = static_cast<int64_t>(model_->weight_bytes());
+  i.repacked_weight_bytes = static_cast<int64_t>(model_->repacked_bytes());
   set_weight_conversion(*model_, i);
   size_t kv = 0;
   for (size_t b : kv_bytes_) kv += b;

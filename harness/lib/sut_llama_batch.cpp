@@ -389,6 +389,7 @@ SutInfo LlamaBatchSut::info() const {
                       o_.prefix_cache ? ", prefix cache" : "", ")");
   i.isa_used = isa_name(impl_->batch.isa());
   i.weight_bytes = static_cast<int64_t>(impl_->model->weight_bytes());
+  i.repacked_weight_bytes = static_cast<int64_t>(impl_->model->repacked_bytes());
   set_weight_conversion(*impl_->model, i);
   i.kv_cache_bytes = static_cast<int64_t>(impl_->batch.pool().bytes());
   i.pinning = o_.pin_threads ? "pool thread i -> cpu i (the engine thread's pool)" : "none";

@@ -116,6 +116,9 @@ SutInfo LlamaSpecSut::info() const {
   int64_t weights = static_cast<int64_t>(target_->weight_bytes());
   if (draft_) weights += static_cast<int64_t>(draft_->weight_bytes());
   i.weight_bytes = weights;
+  int64_t repacked = static_cast<int64_t>(target_->repacked_bytes());
+  if (draft_) repacked += static_cast<int64_t>(draft_->repacked_bytes());
+  i.repacked_weight_bytes = repacked;
   set_weight_conversion(*target_, i);  // the target's: the draft's weights are not what is served
   size_t kv = 0;
   for (size_t b : kv_bytes_) kv += b;

@@ -84,6 +84,7 @@ Fields VariantResult::fields() const {
            {"peak_rss_load_bytes", sql_opt(peak_rss_load_bytes)},
            {"peak_rss_reason", peak_rss_reason.empty() ? sql_null() : SqlValue(peak_rss_reason)},
            {"weight_bytes", sql_opt(weight_bytes)},
+           {"repacked_weight_bytes", sql_opt(repacked_weight_bytes)},
            {"kv_cache_bytes", sql_opt(kv_cache_bytes)},
            {"weight_conversion_rel_rms", sql_opt(weight_conversion_rel_rms)},
            {"weight_conversion", sql_opt(weight_conversion)},
@@ -181,7 +182,11 @@ std::vector<std::string> VariantResult::console_lines() const {
     };
     out.push_back(str("memory: resident peak ", mib(peak_rss_bytes), " MiB serving, ", mib(peak_rss_load_bytes),
                       " MiB with the build", peak_rss_reason.empty() ? "" : " (" + peak_rss_reason + ")", "; weights ",
-                      mib(weight_bytes), " MiB, KV cache ", mib(kv_cache_bytes), " MiB"));
+                      mib(weight_bytes), " MiB",
+                      repacked_weight_bytes && *repacked_weight_bytes > 0
+                          ? str(" (+ ", mib(repacked_weight_bytes), " MiB laid out again for the kernels)")
+                          : std::string(),
+                      ", KV cache ", mib(kv_cache_bytes), " MiB"));
   }
   for (const auto& l : family_lines) out.push_back(l);
   if (const ClassifierAccuracy* c = quality.classifier)

@@ -32,6 +32,7 @@ struct VariantResult {
   std::optional<std::string> isa_used;
   std::string pinning;
   std::optional<int64_t> weight_bytes, kv_cache_bytes;
+  std::optional<int64_t> repacked_weight_bytes;  // SutInfo's: resident beside weight_bytes
   // The conversion of a quantised source's weights (SutInfo's; NULL with the reason).
   std::optional<double> weight_conversion_rel_rms;
   std::optional<std::string> weight_conversion;

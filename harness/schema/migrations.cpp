@@ -339,6 +339,10 @@ ALTER TABLE variants ADD COLUMN weight_conversion_rel_rms REAL;
 ALTER TABLE variants ADD COLUMN weight_conversion TEXT;
 ALTER TABLE variants ADD COLUMN weight_conversion_reason TEXT;
 )SQL"},
+    {13, "variants: repacked_weight_bytes, the weights the kernels laid out again beside the packed matrices while "
+         "serving (AMX tiles, the 16-row decode layout), resident on top of weight_bytes", R"SQL(
+ALTER TABLE variants ADD COLUMN repacked_weight_bytes INTEGER;
+)SQL"},
 };
 }  // namespace
 

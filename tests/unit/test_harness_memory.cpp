@@ -8,7 +8,9 @@
 #include <map>
 #include <string>
 
+#include "engines/core/cpu.h"
 #include "engines/core/error.h"
+#include "engines/core/format.h"
 #include "engines/models/synthetic.h"
 #include "engines/runtime/session.h"
 #include "harness/lib/scenario.h"
@@ -36,6 +38,7 @@ struct TempDir {
 struct MemoryRow {
   std::optional<int64_t> serving, load, weights, kv;
   std::string reason;
+  std::optional<int64_t> repacked;
 };
 
 std::optional<int64_t> opt_int(const SqlValue& v) {
@@ -46,13 +49,14 @@ std::optional<int64_t> opt_int(const SqlValue& v) {
 std::vector<MemoryRow> memory_rows(const std::string& db, int64_t run) {
   Store st(db);
   const auto q = st.query(
-      "SELECT peak_rss_bytes, peak_rss_load_bytes, weight_bytes, kv_cache_bytes, peak_rss_reason, status "
+      "SELECT peak_rss_bytes, peak_rss_load_bytes, weight_bytes, kv_cache_bytes, peak_rss_reason, status, "
+      "repacked_weight_bytes "
       "FROM variants WHERE run_id = ? ORDER BY variant_index, step_index",
       {run});
   std::vector<MemoryRow> out;
   for (const auto& r : q.rows) {
     EXPECT_EQ(sql_to_string(r[5]), "ok");
-    out.push_back({opt_int(r[0]), opt_int(r[1]), opt_int(r[2]), opt_int(r[3]), sql_to_string(r[4])});
+    out.push_back({opt_int(r[0]), opt_int(r[1]), opt_int(r[2]), opt_int(r[3]), sql_to_string(r[4]), opt_int(r[6])});
   }
   return out;
 }
@@ -94,25 +98,36 @@ TEST(HarnessMemory, PeakRssIsEachVariantsOwnAndFollowsTheWeights) {
   const std::vector<MemoryRow> rows = memory_rows(o.db_path, res.run_id);
   ASSERT_EQ(rows.size(), 2u);
   for (const MemoryRow& r : rows) {
-    ASSERT_TRUE(r.serving && r.load && r.weights && r.kv) << r.reason;
+    ASSERT_TRUE(r.serving && r.load && r.weights && r.kv && r.repacked) << r.reason;
     EXPECT_EQ(r.reason, "");
-    // The variant's own weights and KV cache are resident while it serves; the build comes first.
-    EXPECT_GE(*r.serving, *r.weights + *r.kv);
+    // The variant's own weights, their copies for the kernels and KV cache are resident while it
+    // serves; the build comes first.
+    EXPECT_GE(*r.serving, *r.weights + *r.repacked + *r.kv);
     EXPECT_GE(*r.load, *r.serving);
   }
   const MemoryRow& f32 = rows[0];
   const MemoryRow& int4 = rows[1];
   ASSERT_LT(*int4.weights, *f32.weights);  // the matrices in 4.5 bits; the embedding table stays f32
   EXPECT_LT(*int4.serving, *f32.serving);
+  // int4_g32 decodes from a copy of its matrices in 16-row blocks on Intel CPUs with AVX-512
+  // (their bytes again); f32 keeps none.
+  const FormatKernels& k4 = format_by_name("int4_g32").kernels_at(active_isa());
+  EXPECT_EQ(*f32.repacked, 0);
+  if (k4.matvec_decode)
+    EXPECT_GT(*int4.repacked, 0);
+  else
+    EXPECT_EQ(*int4.repacked, 0);
   // Both serve with the same resident rest (the process, the FP32 source they are packed from, the
-  // store), so the peaks differ by the weights, give or take what a session allocates besides
-  // them: its KV cache and scratch (at most one session's, the same shape for both formats).
+  // store), so the peaks differ by the weights and their copies, give or take what a session
+  // allocates besides them: its KV cache and scratch (at most one session's, the same shape for
+  // both formats).
   SessionOptions so;
   so.threads = 1;
   const LlamaConfig c = synthetic_llama_source("synthetic:tinystories-15m").config;
   const double session = static_cast<double>(LlamaSession::estimate_bytes(c, so));
   const double peak_diff = static_cast<double>(*f32.serving - *int4.serving);
-  const double weight_diff = static_cast<double>(*f32.weights - *int4.weights);
+  const double weight_diff =
+      static_cast<double>((*f32.weights + *f32.repacked) - (*int4.weights + *int4.repacked));
   EXPECT_NEAR(peak_diff, weight_diff, session)
       << "f32 serving " << *f32.serving << ", int4_g32 serving " << *int4.serving << ", weights " << *f32.weights
       << " and " << *int4.weights << ", one session " << session;

@@ -1,0 +1,120 @@
+#pragma once
+// The decode layout of the packed rows: the weights of 16 rows at a time rearranged so that one
+// token's matvec reads them as one stream, with no reduction across vector lanes. Its kernels:
+// fmt_decode_512.inc (the int8-activation rows, vpdpbusd, fmt_avx512vnni.cpp) and
+// fmt_int4_decode_512.inc (the int4 weight-only rows, f32 activations, fmt_avx512.cpp); why one
+// stream: fmt_decode_512.inc. Scalar code and a prefetch only; each AVX-512 source includes it
+// into an anonymous namespace of its own, as vec_avx512.h.
+//
+// Layout (WeightMatrix::decode_for keeps it beside the rows): a row is a sequence of units, each
+// a header (the scales) and data (a multiple of 4 bytes): per group its header and codes (int4
+// gG and int4_gG_a8: 16 nibble bytes per sub-block of 32, a ragged last group as padded in the
+// rows; int8_g32_a8: 32 int8 q), or (w8a8) the whole row, an f32 scale and round_up(K, 32) int8 q.
+// For each block of 16 rows (rows / 16 whole blocks; the rows past them stay with the row
+// kernel), unit by unit:
+//   [the 16 rows' headers: row i at bytes h i .. h i + h - 1 (h = 2: 32 bytes, h = 4: 64)]
+//   [64-byte vectors: vector v, bytes 4 i .. 4 i + 3 = data bytes 4 v .. 4 v + 3 of row i's unit]
+// The headers: the f16 d (h = 2), w8a8's f32 scale (h = 4), asymmetric int4's f16 d then f16 m
+// (h = 4). int4: the low nibbles of sub-block s's vector v are its columns 4v .. 4v + 3, the high
+// ones 16 + 4v .. 16 + 4v + 3, codes 0..15 unsigned; w8a8's int8 values are biased to unsigned
+// (XOR 0x80), int8_g32_a8's stay signed. So the layout has the rows' bytes exactly, and block b
+// starts at b * 16 * row_bytes.
+#include <xmmintrin.h>
+
+#include <cstring>
+
+#include "engines/kernels/fmt_common.h"
+
+namespace cibench {
+namespace fmt {
+namespace {
+
+constexpr int64_t kDecodeRows = 16;
+constexpr int64_t kDecodePrefetch = 3072;  // bytes ahead (fmt_decode_512.inc)
+
+// One format's units. K: Kind::int4_a8 and Kind::int4 (G = 32, 64, 128; Asym: int4 with a zero
+// point), Kind::q8_a8 (G = 32), Kind::w8a8.
+template <Kind K, int G, bool Asym = false>
+struct DecodeUnits {
+  static constexpr bool whole_row = K == Kind::w8a8;
+  static constexpr int64_t header = whole_row || Asym ? 4 : 2;
+  static int64_t units(int64_t k) { return whole_row ? 1 : (k + G - 1) / G; }
+  // data bytes of unit u (a ragged last int4 group: its sub-blocks only)
+  static int64_t data(int64_t k, int64_t u) {
+    if (whole_row) return round_up(k, 32);
+    if (K == Kind::q8_a8) return 32;
+    const int64_t n = (u + 1) * G <= k ? G : k - u * G;
+    return round_up(n, 32) / 2;
+  }
+};
+
+// The rows' bytes of the whole blocks; w8a8 with round_up(K, 32) an odd multiple of 32 adds 512
+// bytes of slack, so the AMX prefill's last 64-column tile of the last block stays inside.
+template <Kind K, int G, bool Asym = false>
+size_t decode_bytes_512(int64_t rows, int64_t k) {
+  using U = DecodeUnits<K, G, Asym>;
+  int64_t row = 0;
+  for (int64_t u = 0; u < U::units(k); ++u) row += U::header + U::data(k, u);
+  const int64_t blocks = rows / kDecodeRows;
+  const int64_t slack = K == Kind::w8a8 && blocks > 0 && round_up(k, 32) % 64 ? 512 : 0;
+  return static_cast<size_t>(blocks * kDecodeRows * row + slack);
+}
+
+template <Kind K, int G, bool Asym = false>
+void decode_pack_512(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k, uint8_t* dst) {
+  using U = DecodeUnits<K, G, Asym>;
+  constexpr bool bias = K == Kind::w8a8;
+  const int64_t nu = U::units(k);
+  for (int64_t b = 0; b < rows / kDecodeRows; ++b) {
+    const uint8_t* w0 = w + b * kDecodeRows * static_cast<int64_t>(row_bytes);
+    int64_t off = 0;  // the unit's offset in a row
+    for (int64_t u = 0; u < nu; ++u) {
+      const int64_t nd = U::data(k, u);
+      // 64 vectors (4 KB) at a time over the 16 rows, so each pass reads 16 short runs
+      for (int64_t v0 = 0; v0 < nd / 4; v0 += 64) {
+        const int64_t v1 = v0 + 64 < nd / 4 ? v0 + 64 : nd / 4;
+        for (int i = 0; i < kDecodeRows; ++i) {
+          const uint8_t* p = w0 + i * static_cast<int64_t>(row_bytes) + off;
+          if (v0 == 0) {
+            if (Asym) {  // d of the 16 rows, then their m
+              std::memcpy(dst + 2 * i, p, 2);
+              std::memcpy(dst + 2 * kDecodeRows + 2 * i, p + 2, 2);
+            } else {
+              std::memcpy(dst + U::header * i, p, U::header);
+            }
+          }
+          for (int64_t v = v0; v < v1; ++v) {
+            uint32_t q = load_u32(p + U::header + 4 * v);
+            if (bias) q ^= 0x80808080u;
+            std::memcpy(dst + U::header * kDecodeRows + 64 * v + 4 * i, &q, 4);
+          }
+        }
+      }
+      dst += (U::header + nd) * kDecodeRows;
+      off += U::header + nd;
+    }
+  }
+}
+
+inline void decode_prefetch(const uint8_t* p, int64_t n) {
+  for (int64_t l = 0; l < n; l += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kDecodePrefetch + l), _MM_HINT_T1);
+}
+
+// Rows [row_begin, row_end) of a decode matvec: block(b) for the whole 16-row blocks b inside the
+// range, rows(r0, r1) for the rows before the first and after the last (a range not on block
+// bounds, the rows past the last whole block), which the row kernel takes.
+template <typename Rows, typename Block>
+inline void decode_blocks(int64_t row_begin, int64_t row_end, const Rows& rows, const Block& block) {
+  const int64_t b0 = (row_begin + kDecodeRows - 1) / kDecodeRows, b1 = row_end / kDecodeRows;
+  if (b0 >= b1) {
+    rows(row_begin, row_end);
+    return;
+  }
+  if (b0 * kDecodeRows > row_begin) rows(row_begin, b0 * kDecodeRows);
+  for (int64_t b = b0; b < b1; ++b) block(b);
+  if (b1 * kDecodeRows < row_end) rows(b1 * kDecodeRows, row_end);
+}
+
+}  // namespace
+}  // namespace fmt
+}  // namespace cibench
