@@ -356,26 +356,17 @@ void check_twins(const FormatRow& f, Isa isa, int64_t rows, int64_t k, std::mt19
       std::vector<float> y0(rows, -1.f), y1(rows, -1.f);
       ref.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y0.data(), rb, rows);
       fast.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), y1.data(), rb, rows);
-      for (int64_t r = rb; r < rows; ++r) {
-        if (exact)
-          ASSERT_EQ(y0[r - rb], y1[r - rb]) << "matvec k=" << k << " rows=" << rows << " r=" << r;
-        else
-          ASSERT_NEAR(y0[r - rb], y1[r - rb], tol(&p.unpacked[r * k], a.dequantised.data(), k))
-              << "matvec k=" << k << " rows=" << rows << " r=" << r;
-      }
+      // bit for bit where the sums are int32 (a bound of 0), else within two orders of f32 sums;
       // outputs go to y[0, rows - rb) only (tiles may take rows that are far apart)
-      for (int64_t r = rows - rb; r < rows; ++r) ASSERT_EQ(y1[r], -1.f) << "matvec wrote past its rows";
+      auto same = [&](const std::vector<float>& y, const char* what) {
+        for (int64_t r = rb; r < rows; ++r)
+          ASSERT_NEAR(y0[r - rb], y[r - rb], exact ? 0.f : tol(&p.unpacked[r * k], a.dequantised.data(), k))
+              << what << " k=" << k << " rows=" << rows << " r=" << r;
+        for (int64_t r = rows - rb; r < rows; ++r) ASSERT_EQ(y[r], -1.f) << what << " wrote past its rows";
+      };
+      same(y1, "matvec");
       std::vector<float> y2(rows, -1.f);
-      if (run_decode(f, isa, p, rows, k, a, 0, y2.data(), rb, rows)) {
-        for (int64_t r = rb; r < rows; ++r) {
-          if (exact)
-            ASSERT_EQ(y0[r - rb], y2[r - rb]) << "matvec_decode k=" << k << " rows=" << rows << " r=" << r;
-          else
-            ASSERT_NEAR(y0[r - rb], y2[r - rb], tol(&p.unpacked[r * k], a.dequantised.data(), k))
-                << "matvec_decode k=" << k << " rows=" << rows << " r=" << r;
-        }
-        for (int64_t r = rows - rb; r < rows; ++r) ASSERT_EQ(y2[r], -1.f) << "matvec_decode wrote past its rows";
-      }
+      if (run_decode(f, isa, p, rows, k, a, 0, y2.data(), rb, rows)) same(y2, "matvec_decode");
     }
     const int64_t ldy = rows + 3;
     std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f), y2(m * ldy, 7.f);
