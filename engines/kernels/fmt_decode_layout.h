@@ -14,8 +14,8 @@
 // kernel), unit by unit:
 //   [the 16 rows' headers: row i at bytes h i .. h i + h - 1 (h = 2: 32 bytes, h = 4: 64)]
 //   [64-byte vectors: vector v, bytes 4 i .. 4 i + 3 = data bytes 4 v .. 4 v + 3 of row i's unit]
-// The headers: the f16 d (h = 2), w8a8's f32 scale (h = 4), asymmetric int4's f16 d then f16 m
-// (h = 4). int4: the low nibbles of sub-block s's vector v are its columns 4v .. 4v + 3, the high
+// The headers: the f16 d (h = 2), w8a8's f32 scale (h = 4); asymmetric int4 (4 bytes a row: f16 d,
+// f16 m) has the 16 rows' d (32 bytes), then their m (32 bytes), so each is one vcvtph2ps. int4: the low nibbles of sub-block s's vector v are its columns 4v .. 4v + 3, the high
 // ones 16 + 4v .. 16 + 4v + 3, codes 0..15 unsigned; w8a8's int8 values are biased to unsigned
 // (XOR 0x80), int8_g32_a8's stay signed. So the layout has the rows' bytes exactly, and block b
 // starts at b * 16 * row_bytes.

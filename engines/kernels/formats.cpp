@@ -178,7 +178,8 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
     // The int4 weight-only rows (f32 activations): their AVX-512 kernels, which the avx512_vnni
     // and amx levels fall back to, decode from the layout too (fmt_int4_decode_512.inc).
     if (r.act == ActType::f32 && n.rfind("int4_g", 0) == 0) {
-      const fmt::Spec s4{fmt::Kind::int4, std::stoi(n.substr(6)), n.size() > 5 && n.compare(n.size() - 5, 5, "_asym") == 0};
+      const bool asym = n.size() > 5 && n.compare(n.size() - 5, 5, "_asym") == 0;
+      const fmt::Spec s4{fmt::Kind::int4, static_cast<int>(r.block_size), asym};  // block_size: the group
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512)];
       if (k.matvec) fmt::add_decode_layout_avx512(s4, k);
     }
