@@ -291,7 +291,7 @@ TEST_P(KernelTwin, GeluIsErfWithinTheApproximationsError) {
 // A bound on |computed - exact| for attention evaluated in binary32 in any order: the score
 // s_t = scale q.k_t is off by d_t = (gamma_hd sum|q_i k_ti| + u |q.k_t|) scale; a softmax input
 // error of at most d_t changes p_t by at most p_t (d_t + max d) (to first order), and the
-// softmax's own rounding adds (gamma_n + 4 u) p_t; the output sum_t p_t v_ti then carries
+// softmax's own rounding adds (gamma_n + 6 u) p_t; the output sum_t p_t v_ti then carries
 // sum_t |dp_t| |v_ti| + gamma_n sum_t p_t |v_ti|. `p` and `o` are the exact (double) results.
 struct AttentionBound {
   std::vector<double> p, o;
@@ -314,8 +314,11 @@ AttentionBound attention_bound(const float* q, const std::vector<float>& kc, con
   b.p.resize(n_pos);
   b.o.assign(hd, 0.0);
   for (int64_t t = 0; t < n_pos; ++t) {
-    // (1 + 2 dmax) covers the second-order terms of exp(d) for d << 1.
-    b.p[t] = p[t] * ((d[t] + dmax) * (1 + 2 * dmax) + gamma_f32(n_pos) + 4 * kF32U);
+    // (1 + 2 dmax) covers the second-order terms of exp(d) for d << 1. The kernels' exp is
+    // encoder::exp_approx (relative error below 2 u, ExpApproxRelativeError): 2 u in the
+    // numerator, 2 u in every term of the sum (plus the sum's own gamma), 1 u each for the
+    // reciprocal and the product.
+    b.p[t] = p[t] * ((d[t] + dmax) * (1 + 2 * dmax) + gamma_f32(n_pos) + 6 * kF32U);
     for (int64_t i = 0; i < hd; ++i)
       b.o[i] += (b.p[t] + gamma_f32(n_pos) * p[t]) * std::fabs(vc[t * stride + i]);
   }
