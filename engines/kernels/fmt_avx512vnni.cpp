@@ -1019,6 +1019,7 @@ struct Q8DotVnni {
 };
 
 #include "engines/kernels/fmt_q8a8_512.inc"
+#include "engines/kernels/fmt_actb_512.inc"
 #include "engines/kernels/fmt_decode_512.inc"
 
 constexpr int64_t kGemmMinTokensQ8 = 16;
@@ -1468,9 +1469,11 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
     f.matmul = w8a7_matmul_vnni;
     return f;
   }
-  if (s.kind == Kind::q8_a8) return FormatKernels{q8a8_matvec_512<Q8DotVnni>, a8_few_matmul_vnni<Q8a8Few>};
+  if (s.kind == Kind::q8_a8)
+    return FormatKernels{q8a8_matvec_512<Q8DotVnni>, a8_few_matmul_vnni<Q8a8Few>, actb_quantize_512<kQ8Block>};
   if (s.kind == Kind::int4_a8) {
-    FormatKernels f = kernels_avx2(s);  // the AVX2 quantiser; the matvec and matmuls here
+    FormatKernels f = kernels_avx2(s);  // the matvec, matmuls and quantiser here
+    f.quantize = s.group == 128 ? actb_quantize_512<128> : (s.group == 64 ? actb_quantize_512<64> : actb_quantize_512<32>);
     f.matvec = s.group == 128 ? int4a8_matvec_512<128> : (s.group == 64 ? int4a8_matvec_512<64> : int4a8_matvec_512<32>);
     f.matmul = s.group == 128 ? int4g128a8_matmul_vnni
                               : (s.group == 64 ? a8_few_matmul_vnni<Int4a8Few<64>> : a8_few_matmul_vnni<Int4a8Few<32>>);
