@@ -1,7 +1,9 @@
 // AMX kernels. This file alone is compiled with the AVX-512 VNNI/BF16 flags plus
 // -mamx-tile -mamx-int8 -mamx-bf16.
-//   Prefill through MatmulRunner (FormatKernels::matmul_tiles) on weights repacked once per
-//   matrix as B tiles, the activation rows as the A tiles where they lie:
+//   Prefill through MatmulRunner (FormatKernels::matmul_tiles) on weights laid out once per
+//   matrix as B tiles (bf16: a repack of its own; w8a8 and int8_g32_a8: the decode layout, whose
+//   vectors are B tiles; int4_gG_a8: the decode layout's nibbles, expanded per call and 32-row
+//   block), the activation rows as the A tiles where they lie:
 //     bf16 (tdpbf16ps, the activations rounded to bf16 as the avx512_vnni kernels take them, so
 //     prefill and decode agree) and w8a8 (tdpbssd, exact int32 sums: bit for bit the generic
 //     twin): tiles_gemm;
@@ -492,19 +494,27 @@ void bf16_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes,
   });
 }
 
-// ---- per-group formats on repacked tiles (int4_gG_a8, int8_g32_a8) ------------------------------
+// ---- per-group formats on tiles from the decode layout (int4_gG_a8, int8_g32_a8) ----------------
 // FormatKernels::matmul_tiles for the rows whose weights and activations carry a scale per group
-// of G: the weights of each block of 16 rows decoded once per matrix to signed bytes (int4: q - 8;
-// Q8_0: the values) as B tiles of one 32-column sub-step each ([8 four-byte K groups][16 rows],
-// 512 bytes; zero past K), their f16 scales as floats beside them; the activation rows are the A
-// tiles where they lie (16 tokens x 32 bytes, at the rows' stride; the quantiser pads K to 32
-// with zeros). Per group and 2 x 2 C tiles (32 tokens x 32 rows): G / 32 tdpbssd give the exact
-// int32 sums of the group, stored, then acc = fma(d_w * d_a, float(sum), acc) per (token, 16 rows)
-// in AVX-512, group after group: the generic twin's expression per lane, bit for bit (the next
-// group's tile products are issued before this group's sums are scaled, from a second buffer).
-// The float accumulators of the 32 x 32 block live in L1 (4 KB); the block is written to Y once,
-// after the last group. Unlike group_a8_matmul_amx below, nothing is decoded, packed or transposed
-// per call, which is what made the tile form of groups of 32 no faster than VNNI there.
+// of G. The weights come from the decode layout (one copy for decode and prefill): int8_g32_a8's
+// pieces are B tiles already; int4_gG_a8's nibbles are expanded per call and 32-row block
+// (expand_int4_block) to signed bytes q - 8 as B tiles of one 32-column sub-step each ([8
+// four-byte K groups][16 rows], 512 bytes; zero past K), their f16 scales as floats beside them.
+// The activation rows are the A tiles where they lie (16 tokens x 32 bytes, at the rows' stride;
+// the quantiser pads K to 32 with zeros). Per group and 2 x 2 C tiles (32 tokens x 32 rows): G /
+// 32 tdpbssd give the exact int32 sums of the group, stored, then acc = fma(d_w * d_a,
+// float(sum), acc) per (token, 16 rows) in AVX-512, group after group: the generic twin's
+// expression per lane, bit for bit (the next group's tile products are issued before this
+// group's sums are scaled, from a second buffer). The float accumulators of the 32 x 32 block
+// live in L1 (4 KB); the block is written to Y once, after the last group. Unlike
+// group_a8_matmul_amx below, nothing is packed or transposed per call beyond that expansion
+// (which was no slower than reading a repack of a byte per weight: TinyStories-110M prefill,
+// int4_g32_a8 and int4_g128_a8, three alternating rounds on one Xeon core), which is what made
+// the tile form of groups of 32 no faster than VNNI there. What bounds it on that core: a tile
+// store of the group's sums costs more than its tile product (16 x 16 x 32 products whose sums
+// are stored each group: ~44 cycles each against ~19 accumulating in the tiles), and the
+// AVX-512 scaling does not overlap the tile instructions (tile products plus 64 independent
+// vector multiply-adds per group took the sum of the two alone, 184 against 77 and 103 cycles).
 inline int64_t group_tile_bytes(int64_t k) { return round_up(k, 32) / 32 * 512; }  // B tiles of a 16-row block
 inline int64_t group_scale_bytes(int64_t k, int64_t g) { return (k + g - 1) / g * 64; }
 
@@ -529,57 +539,17 @@ inline void decode_q4_sub(const uint8_t* p, int8_t* out) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
 }
 
-// Row `row`'s group g (n <= G columns) as G signed bytes into v (zero from n on).
-template <Kind K, int G>
-inline void group_values(const uint8_t* row, int64_t g, int64_t n, int8_t* v) {
-  if constexpr (K == Kind::q8_a8) {
-    std::memcpy(v, row + g * kQ8BlockBytes + 2, 32);
-  } else {
-    const uint8_t* p = row + g * (2 + G / 2) + 2;  // groups before g are whole
-    for (int64_t sb = 0; sb < (n + 31) / 32; ++sb) decode_q4_sub(p + 16 * sb, v + 32 * sb);
-  }
-  for (int64_t i = 0; i < G; ++i)  // v holds G values; only those below round_up(n, 32) are used
-    if (i >= n) v[i] = 0;
-}
-template <Kind K, int G>
-inline float group_scale(const uint8_t* row, int64_t g) {
-  return half_to_float(load_u16(row + g * (K == Kind::q8_a8 ? kQ8BlockBytes : 2 + G / 2)));
-}
-
 // Per 16-row block: [sub-step][8 quads][16 rows][4 bytes] (the B tiles), then [group][16 scales].
 template <int G>
 inline int64_t group_block_bytes(int64_t k) { return group_tile_bytes(k) + group_scale_bytes(k, G); }
-template <Kind K, int G>
-size_t group_tiles_bytes(int64_t rows, int64_t k) {
-  return static_cast<size_t>(rows / 16 * group_block_bytes<G>(k));
-}
-template <Kind K, int G>
-void group_tiles_pack(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k, uint8_t* dst) {
-  const int64_t tb = group_tile_bytes(k), ng = (k + G - 1) / G;
-  for (int64_t rb = 0; rb < rows / 16; ++rb) {
-    uint8_t* t = dst + rb * group_block_bytes<G>(k);
-    float* sc = reinterpret_cast<float*>(t + tb);
-    constexpr int64_t kChunk = G >= 512 ? 1 : 512 / G;  // groups per pass: 16 KB of tiles, kept in L1
-    for (int64_t g0 = 0; g0 < ng; g0 += kChunk)
-    for (int64_t r = 0; r < 16; ++r) {
-      const uint8_t* row = w + (16 * rb + r) * static_cast<int64_t>(row_bytes);
-      for (int64_t g = g0; g < (g0 + kChunk < ng ? g0 + kChunk : ng); ++g) {
-        const int64_t n = k - g * G < G ? k - g * G : G;
-        int8_t v[G];
-        group_values<K, G>(row, g, n, v);
-        for (int64_t c = 0; c < round_up(n, 32); c += 4)  // sub-step (g G + c) / 32, quad (c % 32) / 4
-          std::memcpy(t + (g * G + c) / 32 * 512 + (c % 32) / 4 * 64 + r * 4, v + c, 4);
-        sc[g * 16 + r] = group_scale<K, G>(row, g);
-      }
-    }
-  }
-}
 
-// Where a 16-row block's B tiles and scales are. The repack's (Layout::repack): [sub-step][512-byte
-// tile] then [group][16 f32 scales] (bt = the block, dw = its scales). The decode layout's
+// Where a 16-row block's B tiles and scales are. Layout::repack: [sub-step][512-byte tile] then
+// [group][16 f32 scales] (bt = the block, dw = its scales; int4_gG_a8's blocks as expanded). The decode layout's
 // (Layout::decode, int8_g32_a8, fmt_decode_512.inc): per group a 544-byte piece, 16 f16 scales
 // then the 8 x 64-byte tile of the signed weights. Either way tdpbssd gives the exact sums.
-enum class Layout { repack, decode };
+// Layout::decode_int4 (int4_gG_a8's decode layout, nibbles) is expanded to the repack's form per
+// 32-row block (expand_int4_block) and read as Layout::repack.
+enum class Layout { repack, decode, decode_int4 };
 template <Layout L, int G>
 struct GroupSrc {
   static const uint8_t* tile(const uint8_t* bt, int64_t g) {
@@ -590,6 +560,32 @@ struct GroupSrc {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bt + g * 544)));
   }
 };
+
+// One 16-row block of int4_gG_a8's decode layout (fmt_decode_layout.h: per group the 16 rows'
+// f16 d, then 64-byte vectors whose low nibbles are a sub-block's quads 0-3 and high nibbles its
+// quads 4-7, row i at bytes 4 i) as B tiles and f32 scales in Layout::repack's form: codes - 8 as
+// signed bytes, the scales widened exactly. Per call and
+// 32-row block, so int4_gG_a8 keeps one copy of its weights (half a byte each) for decode and
+// prefill alike instead of a second of a byte per weight, and its prefill streams half the bytes.
+template <int G>
+inline void expand_int4_block(const uint8_t* dec, int64_t k, uint8_t* out) {
+  const int64_t ng = (k + G - 1) / G, tb = group_tile_bytes(k);
+  float* sc = reinterpret_cast<float*>(out + tb);
+  const __m512i low4 = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
+  uint8_t* t = out;
+  for (int64_t g = 0; g < ng; ++g) {
+    _mm512_storeu_ps(sc + 16 * g, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(dec))));
+    const int64_t subs = g + 1 < ng ? G / 32 : round_up(k - g * G, 32) / 32;
+    const uint8_t* v = dec + 32;
+    for (int64_t sb = 0; sb < subs; ++sb, v += 256, t += 512)
+      for (int q = 0; q < 4; ++q) {
+        const __m512i b = _mm512_loadu_si512(v + 64 * q);
+        _mm512_storeu_si512(t + 64 * q, _mm512_sub_epi8(_mm512_and_si512(b, low4), eight));
+        _mm512_storeu_si512(t + 64 * (4 + q), _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(b, 4), low4), eight));
+      }
+    dec = v;
+  }
+}
 
 template <int NT, int NR>
 inline void group_tiles_products(const uint8_t* a0, const uint8_t* a1, int64_t as, const uint8_t* b0,
@@ -667,6 +663,10 @@ void group_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes
   const uint8_t* x = static_cast<const uint8_t*>(xv);
   const int64_t hdr = actb_header(k, G), tb = group_tile_bytes(k);
   const int64_t bb = L == Layout::repack ? group_block_bytes<G>(k) : 16 * static_cast<int64_t>(row_bytes);
+  constexpr Layout RL = L == Layout::decode_int4 ? Layout::repack : L;  // how the runs read the tiles
+  thread_local std::vector<uint8_t> expanded;  // Layout::decode_int4: two 16-row blocks as the repack's
+  const int64_t eb = group_block_bytes<G>(k);
+  if (L == Layout::decode_int4 && static_cast<int64_t>(expanded.size()) < 2 * eb) expanded.resize(2 * eb);
   thread_local std::vector<uint8_t> part;  // the last block of < 16 tokens, zero padded: [16][xrb]
   alignas(64) int32_t cbuf[2][32 * 32];
   alignas(64) float acc[32 * 32];
@@ -686,6 +686,12 @@ void group_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes
       const bool two_r = n16 - r >= 32;
       const uint8_t* bt0 = tiles + (a + r) / 16 * bb;
       const uint8_t* bt1 = bt0 + bb;
+      if constexpr (L == Layout::decode_int4) {
+        expand_int4_block<G>(bt0, k, expanded.data());
+        if (two_r) expand_int4_block<G>(bt1, k, expanded.data() + eb);
+        bt0 = expanded.data();
+        bt1 = bt0 + eb;
+      }
       const float* dw0 = reinterpret_cast<const float*>(bt0 + tb);
       const float* dw1 = reinterpret_cast<const float*>(bt1 + tb);
       for (int64_t b = 0; b < nblocks; b += 2) {
@@ -694,10 +700,10 @@ void group_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes
         const uint8_t* x1 = two_t ? rows_of(b + 1) : x0;
         const int64_t tokens = mt - 16 * b < 32 ? mt - 16 * b : 32;
         const int64_t as = static_cast<int64_t>(xrb);
-        if (two_t && two_r) group_tiles_run<2, 2, G, L>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
-        else if (two_t) group_tiles_run<2, 1, G, L>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
-        else if (two_r) group_tiles_run<1, 2, G, L>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
-        else group_tiles_run<1, 1, G, L>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        if (two_t && two_r) group_tiles_run<2, 2, G, RL>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        else if (two_t) group_tiles_run<2, 1, G, RL>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        else if (two_r) group_tiles_run<1, 2, G, RL>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
+        else group_tiles_run<1, 1, G, RL>(x0, x1, as, hdr, bt0, bt1, dw0, dw1, k, tokens, cbuf, acc);
         for (int64_t i = 0; i < tokens; ++i) {
           float* yr = y + (t0 + 16 * b + i) * ldy + a + r;
           _mm512_storeu_ps(yr, _mm512_load_ps(acc + i * 32));
@@ -856,14 +862,13 @@ FormatKernels kernels_amx(const Spec& s) {
     FormatKernels f = kernels_avx512vnni(s);  // the matvec, the quantiser
     if (s.group == 128) f.matmul = group_a8_matmul_amx<128>;
     if (s.group == 64) f.matmul = group_a8_matmul_amx<64>;
-    f.tiles_bytes = s.group == 128 ? group_tiles_bytes<Kind::int4_a8, 128>
-                  : s.group == 64 ? group_tiles_bytes<Kind::int4_a8, 64> : group_tiles_bytes<Kind::int4_a8, 32>;
-    f.tiles_pack = s.group == 128 ? group_tiles_pack<Kind::int4_a8, 128>
-                 : s.group == 64 ? group_tiles_pack<Kind::int4_a8, 64> : group_tiles_pack<Kind::int4_a8, 32>;
-    f.matmul_tiles = s.group == 128 ? group_matmul_tiles<Kind::int4_a8, 128>
-                   : s.group == 64 ? group_matmul_tiles<Kind::int4_a8, 64> : group_matmul_tiles<Kind::int4_a8, 32>;
-    f.tiles_min_tokens = 16;
     add_decode_layout_avx512vnni(s, f);
+    f.tiles_bytes = f.decode_bytes;  // prefill from the decode layout, expanded per 32-row block
+    f.tiles_pack = f.decode_pack;
+    f.matmul_tiles = s.group == 128 ? group_matmul_tiles<Kind::int4_a8, 128, Layout::decode_int4>
+                   : s.group == 64 ? group_matmul_tiles<Kind::int4_a8, 64, Layout::decode_int4>
+                                   : group_matmul_tiles<Kind::int4_a8, 32, Layout::decode_int4>;
+    f.tiles_min_tokens = 16;
     return f;
   }
   if (s.kind == Kind::q8_a8) {  // prefill from the decode layout too: one copy for both

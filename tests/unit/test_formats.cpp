@@ -1173,11 +1173,8 @@ TEST(Formats, PrefillThreadSplitsMatchOneGenericThread) {
   }
 }
 
-// The weights repacked as AMX tiles (w8a8, bf16 at amx): made once per matrix on the first prefill
-// of 16 tokens or more, shared by every runner and thread that asks (concurrently here: TSan runs
-// this test), of the size the kernels declare; levels without a repack get none; and the runner's
-// prefill through them equals the generic kernel bit for bit (w8a8) at one and two threads.
-// Four threads ask for a matrix's repack at once: every one gets the same copy.
+// Four threads ask for a matrix's laid-out copy (the AMX tiles, the decode layout) at once, so
+// TSan sees the race if there is one: every one gets the same copy.
 template <class Ask>
 void ask_from_four_threads(const uint8_t* (&got)[4], const Ask& ask) {
   std::vector<std::thread> ts;
@@ -1186,49 +1183,57 @@ void ask_from_four_threads(const uint8_t* (&got)[4], const Ask& ask) {
   for (int i = 1; i < 4; ++i) EXPECT_EQ(got[i], got[0]) << "thread " << i;
 }
 
-TEST(Formats, RepackedTilesAreMadeOnceAndShared_amx) {
+// The int4 `_a8` rows' AMX prefill reads the decode layout (one copy of the weights, half a byte
+// each, for decode and prefill), expanding each 32-row block to B tiles per call: no copy of its
+// own, made by the first product of enough tokens, and bit for bit the generic twin (cols = 300:
+// a ragged last group at G = 32 and at G = 128; 83 rows: a block of 16 rows alone and 3 rows
+// past the blocks).
+TEST(Formats, Int4A8PrefillTilesAreTheDecodeLayout_amx) {
   CIBENCH_REQUIRE_ISA(Isa::amx);
   std::mt19937 rng(71);
   const int64_t rows = 83, cols = 300, m = 40;
-  const FormatRow& f = format_by_name("int4_g32_a8");  // (w8a8 and int8_g32_a8 read their tiles from the decode layout)
-  auto w = gauss(rows * cols, rng);
-  auto x = gauss(m * cols, rng);
-  WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
-  EXPECT_EQ(wm.tiles_for(f.kernels_at(Isa::avx512_vnni)), nullptr);
-  EXPECT_EQ(wm.tiles_bytes(), 0u);
-  {  // a few tokens do not make the repack
-    ThreadPool pool(1);
-    MatmulRunner run(pool, Isa::amx);
-    std::vector<float> y(8 * rows);
-    run.matmul(wm, x.data(), cols, 8, y.data(), rows);
+  for (const char* name : {"int4_g32_a8", "int4_g128_a8"}) {
+    SCOPED_TRACE(name);
+    const FormatRow& f = format_by_name(name);
+    auto w = gauss(rows * cols, rng);
+    auto x = gauss(m * cols, rng);
+    WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
+    EXPECT_EQ(wm.tiles_for(f.kernels_at(Isa::avx512_vnni)), nullptr);
+    EXPECT_EQ(wm.repacked_bytes(), 0u);
+    {  // a few tokens do not make it
+      ThreadPool pool(1);
+      MatmulRunner run(pool, Isa::amx);
+      std::vector<float> y(8 * rows);
+      run.matmul(wm, x.data(), cols, 8, y.data(), rows);
+      EXPECT_EQ(wm.repacked_bytes(), 0u);
+    }
+    const FormatKernels& kern = f.kernels_at(Isa::amx);
+    ASSERT_NE(kern.matmul_tiles, nullptr);
+    const uint8_t* got[4] = {};
+    ask_from_four_threads(got, [&] { return wm.tiles_for(kern); });
+    ASSERT_NE(got[0], nullptr);
+    EXPECT_EQ(wm.decode_for(kern), got[0]);  // the decode layout itself
     EXPECT_EQ(wm.tiles_bytes(), 0u);
+    EXPECT_EQ(wm.repacked_bytes(), static_cast<size_t>(rows / 16 * 16) * wm.row_bytes);
+    std::vector<float> y0(m * rows);
+    {
+      ThreadPool pool(1);
+      MatmulRunner run(pool, Isa::generic);
+      run.matmul(wm, x.data(), cols, m, y0.data(), rows);
+    }
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      MatmulRunner run(pool, Isa::amx);
+      std::vector<float> y(m * rows, -1.f);
+      run.matmul(wm, x.data(), cols, m, y.data(), rows);
+      for (int64_t j = 0; j < m * rows; ++j) ASSERT_EQ(y[j], y0[j]) << "threads=" << threads << " i=" << j / rows;
+    }
+    EXPECT_EQ(wm.tiles_for(kern), got[0]);  // still the one copy
+    // fewer than 16 rows: no whole block, no layout (those rows run on the avx512_vnni kernels)
+    WeightMatrix small = pack_matrix("small", w.data(), 15, cols, f);
+    EXPECT_EQ(small.tiles_for(kern), nullptr);
+    EXPECT_EQ(small.repacked_bytes(), 0u);
   }
-  const FormatKernels& kern = f.kernels_at(Isa::amx);
-  ASSERT_NE(kern.matmul_tiles, nullptr);
-  const uint8_t* got[4] = {};
-  ask_from_four_threads(got, [&] { return wm.tiles_for(kern); });
-  ASSERT_NE(got[0], nullptr);
-  EXPECT_EQ(wm.tiles_bytes(), kern.tiles_bytes(rows, cols));
-  // per 16 rows: a 512-byte B tile and 16 f32 scales per group of 32 columns
-  EXPECT_EQ(wm.tiles_bytes(), static_cast<size_t>(rows / 16 * ((cols + 31) / 32) * (512 + 64)));
-  std::vector<float> y0(m * rows);
-  {
-    ThreadPool pool(1);
-    MatmulRunner run(pool, Isa::generic);
-    run.matmul(wm, x.data(), cols, m, y0.data(), rows);
-  }
-  for (int threads : {1, 2}) {
-    ThreadPool pool(threads);
-    MatmulRunner run(pool, Isa::amx);
-    std::vector<float> y(m * rows, -1.f);
-    run.matmul(wm, x.data(), cols, m, y.data(), rows);
-    for (int64_t j = 0; j < m * rows; ++j) ASSERT_EQ(y[j], y0[j]) << "threads=" << threads << " i=" << j / rows;
-  }
-  EXPECT_EQ(wm.tiles_for(kern), got[0]);  // still the one repack
-  // fewer than 16 rows: no whole tile, no repack (those rows run on the avx512_vnni kernels)
-  WeightMatrix small = pack_matrix("small", w.data(), 15, cols, f);
-  EXPECT_EQ(small.tiles_for(kern), nullptr);
-  EXPECT_EQ(small.tiles_bytes(), 0u);
 }
 
 }  // namespace
@@ -1284,7 +1289,8 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
 
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
 // w8a8_static and int4_gG_a8 at avx512_vnni on Intel CPUs with AVX-512 and at amx, nowhere else;
-// the AMX prefill of w8a8 and int8_g32_a8 reads its tiles from it (no repack of its own). Where the host runs
+// the AMX prefill of w8a8, int8_g32_a8 and the int4 `_a8` rows reads its tiles from it (no repack of
+// its own). Where the host runs
 // it: made by the first matvec (not by a matmul of a few tokens), once, shared by threads asking
 // at once, its size as documented, and the runner's decode bit for bit the generic runner's at one
 // and two threads (the rows past the last whole block and a ragged last group included).
@@ -1355,7 +1361,7 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
       }
     }
     EXPECT_EQ(wm.decode_for(kern), got[0]);  // still the one repack
-    if ((std::string(name) == "w8a8" || std::string(name) == "int8_g32_a8") && level == Isa::amx) {  // the prefill tiles are the same copy
+    if (f.act != ActType::f32 && level == Isa::amx) {  // the prefill tiles are the same copy
       EXPECT_EQ(wm.tiles_for(kern), got[0]);
       EXPECT_EQ(wm.tiles_bytes(), 0u);
     }
