@@ -79,6 +79,17 @@ struct KernelTable {
                               const int32_t* blocks, int64_t block_tokens, int64_t block_stride, int64_t first,
                               int64_t n_pos, int64_t head_dim, float scale, float softcap, float* att,
                               float* out);
+  // `attention` for two queries over the same cache rows (a prefill's consecutive tokens of one
+  // head), each with its own window [first_j, n_j), scratch att_j and output out_j: each
+  // query's results bit for bit those of `attention` alone; the whole blocks of 8 positions both
+  // queries take are read once for the two (at the levels with 512-bit vectors).
+  void (*attention2)(const float* q0, const float* q1, const float* k_cache, const float* v_cache, int64_t first0,
+                     int64_t n0, int64_t first1, int64_t n1, int64_t head_dim, int64_t kv_stride, float scale,
+                     float softcap, float* att0, float* att1, float* out0, float* out1);
+  // The same over a cache of IEEE halves (each query bit-identical to `attention_f16`).
+  void (*attention2_f16)(const float* q0, const float* q1, const uint16_t* k_cache, const uint16_t* v_cache,
+                         int64_t first0, int64_t n0, int64_t first1, int64_t n1, int64_t head_dim, int64_t kv_stride,
+                         float scale, float softcap, float* att0, float* att1, float* out0, float* out1);
 };
 
 // Soft-capping (Gemma 2's attention scores and logits): x[i] = cap * tanh(x[i] / cap) in binary32,

@@ -150,6 +150,21 @@ void attention_paged_f16(const float* q, const uint16_t* k_base, const uint16_t*
                      first, n_pos, head_dim, scale, softcap, att, out);
 }
 
+// Two queries (KernelTable::attention2): one after the other.
+void attention2(const float* q0, const float* q1, const float* k_cache, const float* v_cache, int64_t first0,
+                int64_t n0, int64_t first1, int64_t n1, int64_t head_dim, int64_t kv_stride, float scale,
+                float softcap, float* att0, float* att1, float* out0, float* out1) {
+  attention(q0, k_cache, v_cache, first0, n0, head_dim, kv_stride, scale, softcap, att0, out0);
+  attention(q1, k_cache, v_cache, first1, n1, head_dim, kv_stride, scale, softcap, att1, out1);
+}
+
+void attention2_f16(const float* q0, const float* q1, const uint16_t* k_cache, const uint16_t* v_cache,
+                    int64_t first0, int64_t n0, int64_t first1, int64_t n1, int64_t head_dim, int64_t kv_stride,
+                    float scale, float softcap, float* att0, float* att1, float* out0, float* out1) {
+  attention_f16(q0, k_cache, v_cache, first0, n0, head_dim, kv_stride, scale, softcap, att0, out0);
+  attention_f16(q1, k_cache, v_cache, first1, n1, head_dim, kv_stride, scale, softcap, att1, out1);
+}
+
 void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = half_from_float(x[i]);
 }
@@ -176,7 +191,8 @@ const KernelTable& kernels_generic() {
                              axpy_f32,        rmsnorm,        softmax,       swiglu,
                              rope,            attention,      attention_f16, attention_all,
                              f32_to_f16,      f16_to_f32,     bias_activation, add_layer_norm,
-                             masked_softmax,  attention_paged, attention_paged_f16};
+                             masked_softmax,  attention_paged, attention_paged_f16, attention2,
+                             attention2_f16};
   return t;
 }
 

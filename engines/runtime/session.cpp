@@ -59,7 +59,7 @@ struct SessionSizes {
     act_q = B * c.q_dim() * sizeof(float);
     act_kv = B * c.kv_dim() * sizeof(float);
     act_hidden = B * c.hidden_dim * sizeof(float);
-    scores = static_cast<size_t>(std::max(1, o.threads)) * context * sizeof(float);
+    scores = static_cast<size_t>(std::max(1, o.threads)) * 2 * context * sizeof(float);  // two queries a task
     logits = static_cast<size_t>(c.vocab_size) * sizeof(float);
     rope = static_cast<size_t>(context) * (c.rot_dim() / 2) * sizeof(float);
     rope_tables = static_cast<size_t>(rope_table_count(c));
@@ -290,23 +290,33 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
       }
     });
 
-    // Attention: one task per (token, query head), split statically over the pool.
-    const int64_t tasks = static_cast<int64_t>(n) * c.n_heads;
+    // Attention: one task per (pair of consecutive tokens, query head), dealt round-robin over the
+    // pool (the later tokens attend over more positions: ranges of tasks gave the thread with the
+    // last tokens three quarters of the work). A pair's whole blocks of positions are read once
+    // for both tokens (KernelTable::attention2); each token's result is that of `attention` alone.
+    const int64_t pairs = (n + 1) / 2, tasks = pairs * c.n_heads;
     pool_->run([&](int t, int nt) {
-      int64_t b, e;
-      ThreadPool::split(tasks, t, nt, &b, &e);
-      float* att = att_scores_.as<float>() + static_cast<size_t>(t) * max_context_;
-      for (int64_t task = b; task < e; ++task) {
-        const int i = static_cast<int>(task / c.n_heads), h = static_cast<int>(task % c.n_heads);
-        const int kvh = h / kv_mul;
-        const size_t at = kvh * head_span;
-        const int first = attention_first(c, l, pos0 + i);
-        if (f16)
-          K.attention_f16(q + i * q_dim + h * hd, kh + at, vh + at, first, pos0 + i + 1, hd, hd, scale,
-                          c.attn_softcap, att, ao + i * q_dim + h * hd);
-        else
-          K.attention(q + i * q_dim + h * hd, kc + at, vc + at, first, pos0 + i + 1, hd, hd, scale, c.attn_softcap,
-                      att, ao + i * q_dim + h * hd);
+      float* att0 = att_scores_.as<float>() + static_cast<size_t>(t) * 2 * max_context_;
+      float* att1 = att0 + max_context_;
+      for (int64_t task = t; task < tasks; task += nt) {
+        const int i = static_cast<int>(task / c.n_heads) * 2, h = static_cast<int>(task % c.n_heads);
+        const size_t at = (h / kv_mul) * head_span;
+        const float* q0 = q + i * q_dim + h * hd;
+        float* o0 = ao + i * q_dim + h * hd;
+        const int first0 = attention_first(c, l, pos0 + i);
+        if (i + 1 < n) {
+          const int first1 = attention_first(c, l, pos0 + i + 1);
+          if (f16)
+            K.attention2_f16(q0, q0 + q_dim, kh + at, vh + at, first0, pos0 + i + 1, first1, pos0 + i + 2, hd, hd,
+                             scale, c.attn_softcap, att0, att1, o0, o0 + q_dim);
+          else
+            K.attention2(q0, q0 + q_dim, kc + at, vc + at, first0, pos0 + i + 1, first1, pos0 + i + 2, hd, hd, scale,
+                         c.attn_softcap, att0, att1, o0, o0 + q_dim);
+        } else if (f16) {
+          K.attention_f16(q0, kh + at, vh + at, first0, pos0 + i + 1, hd, hd, scale, c.attn_softcap, att0, o0);
+        } else {
+          K.attention(q0, kc + at, vc + at, first0, pos0 + i + 1, hd, hd, scale, c.attn_softcap, att0, o0);
+        }
       }
     });
 

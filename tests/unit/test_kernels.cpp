@@ -394,6 +394,56 @@ TEST_P(KernelTwin, HalfConversionsAreBitIdentical) {
   }
 }
 
+// Two queries at once (a prefill's consecutive tokens, KernelTable::attention2) give each query's
+// scores and output bit for bit as `attention` alone, at every level, f32 and half caches: the
+// causal pair (n, n + 1) around the block size, sliding windows that start in different blocks
+// or leave one query no whole block, head sizes with and without a vector tail.
+TEST_P(KernelTwin, AttentionPairIsTwoSingleQueriesBitForBit) {
+  std::mt19937 rng(6);
+  for (int64_t hd : {8, 64, 100}) {
+    const int64_t stride = hd * 2 + 3, max_pos = 70;
+    auto kc = randv(max_pos * stride, rng, 2.f), vc = randv(max_pos * stride, rng);
+    std::vector<uint16_t> kh(kc.size()), vh(vc.size());
+    ref().f32_to_f16(kc.data(), kh.data(), static_cast<int64_t>(kc.size()));
+    ref().f32_to_f16(vc.data(), vh.data(), static_cast<int64_t>(vc.size()));
+    auto q = randv(2 * hd, rng, 2.f);
+    const float scale = 1.f / std::sqrt(float(hd));
+    struct Case { int64_t first0, n0, first1, n1; };
+    std::vector<Case> cases;
+    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 68}) cases.push_back({0, n, 0, n + 1});
+    for (Case c : {Case{3, 40, 4, 41}, Case{8, 40, 9, 41}, Case{7, 40, 17, 41}, Case{30, 37, 31, 38},
+                   Case{0, 16, 9, 17}, Case{12, 69, 0, 70}, Case{5, 20, 5, 20}})
+      cases.push_back(c);
+    for (float softcap : {0.f, 5.f})
+      for (const Case& c : cases) {
+        SCOPED_TRACE(testing::Message() << "hd=" << hd << " first/n " << c.first0 << "/" << c.n0 << " and "
+                                        << c.first1 << "/" << c.n1 << " softcap " << softcap);
+        for (bool half : {false, true}) {
+          std::vector<float> a1(max_pos, -7.f), b1(max_pos, -7.f), o1(2 * hd, -7.f);
+          std::vector<float> a2(max_pos, -9.f), b2(max_pos, -9.f), o2(2 * hd, -9.f);
+          if (half) {
+            fast().attention_f16(q.data(), kh.data(), vh.data(), c.first0, c.n0, hd, stride, scale, softcap,
+                                 a1.data(), o1.data());
+            fast().attention_f16(q.data() + hd, kh.data(), vh.data(), c.first1, c.n1, hd, stride, scale, softcap,
+                                 b1.data(), o1.data() + hd);
+            fast().attention2_f16(q.data(), q.data() + hd, kh.data(), vh.data(), c.first0, c.n0, c.first1, c.n1,
+                                  hd, stride, scale, softcap, a2.data(), b2.data(), o2.data(), o2.data() + hd);
+          } else {
+            fast().attention(q.data(), kc.data(), vc.data(), c.first0, c.n0, hd, stride, scale, softcap, a1.data(),
+                             o1.data());
+            fast().attention(q.data() + hd, kc.data(), vc.data(), c.first1, c.n1, hd, stride, scale, softcap,
+                             b1.data(), o1.data() + hd);
+            fast().attention2(q.data(), q.data() + hd, kc.data(), vc.data(), c.first0, c.n0, c.first1, c.n1, hd,
+                              stride, scale, softcap, a2.data(), b2.data(), o2.data(), o2.data() + hd);
+          }
+          for (int64_t t = c.first0; t < c.n0; ++t) ASSERT_EQ(bits_of(a1[t]), bits_of(a2[t])) << "half " << half << " t=" << t;
+          for (int64_t t = c.first1; t < c.n1; ++t) ASSERT_EQ(bits_of(b1[t]), bits_of(b2[t])) << "half " << half << " t=" << t;
+          for (int64_t i = 0; i < 2 * hd; ++i) ASSERT_EQ(bits_of(o1[i]), bits_of(o2[i])) << "half " << half << " i=" << i;
+        }
+      }
+  }
+}
+
 // The blocked kernels (8 positions per step) against the scalar reference on ragged position
 // counts around the block size, for f32 and half caches; the per-position baseline too.
 TEST_P(KernelTwin, AttentionMatchesScalarReferenceOnRaggedPositions) {
