@@ -543,27 +543,28 @@ inline void decode_q4_sub(const uint8_t* p, int8_t* out) {
 template <int G>
 inline int64_t group_block_bytes(int64_t k) { return group_tile_bytes(k) + group_scale_bytes(k, G); }
 
-// Where a 16-row block's B tiles and scales are. Layout::repack: [sub-step][512-byte tile] then
-// [group][16 f32 scales] (bt = the block, dw = its scales; int4_gG_a8's blocks as expanded). The decode layout's
+// Where a 16-row block's B tiles and scales are. Layout::expanded (int4_gG_a8's blocks as
+// expand_int4_block writes them): [sub-step][512-byte tile] then [group][16 f32 scales] (bt = the
+// block, dw = its scales). The decode layout's
 // (Layout::decode, int8_g32_a8, fmt_decode_512.inc): per group a 544-byte piece, 16 f16 scales
 // then the 8 x 64-byte tile of the signed weights. Either way tdpbssd gives the exact sums.
-// Layout::decode_int4 (int4_gG_a8's decode layout, nibbles) is expanded to the repack's form per
-// 32-row block (expand_int4_block) and read as Layout::repack.
-enum class Layout { repack, decode, decode_int4 };
+// Layout::decode_int4 (int4_gG_a8's decode layout, nibbles) is expanded per 32-row block and read
+// as Layout::expanded.
+enum class Layout { expanded, decode, decode_int4 };
 template <Layout L, int G>
 struct GroupSrc {
   static const uint8_t* tile(const uint8_t* bt, int64_t g) {
-    return L == Layout::repack ? bt + g * (G / 32) * 512 : bt + g * 544 + 32;
+    return L == Layout::expanded ? bt + g * (G / 32) * 512 : bt + g * 544 + 32;
   }
   static __m512 scales(const uint8_t* bt, const float* dw, int64_t g) {
-    if constexpr (L == Layout::repack) return _mm512_loadu_ps(dw + 16 * g);
+    if constexpr (L == Layout::expanded) return _mm512_loadu_ps(dw + 16 * g);
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bt + g * 544)));
   }
 };
 
 // One 16-row block of int4_gG_a8's decode layout (fmt_decode_layout.h: per group the 16 rows'
 // f16 d, then 64-byte vectors whose low nibbles are a sub-block's quads 0-3 and high nibbles its
-// quads 4-7, row i at bytes 4 i) as B tiles and f32 scales in Layout::repack's form: codes - 8 as
+// quads 4-7, row i at bytes 4 i) as B tiles and f32 scales in Layout::expanded's form: codes - 8 as
 // signed bytes, the scales widened exactly. Per call and
 // 32-row block, so int4_gG_a8 keeps one copy of its weights (half a byte each) for decode and
 // prefill alike instead of a second of a byte per weight, and its prefill streams half the bytes.
@@ -649,7 +650,7 @@ inline void group_tiles_run(const uint8_t* x0, const uint8_t* x1, int64_t xrb, i
   }
 }
 
-template <Kind K, int G, Layout L = Layout::repack>
+template <Kind K, int G, Layout L>
 void group_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
                         size_t xrb, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   int64_t a = (row_begin + 15) / 16 * 16;
@@ -662,9 +663,9 @@ void group_matmul_tiles(const uint8_t* tiles, const uint8_t* w, size_t row_bytes
   if (row_begin < a) vnni_matmul<K, G>(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin, a);
   const uint8_t* x = static_cast<const uint8_t*>(xv);
   const int64_t hdr = actb_header(k, G), tb = group_tile_bytes(k);
-  const int64_t bb = L == Layout::repack ? group_block_bytes<G>(k) : 16 * static_cast<int64_t>(row_bytes);
-  constexpr Layout RL = L == Layout::decode_int4 ? Layout::repack : L;  // how the runs read the tiles
-  thread_local std::vector<uint8_t> expanded;  // Layout::decode_int4: two 16-row blocks as the repack's
+  const int64_t bb = 16 * static_cast<int64_t>(row_bytes);  // a 16-row block of the decode layout
+  constexpr Layout RL = L == Layout::decode_int4 ? Layout::expanded : L;  // how the runs read the tiles
+  thread_local std::vector<uint8_t> expanded;  // Layout::decode_int4: two 16-row blocks, expanded
   const int64_t eb = group_block_bytes<G>(k);
   if (L == Layout::decode_int4 && static_cast<int64_t>(expanded.size()) < 2 * eb) expanded.resize(2 * eb);
   thread_local std::vector<uint8_t> part;  // the last block of < 16 tokens, zero padded: [16][xrb]
