@@ -14,14 +14,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "engines/kernels/fmt_common.h"
+#include "engines/kernels/transpose_avx.h"
 #include "engines/kernels/vec_avx2.h"
 
 namespace cibench {
 namespace fmt {
 namespace {
 
+#include "engines/kernels/gemm_xt.inc"
 #include "engines/kernels/fmt_dense.inc"
 
 inline int32_t hsum_i32(__m256i v) {

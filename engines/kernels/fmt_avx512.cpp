@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engines/kernels/fmt_common.h"
+#include "engines/kernels/transpose_avx.h"
 #include "engines/kernels/fmt_decode_layout.h"
 #include "engines/kernels/vec_avx512.h"
 
@@ -21,6 +22,7 @@ namespace cibench {
 namespace fmt {
 namespace {
 
+#include "engines/kernels/gemm_xt.inc"
 #include "engines/kernels/fmt_dense.inc"
 #include "engines/kernels/fmt_int4_decode_512.inc"
 

@@ -3,8 +3,8 @@
 // (G = 32, 64, 128) and int8_g32_a8 (matvec and matmul) have kernels of their own here (vpdpbusd):
 // for a few tokens, and for many (prefill) a register-blocked GEMM over weight panels repacked
 // per call; so has bf16
-// (vdpbf16ps, on activations rounded to bf16). Every other row falls back to its AVX-512
-// (w8a7: AVX2) kernels.
+// (vdpbf16ps, on activations rounded to bf16; on Intel CPUs its prefill takes the same products on
+// f32 FMAs, bf16_fma_matmul). Every other row falls back to its AVX-512 (w8a7: AVX2) kernels.
 // Dispatched only when cpuid reports the features; the twin tests (tests/unit/test_formats.cpp)
 // check every kernel here bit for bit against the generic ones on a host that has them (they ran
 // on an AMD Zen 5 class VM with AVX-512 VNNI) and skip the level elsewhere.
@@ -18,10 +18,13 @@
 #include "engines/kernels/fmt_decode_layout.h"
 #include "engines/kernels/half.h"
 #include "engines/kernels/transpose_avx.h"
+#include "engines/kernels/vec_avx512.h"
 
 namespace cibench {
 namespace fmt {
 namespace {
+
+#include "engines/kernels/gemm_xt.inc"
 
 struct Dot64Vnni {
   // acc += |w| (u8) . (a * sign w) (s8), four products per int32 lane, no saturation.
@@ -1434,9 +1437,67 @@ void bf16_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, 
     bf16dp_matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin, row_end);
 }
 
+// ---- bf16 x bf16 on f32 FMAs (Intel) ----------------------------------------------------------
+// The same arithmetic as vdpbf16ps (bf16 weights times the bf16 activation rows, each product
+// exact in f32, f32 sums) on the f32 FMA units: on Intel's cores vdpbf16ps runs at half their
+// rate (`cibench-microbench --benchmark_filter=peak` on the Xeon with AMX: 57.7 G bf16 pairs/s
+// against 113 G FMAs/s per thread), on AMD's Zen 4 and Zen 5 at twice it. Both sides are widened
+// to f32 exactly (a bf16 is the upper half of its f32): the tokens a chunk at a time, the weights a
+// panel at a time, into per-thread buffers, then the f32 GEMM with the tokens along the lanes
+// (gemm_xt.inc). format_table() gives it to the bf16 row at avx512_vnni on Intel CPUs (formats.cpp)
+// for calls of a vector of tokens and two tiles of rows; others keep bf16_matmul.
+
+// dst[i] = the f32 of bf16 src[i], i < n
+inline void widen_bf16(const uint8_t* src, int64_t n, float* dst) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                  _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i))), 16)));
+  if (i < n) {
+    const __mmask16 mk = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(dst + i, mk, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                           _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, src + 2 * i)), 16)));
+  }
+}
+
+void bf16_fma_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t x_row_bytes, int64_t m,
+                     float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  using G = XtGeom<VecAvx512>;
+  const int64_t n = row_end - row_begin;
+  if (m < VecAvx512::kWidth || n < 2 * G::kNr) {
+    bf16_matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  const uint8_t* x = static_cast<const uint8_t*>(xv);
+  // tokens per chunk: about 2 MB of widened activations, whole blocks of 32 tokens
+  int64_t chunk = (int64_t{2} << 20) / (4 * k) / 32 * 32;
+  chunk = chunk < 32 ? 32 : chunk;
+  const int64_t kc_max = k < G::kKc ? k : G::kKc;
+  thread_local std::vector<float> xf, wbuf;
+  const int64_t mt_max = m < chunk ? m : chunk;
+  if (static_cast<int64_t>(xf.size()) < mt_max * k) xf.resize(static_cast<size_t>(mt_max * k));
+  const size_t need = static_cast<size_t>(xt_panel_rows<VecAvx512>(k) * kc_max);
+  if (wbuf.size() < need) wbuf.resize(need);
+  const uint8_t* w0 = w + row_begin * static_cast<int64_t>(row_bytes);
+  for (int64_t t0 = 0; t0 < m; t0 += chunk) {
+    const int64_t mt = m - t0 < chunk ? m - t0 : chunk;
+    for (int64_t i = 0; i < mt; ++i) widen_bf16(x + (t0 + i) * static_cast<int64_t>(x_row_bytes), k, xf.data() + i * k);
+    matmul_xt_panels<VecAvx512>(
+        [&](int64_t j0, int64_t nr, int64_t c0, int64_t kc, int64_t& ld) {
+          for (int64_t r = 0; r < nr; ++r)
+            widen_bf16(w0 + (j0 + r) * static_cast<int64_t>(row_bytes) + 2 * c0, kc, wbuf.data() + r * kc_max);
+          ld = kc_max;
+          return static_cast<const float*>(wbuf.data());
+        },
+        xf.data(), k, y + t0 * ldy + row_begin, ldy, mt, n, k);
+  }
+}
+
 }  // namespace
 
 decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni() { return int4a8_matvec_512<32, true>; }
+
+decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni() { return bf16_fma_matmul; }
 
 void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f) {
   auto set = [&f](auto bytes, auto pack, auto matvec) {

@@ -237,6 +237,9 @@ FormatKernels kernels_amx(const Spec& s);
 // int4_g32_a8's avx512_vnni matvec over 16 long row streams (fmt_int4a8_512.inc), the one
 // format_table() gives that row on Intel CPUs (formats.cpp).
 decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni();
+// bf16's avx512_vnni matmul on f32 FMAs (the same products and f32 sums as vdpbf16ps, which runs
+// at half the FMA rate on Intel's cores), the one format_table() gives that row on Intel CPUs.
+decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni();
 // Decode from the rows laid out in 16-row blocks (fmt_decode_512.inc): sets decode_bytes,
 // decode_pack and matvec_decode for int8_g32_a8 (Kind::q8_a8), w8a8 (and w8a8_static) and
 // int4_gG_a8; the row matvecs they fall back to are the ones format_table() gives those rows on

@@ -148,6 +148,9 @@ static void prefer_avx2_kernels(std::vector<FormatRow>& t) {
 //   measured faster than over 16 adjacent rows (1.1B 20.9-21.0 / 18.7-19.0, 110M 321-332 /
 //   293-308), where on Zen 4 it was 2x slower (fmt_int4a8_512.inc); those row kernels now serve
 //   the rows the decode layout's whole 16-row blocks leave (fmt_decode_512.inc).
+// - bf16's avx512_vnni prefill on f32 FMAs (bf16_fma_matmul: vdpbf16ps runs at half the FMA rate
+//   on this core, twice it on Zen 4 / 5), TinyStories-110M, 128 tokens, `--isa avx512_vnni`,
+//   tok/s vdpbf16ps / f32 FMAs: one thread 570 / 747, 556 / 718; two 1092 / 1304, 1060 / 1335.
 static void intel_matvecs(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
     const std::string n = r.name;
@@ -158,6 +161,9 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
     } else if (n == "int4_g32_a8") {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
       if (k.matvec) k.matvec = fmt::int4g32a8_streams_matvec_avx512vnni();
+    } else if (n == "bf16") {
+      FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
+      if (k.matmul) k.matmul = fmt::bf16_fma_matmul_avx512vnni();
     }
     // Decode from the rows laid out in 16-row blocks, one stream (fmt_decode_512.inc), at
     // avx512_vnni (the amx level has it on every CPU: AMX CPUs are Intel's); the amx level's

@@ -463,6 +463,68 @@ TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
   }
 }
 
+// The prefill of the rows with f32 activations (bf16 below avx512_vnni, int8, int4 gG, symmetric
+// and asymmetric) at AVX-512 decodes a panel of rows to f32 and runs the f32 GEMM with the tokens
+// along the lanes once a call has a vector of tokens and two register tiles of rows (16 tokens,
+// 24 rows), else the dot-product form (as AVX2 always); so does bf16 at avx512_vnni on Intel CPUs
+// with its bf16 activations widened to f32 in chunks of tokens (~2 MB). Both sides of those
+// thresholds, ragged tiles and token blocks, two panels of rows (~256 KB of f32 each), two K
+// chunks (2048 columns: a ragged int4 group in the second), three token chunks, and row ranges
+// that start inside a tile, all within two orders of f32 sums of the generic twin and writing
+// nothing outside.
+TEST_P(FormatTwin, DensePrefillTilingEdgesMatchTheGenericTwin) {
+  std::mt19937 rng(29);
+  int checked = 0;
+  for (const char* name : {"bf16", "int8", "int4_g32", "int4_g64_asym", "int4_g128", "int4_g32_asym"}) {
+    const FormatRow& f = format_by_name(name);
+    // bf16 at avx512_vnni and amx: its bf16 activation rows against the generic kernels on them
+    // (on Intel CPUs avx512_vnni widens both sides to f32 for this GEMM: formats.cpp)
+    const ActVariant* variant = f.kernels_at(GetParam()).act_variant;
+    const FormatKernels& ref = variant ? variant->generic : f.kernels[0];
+    SCOPED_TRACE(std::string(name) + " at " + isa_name(GetParam()));
+    struct Shape {
+      int64_t rows, k;
+      std::vector<int64_t> ms;
+    };
+    const Shape shapes[] = {
+        {24, 64, {7, 8, 15, 16, 17, 31, 32, 33}},  // two AVX-512 tiles of rows exactly
+        {23, 96, {16, 40}},                        // one row short of them
+        {50, 600, {16, 41}},                       // ragged row tiles
+        {130, 600, {20}},                          // two panels (108 rows at K = 600)
+        {37, 2100, {18}},                          // two K chunks, a ragged group in the second
+        {30, 7, {16, 9}},                          // K below one sub-block
+        {26, 20000, {70}},                         // bf16 at avx512_vnni (Intel): 32-token chunks
+    };
+    for (const Shape& sh : shapes) {
+      auto w = gauss(sh.rows * sh.k, rng);
+      Packed p = pack_rows(f, w, sh.rows, sh.k);
+      for (int64_t m : sh.ms) {
+        auto x = gauss(m * sh.k, rng);
+        Acts a = variant ? make_variant_acts(*variant, x, m, sh.k) : make_acts(f, x, m, sh.k);
+        const int64_t ldy = sh.rows + 5;
+        for (auto [rb, re] : {std::pair<int64_t, int64_t>{0, sh.rows}, {1, sh.rows}, {sh.rows / 3, sh.rows - sh.rows / 4}}) {
+          std::vector<float> y0(m * ldy, 7.f), y1(m * ldy, 7.f);
+          ref.matmul(p.bytes.data(), p.row_bytes, sh.k, a.bytes.data(), a.row_bytes, m, y0.data(), ldy, rb, re);
+          f.kernels_at(GetParam()).matmul(p.bytes.data(), p.row_bytes, sh.k, a.bytes.data(), a.row_bytes, m, y1.data(),
+                                          ldy, rb, re);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t r = 0; r < ldy; ++r) {
+              if (r >= rb && r < re)
+                ASSERT_NEAR(y0[i * ldy + r], y1[i * ldy + r], tol(&p.unpacked[r * sh.k], &a.dequantised[i * sh.k], sh.k))
+                    << "m=" << m << " k=" << sh.k << " rows=" << sh.rows << " range " << rb << ".." << re << " i=" << i
+                    << " r=" << r;
+              else
+                ASSERT_EQ(y1[i * ldy + r], 7.f) << "wrote outside rows " << rb << ".." << re << " m=" << m << " i=" << i
+                                                << " r=" << r;
+            }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 6 * 17 * 3);
+}
+
 // The int4_gG_a8 and int8_g32_a8 matvecs work 16 rows at a time (AVX-512) or 8 (AVX2) with one
 // group of G per step, and so does every decode layout (w8a8's over 32-column steps; the int4
 // weight-only rows' over 8 columns per vector): every row count from 1 to 33 around those steps,
