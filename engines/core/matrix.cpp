@@ -189,4 +189,48 @@ void MatmulRunner::matmul(const WeightMatrix& w, const float* x, int64_t ldx, in
   });
 }
 
+void MatmulRunner::matmul_same_input(std::initializer_list<Out> outs, const float* x, int64_t ldx, int64_t m) {
+  if (outs.size() == 0) return;
+  const WeightMatrix& w0 = *outs.begin()->w;
+  constexpr size_t kMax = 4;
+  bool shared = outs.size() <= kMax;
+  for (const Out& o : outs)
+    shared = shared && o.w->format == w0.format && o.w->cols == w0.cols && o.w->act_scale == w0.act_scale;
+  if (!shared) {
+    for (const Out& o : outs) matmul(*o.w, x, ldx, m, o.y, o.ldy);
+    return;
+  }
+  size_t arb = 0;
+  const void* xa = convert(w0, x, ldx, m, &arb);
+  const FormatKernels& kern = w0.format->kernels_at(isa_);
+  // per matrix what matmul() (and for one token matvec()) would take
+  const uint8_t* tiles[kMax] = {};
+  const uint8_t* dec[kMax] = {};
+  size_t j = 0;
+  for (const Out& o : outs) {
+    tiles[j] = m > 1 && kern.matmul_tiles && m >= kern.tiles_min_tokens ? o.w->tiles_for(kern) : nullptr;
+    dec[j] = m == 1 && kern.matvec_decode ? o.w->decode_for(kern) : nullptr;
+    ++j;
+  }
+  pool_.run([&](int i, int n) {
+    size_t q = 0;
+    for (const Out& o : outs) {
+      const WeightMatrix& w = *o.w;
+      int64_t b, e;
+      ThreadPool::split(w.rows, i, n, &b, &e, 16);
+      if (b < e) {
+        if (dec[q])
+          kern.matvec_decode(dec[q], w.data(), w.row_bytes, w.cols, xa, o.y + b, b, e);
+        else if (m == 1)
+          kern.matvec(w.data(), w.row_bytes, w.cols, xa, o.y + b, b, e);
+        else if (tiles[q])
+          kern.matmul_tiles(tiles[q], w.data(), w.row_bytes, w.cols, xa, arb, m, o.y, o.ldy, b, e);
+        else
+          kern.matmul(w.data(), w.row_bytes, w.cols, xa, arb, m, o.y, o.ldy, b, e);
+      }
+      ++q;
+    }
+  });
+}
+
 }  // namespace cibench

@@ -3,6 +3,7 @@
 // and split rows across the thread pool before calling a format's kernels.
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -98,6 +99,19 @@ class MatmulRunner {
   using Epilogue = void (*)(void* ctx, int64_t col_begin, int64_t col_end);
   void matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m, float* y,
               int64_t ldy, Epilogue epilogue, void* ctx);
+
+  // Several matrices of one input (a layer's wq, wk and wv; w1 and w3): Y_i[m, w_i.rows] =
+  // X W_i^T, X rows `ldx` floats apart, Y_i rows ldy_i apart. Where they share the format, the
+  // width and the static activation scale, X is converted once for all of them and they run in
+  // one pass of the pool, each thread computing its share of each matrix in turn (one barrier
+  // instead of one per matrix); otherwise one matmul() each. Each Y_i is bit for bit what
+  // matmul(w_i, ...) writes: the same kernels over the same row ranges.
+  struct Out {
+    const WeightMatrix* w;
+    float* y;
+    int64_t ldy;
+  };
+  void matmul_same_input(std::initializer_list<Out> outs, const float* x, int64_t ldx, int64_t m);
 
   ThreadPool& pool() { return pool_; }
   Isa isa() const { return isa_; }

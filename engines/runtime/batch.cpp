@@ -269,9 +269,7 @@ void LlamaBatch::forward(int n) {
     for (int i = 0; i < n; ++i)
       K.rmsnorm(x + static_cast<size_t>(i) * dim, L.attention_norm.data(), xb + static_cast<size_t>(i) * dim,
                 dim, c.norm_eps);
-    mm_->matmul(L.wq, xb, dim, n, q, q_dim);
-    mm_->matmul(L.wk, xb, dim, n, k, kv_dim);
-    mm_->matmul(L.wv, xb, dim, n, v, kv_dim);
+    mm_->matmul_same_input({{&L.wq, q, q_dim}, {&L.wk, k, kv_dim}, {&L.wv, v, kv_dim}}, xb, dim, n);
 
     // RoPE, then each row's key and value into its sequence's block.
     uint8_t* kl = pool_.layer(false, l);
@@ -338,8 +336,7 @@ void LlamaBatch::forward(int n) {
     for (int i = 0; i < n; ++i)
       K.rmsnorm(x + static_cast<size_t>(i) * dim, L.ffn_norm.data(), xb + static_cast<size_t>(i) * dim, dim,
                 c.norm_eps);
-    mm_->matmul(L.w1, xb, dim, n, hb, hidden);
-    mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
+    mm_->matmul_same_input({{&L.w1, hb, hidden}, {&L.w3, hb2, hidden}}, xb, dim, n);
     ffn_gate(K, c, hb, hb2, n, hidden);
     mm_->matmul(L.w2, hb, hidden, n, xb, dim);
     for (int i = 0; i < n; ++i) {

@@ -253,9 +253,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
     if (obs) {
       for (const char* w : {"wq", "wk", "wv"}) obs->observe(lp + w, xb, n, dim);
     }
-    mm_->matmul(L.wq, xb, dim, n, q, q_dim);
-    mm_->matmul(L.wk, xb, dim, n, k, kv_dim);
-    mm_->matmul(L.wv, xb, dim, n, v, kv_dim);
+    mm_->matmul_same_input({{&L.wq, q, q_dim}, {&L.wk, k, kv_dim}, {&L.wv, v, kv_dim}}, xb, dim, n);
 
     // Cache layout (n_layers, n_kv_heads, max_context, head_dim): the rows one head attends
     // over are contiguous, so they stream from memory instead of arriving kv_dim apart.
@@ -334,8 +332,7 @@ void LlamaSession::forward_chunk(const int* tokens, int n, int pos0, bool want_l
       obs->observe(lp + "w1", xb, n, dim);
       obs->observe(lp + "w3", xb, n, dim);
     }
-    mm_->matmul(L.w1, xb, dim, n, hb, hidden);
-    mm_->matmul(L.w3, xb, dim, n, hb2, hidden);
+    mm_->matmul_same_input({{&L.w1, hb, hidden}, {&L.w3, hb2, hidden}}, xb, dim, n);
     per_token([&](int i0, int i1) {
       const size_t o = static_cast<size_t>(i0) * hidden;
       ffn_gate(K, c, hb + o, hb2 + o, i1 - i0, hidden);

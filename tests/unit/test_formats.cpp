@@ -1206,6 +1206,62 @@ TEST(Formats, MatmulRunnerEveryFormatAtOneAndTwoThreads) {
   }
 }
 
+// MatmulRunner::matmul_same_input (a layer's wq, wk, wv; w1 and w3: one conversion of X, one pass
+// of the pool) writes each output bit for bit as one matmul() per matrix, for every format and
+// level, one token (matvec, decode layouts), a few and many (the GEMMs, AMX tiles from 16), at
+// one and two threads; matrices of different formats or static activation scales take one
+// matmul() each, with the same results.
+TEST(Formats, MatmulSameInputIsOneMatmulPerMatrixBitForBit) {
+  std::mt19937 rng(71);
+  const int64_t cols = 160;
+  const int64_t shapes[3] = {72, 40, 40};  // rows of "wq", "wk", "wv"
+  int groups = 0;
+  for (const FormatRow& f : format_table()) {
+    SCOPED_TRACE(f.name);
+    std::vector<WeightMatrix> ws;
+    for (int64_t rows : shapes) {
+      auto w = gauss(rows * cols, rng);
+      prune_for(f, w, rows, cols);
+      ws.push_back(pack_matrix("w", w.data(), rows, cols, f));
+    }
+    if (f.quantize_act_static)
+      for (WeightMatrix& w : ws) w.act_scale = 0.02f;
+    const WeightMatrix other = [&] {
+      auto w = gauss(40 * cols, rng);
+      return pack_matrix("w", w.data(), 40, cols, format_by_name(std::string(f.name) == "f32" ? "w8a8" : "f32"));
+    }();
+    for (int64_t m : {1, 5, 33}) {
+      auto x = gauss(m * cols, rng);
+      for (Isa isa : supported_isas())
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(std::string(isa_name(isa)) + " threads=" + std::to_string(threads) + " m=" + std::to_string(m));
+          ThreadPool pool(threads);
+          MatmulRunner run(pool, isa);
+          std::vector<std::vector<float>> one(3), grouped(3);
+          for (int j = 0; j < 3; ++j) {
+            one[j].assign(m * ws[j].rows, -1.f);
+            grouped[j].assign(m * ws[j].rows, -2.f);
+            run.matmul(ws[j], x.data(), cols, m, one[j].data(), ws[j].rows);
+          }
+          run.matmul_same_input({{&ws[0], grouped[0].data(), ws[0].rows},
+                                 {&ws[1], grouped[1].data(), ws[1].rows},
+                                 {&ws[2], grouped[2].data(), ws[2].rows}},
+                                x.data(), cols, m);
+          for (int j = 0; j < 3; ++j)
+            ASSERT_EQ(0, std::memcmp(one[j].data(), grouped[j].data(), one[j].size() * sizeof(float))) << "matrix " << j;
+          ++groups;
+          // a group the runner cannot share: another format beside the first matrix
+          std::vector<float> o1(m * other.rows, -1.f), g0(m * ws[0].rows, -2.f), g1(m * other.rows, -2.f);
+          run.matmul(other, x.data(), cols, m, o1.data(), other.rows);
+          run.matmul_same_input({{&ws[0], g0.data(), ws[0].rows}, {&other, g1.data(), other.rows}}, x.data(), cols, m);
+          ASSERT_EQ(0, std::memcmp(one[0].data(), g0.data(), g0.size() * sizeof(float)));
+          ASSERT_EQ(0, std::memcmp(o1.data(), g1.data(), g1.size() * sizeof(float)));
+        }
+    }
+  }
+  EXPECT_EQ(groups, static_cast<int>(format_table().size() * 3 * supported_isas().size() * 2));
+}
+
 // Prefill through MatmulRunner at 1, 2 and 3 threads (shares of 16 rows, the last one ragged)
 // equals the generic kernel on one thread bit for bit.
 TEST(Formats, PrefillThreadSplitsMatchOneGenericThread) {
