@@ -1440,8 +1440,8 @@ void bf16_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, 
 // ---- bf16 x bf16 on f32 FMAs (Intel) ----------------------------------------------------------
 // The same arithmetic as vdpbf16ps (bf16 weights times the bf16 activation rows, each product
 // exact in f32, f32 sums) on the f32 FMA units: on Intel's cores vdpbf16ps runs at half their
-// rate (`cibench-microbench --benchmark_filter=peak` on the Xeon with AMX: 57.7 G bf16 pairs/s
-// against 113 G FMAs/s per thread), on AMD's Zen 4 and Zen 5 at twice it. Both sides are widened
+// rate (`cibench-microbench --benchmark_filter=peak` on the Xeon with AMX: 57.7 G multiply-adds/s
+// against 113 G with FMAs, per thread), on AMD's Zen 4 and Zen 5 at twice it. Both sides are widened
 // to f32 exactly (a bf16 is the upper half of its f32): the tokens a chunk at a time, the weights a
 // panel at a time, into per-thread buffers, then the f32 GEMM with the tokens along the lanes
 // (gemm_xt.inc). format_table() gives it to the bf16 row at avx512_vnni on Intel CPUs (formats.cpp)
