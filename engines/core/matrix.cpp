@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "engines/core/error.h"
@@ -141,20 +142,51 @@ const void* MatmulRunner::convert(const WeightMatrix& w, const float* x, int64_t
   return act_.data();
 }
 
-void MatmulRunner::matvec(const WeightMatrix& w, const float* x, float* y) {
-  size_t arb = 0;
-  const void* xa = convert(w, x, w.cols, 1, &arb);
-  const FormatKernels& kern = w.format->kernels_at(isa_);
-  const uint8_t* dec = kern.matvec_decode ? w.decode_for(kern) : nullptr;
-  pool_.run([&](int i, int n) {
+namespace {
+
+// One matrix's call: the kernel matmul() takes for m tokens (the decode layout or the matvec for
+// one, the tiles from kern.tiles_min_tokens, else the matmul), its weight copies made on the
+// calling thread; run(i, n) computes thread i of n's share of the rows (16-row multiples), then
+// the epilogue on them if there is one.
+struct MatrixCall {
+  const FormatKernels& kern;
+  const WeightMatrix& w;
+  const void* xa;
+  size_t arb;
+  int64_t m;
+  float* y;
+  int64_t ldy;
+  const uint8_t* tiles = nullptr;
+  const uint8_t* dec = nullptr;
+  MatrixCall(const FormatKernels& k, const WeightMatrix& wm, const void* x, size_t xrb, int64_t tokens, float* out,
+             int64_t ld)
+      : kern(k), w(wm), xa(x), arb(xrb), m(tokens), y(out), ldy(ld) {
+    if (m == 1 && kern.matvec_decode) dec = w.decode_for(kern);
+    if (m > 1 && kern.matmul_tiles && m >= kern.tiles_min_tokens) tiles = w.tiles_for(kern);
+  }
+  void run(int i, int n, MatmulRunner::Epilogue epilogue = nullptr, void* ctx = nullptr) const {
     int64_t b, e;
     ThreadPool::split(w.rows, i, n, &b, &e, 16);
     if (b >= e) return;
     if (dec)
       kern.matvec_decode(dec, w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
-    else
+    else if (m == 1)
       kern.matvec(w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
-  });
+    else if (tiles)
+      kern.matmul_tiles(tiles, w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);
+    else
+      kern.matmul(w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);
+    if (epilogue) epilogue(ctx, b, e);
+  }
+};
+
+}  // namespace
+
+void MatmulRunner::matvec(const WeightMatrix& w, const float* x, float* y) {
+  size_t arb = 0;
+  const void* xa = convert(w, x, w.cols, 1, &arb);
+  const MatrixCall call(w.format->kernels_at(isa_), w, xa, arb, 1, y, 0);
+  pool_.run([&](int i, int n) { call.run(i, n); });
 }
 
 void MatmulRunner::matmul(const WeightMatrix& w, const float* x, int64_t ldx, int64_t m, float* y,
@@ -170,23 +202,8 @@ void MatmulRunner::matmul(const WeightMatrix& w, const float* x, int64_t ldx, in
   }
   size_t arb = 0;
   const void* xa = convert(w, x, ldx, m, &arb);
-  const FormatKernels& kern = w.format->kernels_at(isa_);
-  const uint8_t* tiles = kern.matmul_tiles && m >= kern.tiles_min_tokens ? w.tiles_for(kern) : nullptr;
-  const uint8_t* dec = m == 1 && kern.matvec_decode ? w.decode_for(kern) : nullptr;
-  pool_.run([&](int i, int n) {
-    int64_t b, e;
-    ThreadPool::split(w.rows, i, n, &b, &e, 16);
-    if (b >= e) return;
-    if (dec)
-      kern.matvec_decode(dec, w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
-    else if (m == 1)
-      kern.matvec(w.data(), w.row_bytes, w.cols, xa, y + b, b, e);
-    else if (tiles)
-      kern.matmul_tiles(tiles, w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);
-    else
-      kern.matmul(w.data(), w.row_bytes, w.cols, xa, arb, m, y, ldy, b, e);
-    if (epilogue) epilogue(ctx, b, e);
-  });
+  const MatrixCall call(w.format->kernels_at(isa_), w, xa, arb, m, y, ldy);
+  pool_.run([&](int i, int n) { call.run(i, n, epilogue, ctx); });
 }
 
 void MatmulRunner::matmul_same_input(std::initializer_list<Out> outs, const float* x, int64_t ldx, int64_t m) {
@@ -203,33 +220,11 @@ void MatmulRunner::matmul_same_input(std::initializer_list<Out> outs, const floa
   size_t arb = 0;
   const void* xa = convert(w0, x, ldx, m, &arb);
   const FormatKernels& kern = w0.format->kernels_at(isa_);
-  // per matrix what matmul() (and for one token matvec()) would take
-  const uint8_t* tiles[kMax] = {};
-  const uint8_t* dec[kMax] = {};
-  size_t j = 0;
-  for (const Out& o : outs) {
-    tiles[j] = m > 1 && kern.matmul_tiles && m >= kern.tiles_min_tokens ? o.w->tiles_for(kern) : nullptr;
-    dec[j] = m == 1 && kern.matvec_decode ? o.w->decode_for(kern) : nullptr;
-    ++j;
-  }
+  std::optional<MatrixCall> calls[kMax];
+  size_t nc = 0;
+  for (const Out& o : outs) calls[nc++].emplace(kern, *o.w, xa, arb, m, o.y, o.ldy);
   pool_.run([&](int i, int n) {
-    size_t q = 0;
-    for (const Out& o : outs) {
-      const WeightMatrix& w = *o.w;
-      int64_t b, e;
-      ThreadPool::split(w.rows, i, n, &b, &e, 16);
-      if (b < e) {
-        if (dec[q])
-          kern.matvec_decode(dec[q], w.data(), w.row_bytes, w.cols, xa, o.y + b, b, e);
-        else if (m == 1)
-          kern.matvec(w.data(), w.row_bytes, w.cols, xa, o.y + b, b, e);
-        else if (tiles[q])
-          kern.matmul_tiles(tiles[q], w.data(), w.row_bytes, w.cols, xa, arb, m, o.y, o.ldy, b, e);
-        else
-          kern.matmul(w.data(), w.row_bytes, w.cols, xa, arb, m, o.y, o.ldy, b, e);
-      }
-      ++q;
-    }
+    for (size_t j = 0; j < nc; ++j) calls[j]->run(i, n);
   });
 }
 

@@ -25,6 +25,7 @@ namespace fmt {
 namespace {
 
 #include "engines/kernels/gemm_xt.inc"
+#include "engines/kernels/fmt_dense.inc"
 
 struct Dot64Vnni {
   // acc += |w| (u8) . (a * sign w) (s8), four products per int32 lane, no saturation.
@@ -1441,30 +1442,16 @@ void bf16_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, 
 // The same arithmetic as vdpbf16ps (bf16 weights times the bf16 activation rows, each product
 // exact in f32, f32 sums) on the f32 FMA units: on Intel's cores vdpbf16ps runs at half their
 // rate (`cibench-microbench --benchmark_filter=peak` on the Xeon with AMX: 57.7 G multiply-adds/s
-// against 113 G with FMAs, per thread), on AMD's Zen 4 and Zen 5 at twice it. Both sides are widened
-// to f32 exactly (a bf16 is the upper half of its f32): the tokens a chunk at a time, the weights a
-// panel at a time, into per-thread buffers, then the f32 GEMM with the tokens along the lanes
-// (gemm_xt.inc). format_table() gives it to the bf16 row at avx512_vnni on Intel CPUs (formats.cpp)
-// for calls of a vector of tokens and two tiles of rows; others keep bf16_matmul.
-
-// dst[i] = the f32 of bf16 src[i], i < n
-inline void widen_bf16(const uint8_t* src, int64_t n, float* dst) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                  _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 2 * i))), 16)));
-  if (i < n) {
-    const __mmask16 mk = static_cast<__mmask16>((1u << (n - i)) - 1);
-    _mm512_mask_storeu_ps(dst + i, mk, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                           _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, src + 2 * i)), 16)));
-  }
-}
-
+// against 113 G with FMAs, per thread), on AMD's Zen 4 and Zen 5 at twice it. The activation rows
+// are widened to f32 exactly (a bf16 is the upper half of its f32) a chunk of tokens at a time
+// into a per-thread buffer, then the lane form of the bf16 row's own AVX-512 prefill below
+// avx512_vnni takes them (matmul_dense_lanes, fmt_dense.inc: the weights widened a panel at a
+// time, the f32 GEMM with the tokens along the lanes), every chunk, so that each output is one
+// chain whatever the other tokens (FormatTwin.Bf16ManyTokens). format_table() gives it to the bf16 row at avx512_vnni on Intel CPUs
+// (formats.cpp) for calls of a vector of tokens and two tiles of rows; others keep bf16_matmul.
 void bf16_fma_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t x_row_bytes, int64_t m,
                      float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
-  using G = XtGeom<VecAvx512>;
-  const int64_t n = row_end - row_begin;
-  if (m < VecAvx512::kWidth || n < 2 * G::kNr) {
+  if (m < VecAvx512::kWidth || row_end - row_begin < 2 * XtGeom<VecAvx512>::kNr) {
     bf16_matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
@@ -1472,24 +1459,16 @@ void bf16_fma_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
   // tokens per chunk: about 2 MB of widened activations, whole blocks of 32 tokens
   int64_t chunk = (int64_t{2} << 20) / (4 * k) / 32 * 32;
   chunk = chunk < 32 ? 32 : chunk;
-  const int64_t kc_max = k < G::kKc ? k : G::kKc;
-  thread_local std::vector<float> xf, wbuf;
+  thread_local std::vector<float> xf;
   const int64_t mt_max = m < chunk ? m : chunk;
   if (static_cast<int64_t>(xf.size()) < mt_max * k) xf.resize(static_cast<size_t>(mt_max * k));
-  const size_t need = static_cast<size_t>(xt_panel_rows<VecAvx512>(k) * kc_max);
-  if (wbuf.size() < need) wbuf.resize(need);
-  const uint8_t* w0 = w + row_begin * static_cast<int64_t>(row_bytes);
   for (int64_t t0 = 0; t0 < m; t0 += chunk) {
     const int64_t mt = m - t0 < chunk ? m - t0 : chunk;
-    for (int64_t i = 0; i < mt; ++i) widen_bf16(x + (t0 + i) * static_cast<int64_t>(x_row_bytes), k, xf.data() + i * k);
-    matmul_xt_panels<VecAvx512>(
-        [&](int64_t j0, int64_t nr, int64_t c0, int64_t kc, int64_t& ld) {
-          for (int64_t r = 0; r < nr; ++r)
-            widen_bf16(w0 + (j0 + r) * static_cast<int64_t>(row_bytes) + 2 * c0, kc, wbuf.data() + r * kc_max);
-          ld = kc_max;
-          return static_cast<const float*>(wbuf.data());
-        },
-        xf.data(), k, y + t0 * ldy + row_begin, ldy, mt, n, k);
+    for (int64_t i = 0; i < mt; ++i)
+      decode_bf16<VecAvx512>(x + (t0 + i) * static_cast<int64_t>(x_row_bytes), k, 0, k, xf.data() + i * k);
+    matmul_dense_lanes<VecAvx512, decode_bf16<VecAvx512>>(w, row_bytes, k, xf.data(),
+                                                          static_cast<size_t>(k) * sizeof(float), mt, y + t0 * ldy, ldy,
+                                                          row_begin, row_end);
   }
 }
 
