@@ -38,6 +38,10 @@ struct CpuFeatures {
   // matvecs of w8a8 and int8_g32_a8 stream the weights faster than the AVX-512 ones (measured
   // 1.3-1.8x), so the format table runs those at the AVX-512 levels (formats.cpp).
   bool avx512_split_datapath() const { return vendor == "AuthenticAMD" && family == 0x19 && avx512f; }
+  // AVX-512 on a full-width datapath: Intel's, AMD's from Zen 5 (family 0x1A; its mobile parts,
+  // which split 512-bit operations too, are not told apart: not measured). There the format table
+  // decodes the int8-activation and int4 rows from the rows laid out in 16-row blocks (formats.cpp).
+  bool avx512_full_width() const { return avx512f && !avx512_split_datapath(); }
 
   // Space-separated list of the flags above that are present, and "avx512_split" (for provenance).
   std::string flags_string() const;

@@ -165,10 +165,23 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
       if (k.matmul) k.matmul = fmt::bf16_fma_matmul_avx512vnni();
     }
-    // Decode from the rows laid out in 16-row blocks, one stream (fmt_decode_512.inc), at
-    // avx512_vnni (the amx level has it on every CPU: AMX CPUs are Intel's); the amx level's
-    // int8_g32_a8 and int4_g32_a8 rows decode with avx512_vnni's row matvec where no whole block
-    // covers them, as the layout's kernel does.
+  }
+}
+
+// Decode from the rows laid out in 16-row blocks, one stream (fmt_decode_512.inc), where AVX-512
+// runs full width (Intel; AMD from Zen 5): at avx512_vnni w8a8, w8a8_static, int8_g32_a8 and the
+// int4 _a8 rows (the amx level has it on every CPU: AMX CPUs are Intel's; its int8_g32_a8 and
+// int4_g32_a8 rows decode with avx512_vnni's row matvec where no whole block covers them, as the
+// layout's kernel does), and at avx512 the int4 weight-only rows, which avx512_vnni and amx fall
+// back to (fmt_int4_decode_512.inc). Set after intel_matvecs, whose row matvecs serve the rows the
+// whole blocks leave. Measured on AMD Zen 5 ("AMD EPYC", family 0x1A), TinyStories-110M decode,
+// one thread, tok/s without / with the layout, two alternating rounds: int4_g32 93-116 / 356-361,
+// int4_g128 210-224 / 370-388, int4_g128_a8 147-191 / 402-524, int4_g32_a8 290-381 / 378-494,
+// int8_g32_a8 210-221 / 230-253, w8a8 239-264 / 250-257 (bf16 there keeps vdpbf16ps: prefill
+// 1779-1849 tok/s against 1012-1076 on f32 FMAs).
+static void decode_layouts(std::vector<FormatRow>& t) {
+  for (FormatRow& r : t) {
+    const std::string n = r.name;
     const fmt::Spec spec = n == "int8_g32_a8" ? fmt::Spec{fmt::Kind::q8_a8}
                          : n == "w8a8" || n == "w8a8_static" ? fmt::Spec{fmt::Kind::w8a8}
                          : n == "int4_g32_a8" ? fmt::Spec{fmt::Kind::int4_a8, 32}
@@ -181,8 +194,6 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
       FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
       if (amx.matvec) amx.matvec = vnni.matvec;
     }
-    // The int4 weight-only rows (f32 activations): their AVX-512 kernels, which the avx512_vnni
-    // and amx levels fall back to, decode from the layout too (fmt_int4_decode_512.inc).
     if (r.act == ActType::f32 && n.rfind("int4_g", 0) == 0) {
       const bool asym = n.size() > 5 && n.compare(n.size() - 5, 5, "_asym") == 0;
       const fmt::Spec s4{fmt::Kind::int4, static_cast<int>(r.block_size), asym};  // block_size: the group
@@ -196,8 +207,12 @@ const std::vector<FormatRow>& format_table() {
   static const std::vector<FormatRow> t = [] {
     std::vector<FormatRow> v = build_table();
     const CpuFeatures& cpu = cpu_features();
-    if (cpu.avx512_split_datapath()) prefer_avx2_kernels(v);
-    else if (cpu.vendor == "GenuineIntel" && cpu.avx512f) intel_matvecs(v);
+    if (cpu.avx512_split_datapath()) {
+      prefer_avx2_kernels(v);
+    } else if (cpu.avx512_full_width()) {
+      if (cpu.vendor == "GenuineIntel") intel_matvecs(v);
+      decode_layouts(v);
+    }
     return v;
   }();
   return t;

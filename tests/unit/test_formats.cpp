@@ -1406,34 +1406,35 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
 }
 
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
-// w8a8_static and int4_gG_a8 at avx512_vnni on Intel CPUs with AVX-512 and at amx, nowhere else;
-// the AMX prefill of w8a8, int8_g32_a8 and the int4 `_a8` rows reads its tiles from it (no repack of
-// its own). Where the host runs
+// w8a8_static and int4_gG_a8 at avx512_vnni where AVX-512 runs full width (Intel, AMD Zen 5) and
+// at amx, nowhere else; the AMX prefill of w8a8, int8_g32_a8 and the int4 `_a8` rows reads its
+// tiles from it (no repack of its own). Where the host runs
 // it: made by the first matvec (not by a matmul of a few tokens), once, shared by threads asking
 // at once, its size as documented, and the runner's decode bit for bit the generic runner's at one
 // and two threads (the rows past the last whole block and a ragged last group included).
-TEST(Formats, DecodeLayoutIsMadeOnceAndSharedOnIntelCpus) {
+TEST(Formats, DecodeLayoutIsMadeOnceAndSharedWhereAvx512RunsFullWidth) {
   const CpuFeatures& cpu = cpu_features();
-  const bool intel = cpu.vendor == "GenuineIntel" && cpu.avx512f;
+  const bool full = cpu.avx512_full_width();
   for (const FormatRow& r : format_table())
     for (int level = 0; level < kIsaCount; ++level) {
       const std::string n = r.name;
       const bool row = n == "int8_g32_a8" || n == "w8a8" || n == "w8a8_static" || n == "int4_g32_a8" ||
                        n == "int4_g64_a8" || n == "int4_g128_a8";
-      // the amx level has it on every CPU (AMX CPUs are Intel's); avx512_vnni on Intel's only; the
-      // int4 weight-only rows in their avx512 kernels (which avx512_vnni and amx fall back to), on Intel's
+      // the amx level has it on every CPU (AMX CPUs are Intel's); avx512_vnni on full-width AVX-512
+      // only; the int4 weight-only rows in their avx512 kernels (which avx512_vnni and amx fall back
+      // to), on full-width AVX-512
       const bool int4f = r.act == ActType::f32 && n.rfind("int4_g", 0) == 0;
-      const bool want = (row && ((intel && level == static_cast<int>(Isa::avx512_vnni)) || level == static_cast<int>(Isa::amx))) ||
-                        (int4f && intel && level == static_cast<int>(Isa::avx512));
+      const bool want = (row && ((full && level == static_cast<int>(Isa::avx512_vnni)) || level == static_cast<int>(Isa::amx))) ||
+                        (int4f && full && level == static_cast<int>(Isa::avx512));
       const FormatKernels& k = r.kernels[level];
       EXPECT_EQ(k.matvec_decode != nullptr, want) << r.name << " at " << isa_name(static_cast<Isa>(level));
       EXPECT_EQ(k.decode_pack != nullptr, want) << r.name;
       EXPECT_EQ(k.decode_bytes != nullptr, want) << r.name;
     }
   const Isa level = isa_supported(Isa::amx) ? Isa::amx : Isa::avx512_vnni;
-  if (!intel || !isa_supported(level)) {
-    std::printf("[ cpu ] no decode layout on this host (vendor %s): the table check above is the test\n",
-                cpu.vendor.c_str());
+  if (!full || !isa_supported(level)) {
+    std::printf("[ cpu ] no decode layout on this host (vendor %s, family 0x%x): the table check above is the test\n",
+                cpu.vendor.c_str(), cpu.family);
     return;
   }
   std::mt19937 rng(73);
