@@ -4,7 +4,7 @@
 //   w8a8: the AVX2 sign trick at 512 bits (_mm512_maddubs_epi16 + _mm512_madd_epi16)
 //   int8_g32_a8: the same sign trick per block of 32, 16 rows per step (fmt_q8a8_512.inc)
 //   sparse formats: none of their own here, so the table falls back to the AVX2 kernels.
-//   int4 gG decode from the decode layout (fmt_int4_decode_512.inc), on Intel CPUs (formats.cpp)
+//   int4 gG decode from the decode layout (fmt_int4_decode_512.inc), where AVX-512 runs full width (formats.cpp)
 // Dispatched only when cpuid reports AVX-512; the twin tests (tests/unit/test_formats.cpp) hold
 // it to the generic kernels on such a host and skip it elsewhere.
 #include <immintrin.h>

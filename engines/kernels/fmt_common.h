@@ -243,7 +243,7 @@ decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni();
 // Decode from the rows laid out in 16-row blocks (fmt_decode_512.inc): sets decode_bytes,
 // decode_pack and matvec_decode for int8_g32_a8 (Kind::q8_a8), w8a8 (and w8a8_static) and
 // int4_gG_a8; the row matvecs they fall back to are the ones format_table() gives those rows on
-// Intel CPUs, which alone take the layout (formats.cpp).
+// Intel CPUs. format_table() adds the layout where AVX-512 runs full width (formats.cpp).
 void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f);
 // The same for the int4 gG weight-only rows (Kind::int4, f32 activations; fmt_int4_decode_512.inc),
 // over their AVX-512 row matvec; nothing for other kinds.

@@ -127,7 +127,7 @@ TEST(HarnessMemory, PeakRssIsEachVariantsOwnAndFollowsTheWeights) {
   const MemoryRow& f32 = rows[0];
   const MemoryRow& int4 = rows[1];
   ASSERT_LT(*int4.weights, *f32.weights);  // the matrices in 4.5 bits; the embedding table stays f32
-  // int4_g32 decodes from a copy of its matrices in 16-row blocks on Intel CPUs with AVX-512
+  // int4_g32 decodes from a copy of its matrices in 16-row blocks where AVX-512 runs full width (Intel, AMD Zen 5)
   // (their bytes again); f32 keeps none.
   const FormatKernels& k4 = format_by_name("int4_g32").kernels_at(active_isa());
   EXPECT_EQ(*f32.repacked, 0);
