@@ -1315,7 +1315,11 @@ void bf16dp_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv
 // 4 vdpbf16ps where 2 x 12 needed one per 2: matmul128/bf16 on one Zen 4 core (cibench-microbench,
 // two alternating rounds) 179-206 GOPs with the 4 x 4 dot-product tiles, 180-204 with 2 x 12, and
 // 188-221 with 4 x 6, of the 235 GOPs vdpbf16ps peak (6 x 4, L2 panels of 64-128 KB, and the
-// broadcast embedded in each vdpbf16ps were no better). Each output is one chain over the pairs of
+// broadcast embedded in each vdpbf16ps were no better). On AMD Zen 5 (full-width AVX-512) the
+// other way round: blocks of 32 tokens in 2 x 12 tiles (bf16_matmul_t<2>, given to the row there by
+// formats.cpp) ran matmul128 at 442-473 GOPs against 389-469 with 4 x 6 (3 x 8: 433-471), of the
+// 516 GOPs peak (AMD EPYC VM, family 0x1A, one thread, two alternating rounds, the five 110M /
+// 1.1B shapes). Each output is one chain over the pairs of
 // a K chunk in order, the chunks added in order, whatever the other tokens of the call. K is cut in
 // chunks of kBxKc columns (a block of X^T stays in L2), W in panels of ~256 KB that stay in L2
 // while every block of tokens passes. Even K only (a weight row's last pair is read whole; rows
@@ -1380,9 +1384,12 @@ inline void bx_rows(const float* xp, const uint8_t* w, size_t row_bytes, int64_t
   }
 }
 
+// MVmax: token vectors per block (a block of 16 x MVmax tokens; its tiles MVmax x kBxNrOf(MVmax)).
+template <int MVmax>
 void bf16xt_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const uint8_t* x, size_t xrb, int64_t m,
                    float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
-  constexpr int64_t NB = 16 * kBxMv;
+  static_assert(MVmax >= 1 && MVmax <= kBxMv, "the block widths bx_rows has");
+  constexpr int64_t NB = 16 * MVmax;
   const int64_t n = row_end - row_begin;
   w += row_begin * static_cast<int64_t>(row_bytes);
   y += row_begin;
@@ -1410,9 +1417,9 @@ void bf16xt_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const uint8_t*
         const uint8_t* wp = w + j0 * static_cast<int64_t>(row_bytes) + 2 * c0;
         switch (nb / 16) {
           case 1: bx_rows<1>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
-          case 2: bx_rows<2>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
-          case 3: bx_rows<3>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
-          default: bx_rows<4>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
+          case 2: if constexpr (MVmax >= 2) bx_rows<2>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
+          case 3: if constexpr (MVmax >= 3) bx_rows<3>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
+          default: if constexpr (MVmax >= 4) bx_rows<4>(xp, wp, row_bytes, pairs, nr, obuf.data()); break;
         }
         float* yb = y + b * NB * ldy + j0;  // Y[t][r] (+)= out[r][t]
         if (c0 == 0)
@@ -1430,12 +1437,18 @@ void bf16xt_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const uint8_t*
 // dot-product tiles / lane form: 16 tokens 581-594 / 563-590, 24: 710 / 662-672, 40: 851-852 /
 // 822-826, 48: 877-887 / 981, 64: 932-936 / 991-993, 128: 979-981 / 1010-1026.
 constexpr int64_t kBxMinTokens = 48;
-void bf16_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t x_row_bytes, int64_t m,
-                 float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+template <int MVmax>
+void bf16_matmul_t(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t x_row_bytes, int64_t m,
+                   float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
   if (m >= kBxMinTokens && row_end - row_begin >= kBxMinRows && k % 2 == 0)
-    bf16xt_matmul(w, row_bytes, k, static_cast<const uint8_t*>(xv), x_row_bytes, m, y, ldy, row_begin, row_end);
+    bf16xt_matmul<MVmax>(w, row_bytes, k, static_cast<const uint8_t*>(xv), x_row_bytes, m, y, ldy, row_begin, row_end);
   else
     bf16dp_matmul(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin, row_end);
+}
+
+void bf16_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* xv, size_t x_row_bytes, int64_t m,
+                 float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  bf16_matmul_t<kBxMv>(w, row_bytes, k, xv, x_row_bytes, m, y, ldy, row_begin, row_end);
 }
 
 // ---- bf16 x bf16 on f32 FMAs (Intel) ----------------------------------------------------------
@@ -1477,6 +1490,8 @@ void bf16_fma_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
 decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni() { return int4a8_matvec_512<32, true>; }
 
 decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni() { return bf16_fma_matmul; }
+
+decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni() { return bf16_matmul_t<2>; }
 
 void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f) {
   auto set = [&f](auto bytes, auto pack, auto matvec) {

@@ -240,6 +240,9 @@ decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni();
 // bf16's avx512_vnni matmul on f32 FMAs (the same products and f32 sums as vdpbf16ps, which runs
 // at half the FMA rate on Intel's cores), the one format_table() gives that row on Intel CPUs.
 decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni();
+// bf16's avx512_vnni matmul with the lane-form GEMM on blocks of 32 tokens (2 x 12 register tiles)
+// instead of 64 (4 x 6), the one format_table() gives that row on AMD CPUs from Zen 5 (formats.cpp).
+decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni();
 // Decode from the rows laid out in 16-row blocks (fmt_decode_512.inc): sets decode_bytes,
 // decode_pack and matvec_decode for int8_g32_a8 (Kind::q8_a8), w8a8 (and w8a8_static) and
 // int4_gG_a8; the row matvecs they fall back to are the ones format_table() gives those rows on

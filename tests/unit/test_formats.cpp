@@ -1405,6 +1405,46 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
   }
 }
 
+// bf16's avx512_vnni prefill on blocks of 32 tokens (2 x 12 register tiles), which AMD CPUs with
+// full-width AVX-512 run (formats.cpp), takes the same chains as the default 64-token blocks (4 x 6):
+// each output is one vdpbf16ps chain over the pairs of a K chunk in order, whatever the tile, so the
+// two agree bit for bit (two K chunks, ragged token blocks, row ranges inside a tile, below and above
+// the lane form's 48 tokens), wherever the host has avx512_vnni.
+TEST(Formats, Bf16PrefillOn32TokenBlocksTakesTheChainsOf64AndRunsOnAmdFullWidthCpus) {
+  const CpuFeatures& cpu = cpu_features();
+  const FormatRow& f = format_by_name("bf16");
+  const auto narrow = fmt::bf16_matmul_32_token_blocks_avx512vnni();
+  const auto wide = fmt::kernels_avx512vnni(fmt::Spec{fmt::Kind::bf16}).matmul;
+  ASSERT_NE(narrow, wide);
+  const bool amd_full = cpu.vendor == "AuthenticAMD" && cpu.avx512_full_width();
+  EXPECT_EQ(f.kernels[static_cast<int>(Isa::avx512_vnni)].matmul == narrow, amd_full);
+  if (!isa_supported(Isa::avx512_vnni)) {
+    std::printf("[ cpu ] no avx512_vnni here: the table check above is the test\n");
+    return;
+  }
+  const ActVariant* variant = f.kernels_at(Isa::avx512_vnni).act_variant;
+  ASSERT_NE(variant, nullptr);
+  std::mt19937 rng(31);
+  struct Shape {
+    int64_t m, rows, k;
+  };
+  int64_t checked = 0;
+  for (const Shape sh : {Shape{130, 61, 4100}, Shape{48, 37, 300}, Shape{97, 50, 768}, Shape{20, 30, 64}}) {
+    auto w = gauss(sh.rows * sh.k, rng);
+    Packed p = pack_rows(f, w, sh.rows, sh.k);
+    Acts a = make_variant_acts(*variant, gauss(sh.m * sh.k, rng), sh.m, sh.k);
+    const int64_t ldy = sh.rows + 1, rb = 3, re = sh.rows - 2;
+    std::vector<float> y0(sh.m * ldy, 7.f), y1(sh.m * ldy, 7.f);
+    wide(p.bytes.data(), p.row_bytes, sh.k, a.bytes.data(), a.row_bytes, sh.m, y0.data(), ldy, rb, re);
+    narrow(p.bytes.data(), p.row_bytes, sh.k, a.bytes.data(), a.row_bytes, sh.m, y1.data(), ldy, rb, re);
+    for (int64_t i = 0; i < sh.m * ldy; ++i) {
+      ASSERT_EQ(y0[i], y1[i]) << "m=" << sh.m << " k=" << sh.k << " at " << i;
+      checked += (i % ldy >= rb && i % ldy < re);
+    }
+  }
+  EXPECT_EQ(checked, 130 * 56 + 48 * 32 + 97 * 45 + 20 * 25);
+}
+
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
 // w8a8_static and int4_gG_a8 at avx512_vnni where AVX-512 runs full width (Intel, AMD Zen 5) and
 // at amx, nowhere else; the AMX prefill of w8a8, int8_g32_a8 and the int4 `_a8` rows reads its
