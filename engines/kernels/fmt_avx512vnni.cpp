@@ -129,7 +129,9 @@ inline void repack16(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t kc,
 
 // One panel chunk as the tiles see it (lanes of rows that do not exist hold 0).
 struct PanelChunk {
-  const __m512i* P;          // repacked chunk, S steps of nv vectors
+  const __m512i* P;          // the chunk's first 16 rows: step s at P[s * step]
+  const __m512i* P1;         // its second 16 rows (NV = 2): step s at P1[s * step]
+  int64_t step;              // vectors from one step of 4 columns to the next
   int64_t S;                 // steps of 4 columns
   int64_t col;               // the chunk's first column
   bool first, last;          // first / last chunk of K: start from 0 / finish the outputs
@@ -173,6 +175,8 @@ __attribute__((noinline)) void gemm_tile(const PanelChunk& pc, const uint8_t* x,
     acc1[i] = pc.first ? _mm512_setzero_si512() : _mm512_load_si512(part + i * kPanelRows + 16);
   }
   const __m512i* P = pc.P;
+  const __m512i* P1 = pc.P1;
+  const int64_t st = pc.step;
   const uint8_t* a = x + kActHeader + pc.col;
   int64_t pr = 0, pcol = 0;  // prefetch position: row, byte within it
   for (int64_t s = 0; s < pc.S; ++s) {
@@ -182,8 +186,8 @@ __attribute__((noinline)) void gemm_tile(const PanelChunk& pc, const uint8_t* x,
         if ((pcol += 64) >= pc.pf_len) pcol = 0, ++pr;
       }
     }
-    const __m512i w0 = _mm512_load_si512(P + s * NV);
-    const __m512i w1 = NV == 2 ? _mm512_load_si512(P + s * NV + 1) : w0;
+    const __m512i w0 = _mm512_loadu_si512(P + s * st);
+    const __m512i w1 = NV == 2 ? _mm512_loadu_si512(P1 + s * st) : w0;
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const __m512i ab = _mm512_set1_epi32(load_i32(a + i * xrb + 4 * s));
@@ -236,7 +240,7 @@ inline void gemm_chunk(const PanelChunk& pc, const uint8_t* x, size_t xrb, const
 // Stack: a 32 KB panel chunk, 30 KB of parked sums.
 template <bool A7>
 void int8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m,
-                    float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+                    float* y, int64_t ldy, int64_t row_begin, int64_t row_end, const uint8_t* layout = nullptr) {
   const int64_t kp = round_up(k, 32);
   const int64_t hdr = A7 ? kW8a7Header : 4;
   const uint8_t* xa = static_cast<const uint8_t*>(x);
@@ -276,13 +280,25 @@ void int8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
         pc.rsum[v] = _mm512_load_si512(rs + 16 * v);
       }
       pc.keep = static_cast<__mmask16>(nl == 16 ? 0xffff : (1u << nl) - 1);
-      pc.P = panel;
       pc.row_bytes = row_bytes;
+      const int64_t block_bytes = kDecodeRows * static_cast<int64_t>(row_bytes);
+      auto lay_at = [&](int64_t r, int64_t col) {  // block r / 16's vector of column col
+        return reinterpret_cast<const __m512i*>(layout + r / kDecodeRows * block_bytes + 64) + col / 4;
+      };
       for (int64_t k0 = 0; k0 < kp; k0 += kGemmKc) {
         const int64_t kc = kp - k0 < kGemmKc ? kp - k0 : kGemmKc;
-        for (int v = 0; v < nv; ++v) {
-          const int64_t n16 = nr - 16 * v < 16 ? nr - 16 * v : 16;
-          repack16<!A7>(w + (r0 + 16 * v) * row_bytes + hdr + k0, row_bytes, n16, kc, panel, nv, v);
+        if (layout) {
+          pc.P = lay_at(r0, k0);
+          pc.P1 = pc.P + block_bytes / 64;
+          pc.step = 1;
+        } else {
+          for (int v = 0; v < nv; ++v) {
+            const int64_t n16 = nr - 16 * v < 16 ? nr - 16 * v : 16;
+            repack16<!A7>(w + (r0 + 16 * v) * row_bytes + hdr + k0, row_bytes, n16, kc, panel, nv, v);
+          }
+          pc.P = panel;
+          pc.P1 = panel + 1;
+          pc.step = nv;
         }
         pc.S = kc / 4;
         pc.col = k0;
@@ -295,6 +311,12 @@ void int8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
         pc.pf = w + nr0 * row_bytes + hdr + nk0;
         pc.pf_rows = nr0 < row_end ? (row_end - nr0 < kPanelRows ? row_end - nr0 : kPanelRows) : 0;
         pc.pf_len = kp - nk0 < kGemmKc ? kp - nk0 : kGemmKc;
+        if (layout) {  // the next chunk in the layout: per 16-row block, 16 bytes a column
+          pc.row_bytes = static_cast<size_t>(block_bytes);
+          pc.pf = reinterpret_cast<const uint8_t*>(nr0 < row_end ? lay_at(nr0, nk0) : pc.P);
+          pc.pf_rows = pc.pf_rows / kDecodeRows;
+          pc.pf_len *= kDecodeRows;
+        }
         pc.pf_lines = (pc.pf_rows * ((pc.pf_len + 63) / 64) + pc.S - 1) / pc.S;
         if (nv == 2)
           gemm_chunk<A7, 2>(pc, xc, xrb, corr, part, mc, yc + r0, ldy);
@@ -431,6 +453,21 @@ void w8a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
       vnni_tile_rows<1, 8>(rows, rows[0] + row_bytes, kp, xa, x_row_bytes, xsum, mc, yc + r, ldy);
     }
   }
+}
+
+// w8a8 prefill from the decode layout (FormatKernels::matmul_tiles, where format_table() gives the
+// row the layout): the whole 16-row blocks of the range read their panels in place, the rows
+// before and after them repacked per call as w8a8_matmul_vnni does; fewer tokens: that kernel.
+// The same products and sums, so the same bits.
+void w8a8_matmul_layout(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
+                        size_t x_row_bytes, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m < kGemmMinTokens) {
+    w8a8_matmul_vnni(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  decode_spans(row_begin, row_end, [&](int64_t r0, int64_t r1, bool whole) {
+    int8_gemm_vnni<false>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, r0, r1, whole ? dec : nullptr);
+  });
 }
 
 // w8a7: the GEMM from kGemmMinTokensA7 tokens on, the AVX2 kernels below that.
@@ -1492,6 +1529,8 @@ decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni() { return i
 decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni() { return bf16_fma_matmul; }
 
 decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni() { return bf16_matmul_t<2>; }
+
+decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni() { return w8a8_matmul_layout; }
 
 void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f) {
   auto set = [&f](auto bytes, auto pack, auto matvec) {

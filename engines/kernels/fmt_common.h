@@ -243,6 +243,9 @@ decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni();
 // bf16's avx512_vnni matmul with the lane-form GEMM on blocks of 32 tokens (2 x 12 register tiles)
 // instead of 64 (4 x 6), the one format_table() gives that row on AMD CPUs from Zen 5 (formats.cpp).
 decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni();
+// w8a8's avx512_vnni prefill reading its whole 16-row blocks from the decode layout in place
+// (FormatKernels::matmul_tiles), the one format_table() gives the row with the layout (formats.cpp).
+decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni();
 // Decode from the rows laid out in 16-row blocks (fmt_decode_512.inc): sets decode_bytes,
 // decode_pack and matvec_decode for int8_g32_a8 (Kind::q8_a8), w8a8 (and w8a8_static) and
 // int4_gG_a8; the row matvecs they fall back to are the ones format_table() gives those rows on

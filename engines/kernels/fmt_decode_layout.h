@@ -115,6 +115,20 @@ inline void decode_blocks(int64_t row_begin, int64_t row_end, const Rows& rows, 
   if (b1 * kDecodeRows < row_end) rows(b1 * kDecodeRows, row_end);
 }
 
+// The same split as spans: span(r0, r1, whole) for the rows before the first whole block, the whole
+// blocks together (whole = true), and the rows after the last.
+template <typename Span>
+inline void decode_spans(int64_t row_begin, int64_t row_end, const Span& span) {
+  const int64_t b0 = (row_begin + kDecodeRows - 1) / kDecodeRows, b1 = row_end / kDecodeRows;
+  if (b0 >= b1) {
+    span(row_begin, row_end, false);
+    return;
+  }
+  if (b0 * kDecodeRows > row_begin) span(row_begin, b0 * kDecodeRows, false);
+  span(b0 * kDecodeRows, b1 * kDecodeRows, true);
+  if (b1 * kDecodeRows < row_end) span(b1 * kDecodeRows, row_end, false);
+}
+
 }  // namespace
 }  // namespace fmt
 }  // namespace cibench

@@ -191,6 +191,17 @@ static void decode_layouts(std::vector<FormatRow>& t) {
     if (spec.kind != fmt::Kind::f32_sparse) {
       FormatKernels& vnni = r.kernels[static_cast<int>(Isa::avx512_vnni)];
       if (vnni.matvec) fmt::add_decode_layout_avx512vnni(spec, vnni);
+      // w8a8's prefill reads the same copy in place of its per-call repack (matmul_tiles): on Zen 5,
+      // binaries alternating three rounds, one thread, DistilBERT (`cibench classify --bench`) 128
+      // tokens 15.0-15.4 -> 14.4-14.6 ms, 16 tokens 2.77-2.82 -> 2.53-2.70; TinyLlama-1.1B prefill
+      // 385-400 -> 429-435 tok/s (two rounds). Without a software prefetch of the next chunk it was
+      // slower (DistilBERT 16 tokens 2.4-2.5 -> 3.8-4.1 ms): fmt_avx512vnni.cpp, int8_gemm_vnni.
+      if (vnni.matvec && spec.kind == fmt::Kind::w8a8) {
+        vnni.tiles_bytes = vnni.decode_bytes;
+        vnni.tiles_pack = vnni.decode_pack;
+        vnni.matmul_tiles = fmt::w8a8_matmul_layout_avx512vnni();
+        vnni.tiles_min_tokens = 16;
+      }
       FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
       if (amx.matvec) amx.matvec = vnni.matvec;
     }

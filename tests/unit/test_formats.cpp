@@ -1448,7 +1448,7 @@ TEST(Formats, Bf16PrefillOn32TokenBlocksTakesTheChainsOf64AndRunsOnAmdFullWidthC
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
 // w8a8_static and int4_gG_a8 at avx512_vnni where AVX-512 runs full width (Intel, AMD Zen 5) and
 // at amx, nowhere else; the AMX prefill of w8a8, int8_g32_a8 and the int4 `_a8` rows reads its
-// tiles from it (no repack of its own). Where the host runs
+// tiles from it (no repack of its own), and so does w8a8's VNNI GEMM. Where the host runs
 // it: made by the first matvec (not by a matmul of a few tokens), once, shared by threads asking
 // at once, its size as documented, and the runner's decode bit for bit the generic runner's at one
 // and two threads (the rows past the last whole block and a ragged last group included).
@@ -1520,9 +1520,22 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedWhereAvx512RunsFullWidth) {
       }
     }
     EXPECT_EQ(wm.decode_for(kern), got[0]);  // still the one repack
-    if (f.act != ActType::f32 && level == Isa::amx) {  // the prefill tiles are the same copy
+    if ((f.act != ActType::f32 && level == Isa::amx) || std::string(name) == "w8a8") {  // the prefill tiles are the same copy
       EXPECT_EQ(wm.tiles_for(kern), got[0]);
       EXPECT_EQ(wm.tiles_bytes(), 0u);
+    }
+    if (std::string(name) == "w8a8") {  // a prefill (16 tokens and more) makes it too, as the first matvec does
+      WeightMatrix fresh = pack_matrix("fresh", w.data(), rows, cols, f);
+      ThreadPool pool(2);
+      MatmulRunner run(pool, level);
+      std::vector<float> y(20 * rows), yg(20 * rows);
+      auto x20 = gauss(20 * cols, rng);
+      run.matmul(fresh, x20.data(), cols, 20, y.data(), rows);
+      EXPECT_EQ(fresh.decode_bytes(), kern.decode_bytes(rows, cols));
+      ThreadPool one(1);
+      MatmulRunner gen(one, Isa::generic);
+      gen.matmul(fresh, x20.data(), cols, 20, yg.data(), rows);
+      for (int64_t i = 0; i < 20 * rows; ++i) ASSERT_EQ(y[i], yg[i]) << "w8a8 prefill from the layout, at " << i;
     }
     WeightMatrix small = pack_matrix("small", w.data(), 15, cols, f);  // no whole block
     EXPECT_EQ(small.decode_for(kern), nullptr);
