@@ -100,23 +100,9 @@ inline void decode_prefetch(const uint8_t* p, int64_t n) {
   for (int64_t l = 0; l < n; l += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kDecodePrefetch + l), _MM_HINT_T1);
 }
 
-// Rows [row_begin, row_end) of a decode matvec: block(b) for the whole 16-row blocks b inside the
-// range, rows(r0, r1) for the rows before the first and after the last (a range not on block
-// bounds, the rows past the last whole block), which the row kernel takes.
-template <typename Rows, typename Block>
-inline void decode_blocks(int64_t row_begin, int64_t row_end, const Rows& rows, const Block& block) {
-  const int64_t b0 = (row_begin + kDecodeRows - 1) / kDecodeRows, b1 = row_end / kDecodeRows;
-  if (b0 >= b1) {
-    rows(row_begin, row_end);
-    return;
-  }
-  if (b0 * kDecodeRows > row_begin) rows(row_begin, b0 * kDecodeRows);
-  for (int64_t b = b0; b < b1; ++b) block(b);
-  if (b1 * kDecodeRows < row_end) rows(b1 * kDecodeRows, row_end);
-}
-
-// The same split as spans: span(r0, r1, whole) for the rows before the first whole block, the whole
-// blocks together (whole = true), and the rows after the last.
+// Rows [row_begin, row_end) split on the layout's blocks: span(r0, r1, whole) for the rows before
+// the first whole 16-row block inside the range, the whole blocks together (whole = true), and the
+// rows after the last (a range not on block bounds, the rows past the last whole block).
 template <typename Span>
 inline void decode_spans(int64_t row_begin, int64_t row_end, const Span& span) {
   const int64_t b0 = (row_begin + kDecodeRows - 1) / kDecodeRows, b1 = row_end / kDecodeRows;
@@ -127,6 +113,19 @@ inline void decode_spans(int64_t row_begin, int64_t row_end, const Span& span) {
   if (b0 * kDecodeRows > row_begin) span(row_begin, b0 * kDecodeRows, false);
   span(b0 * kDecodeRows, b1 * kDecodeRows, true);
   if (b1 * kDecodeRows < row_end) span(b1 * kDecodeRows, row_end, false);
+}
+
+// The same for a decode matvec: block(b) for each whole block, rows(r0, r1) for the others, which
+// the row kernel takes.
+template <typename Rows, typename Block>
+inline void decode_blocks(int64_t row_begin, int64_t row_end, const Rows& rows, const Block& block) {
+  decode_spans(row_begin, row_end, [&](int64_t r0, int64_t r1, bool whole) {
+    if (!whole) {
+      rows(r0, r1);
+      return;
+    }
+    for (int64_t b = r0 / kDecodeRows; b < r1 / kDecodeRows; ++b) block(b);
+  });
 }
 
 }  // namespace
