@@ -5,6 +5,8 @@
 //   int8_g32_a8: the same sign trick per block of 32, 16 rows per step (fmt_q8a8_512.inc)
 //   sparse formats: none of their own here, so the table falls back to the AVX2 kernels.
 //   int4 gG decode from the decode layout (fmt_int4_decode_512.inc), where AVX-512 runs full width (formats.cpp)
+//   int4_gG_a8 prefill: the panel GEMM of fmt_group_gemm_512.inc on vpmaddubsw + vpmaddwd (CPUs
+//     without VNNI; a few tokens and one keep the AVX2 kernels)
 // Dispatched only when cpuid reports AVX-512; the twin tests (tests/unit/test_formats.cpp) hold
 // it to the generic kernels on such a host and skip it elsewhere.
 #include <immintrin.h>
@@ -16,6 +18,7 @@
 #include "engines/kernels/fmt_common.h"
 #include "engines/kernels/transpose_avx.h"
 #include "engines/kernels/fmt_decode_layout.h"
+#include "engines/kernels/half.h"
 #include "engines/kernels/vec_avx512.h"
 
 namespace cibench {
@@ -55,6 +58,33 @@ struct Q8DotBw {
 
 #include "engines/kernels/fmt_q8a8_512.inc"
 
+// ---- int4_gG_a8 prefill: the panel GEMM on AVX-512 BW -----------------------------------------
+#include "engines/kernels/fmt_group_gemm_512.inc"
+
+struct GroupDotBw {  // the int16 runs of fmt_group_gemm_512.inc
+  static constexpr bool kVnni = false;
+  template <int64_t G>
+  static constexpr int tokens() { return G == 32 ? 6 : 4; }
+};
+
+// From how many tokens the GEMM takes over from the AVX2 kernels: on an AMD Zen 5 core (forced
+// avx512 level, one thread, cibench-microbench shapes 768 x 768, 2048 x 768, 4096 x 4096), GOPs
+// GEMM / AVX2 at 4 tokens 88-96 / 116-121 (G = 32) and 143-159 / 169-174 (G = 128), at 6 tokens
+// 129-137 / 118-122 and 197-212 / 180-181, at 8 tokens 162-171 / 120-121 and 248-270 / 186-189;
+// at 128 tokens 509-569 against 117-118 (G = 32) and 584-654 against 216-234 (G = 128).
+constexpr int64_t kGemmMinTokensQ4Bw = 6;
+
+template <int G>
+void int4a8_matmul_bw(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
+                      float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m >= kGemmMinTokensQ4Bw) {
+    group_gemm_512<Q4Panel<G>, GroupDotBw>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  static const decltype(FormatKernels::matmul) avx2 = kernels_avx2(Spec{Kind::int4_a8, G, false}).matmul;
+  avx2(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+}
+
 }  // namespace
 
 void add_decode_layout_avx512(const Spec& s, FormatKernels& f) {
@@ -67,6 +97,11 @@ void add_decode_layout_avx512(const Spec& s, FormatKernels& f) {
 FormatKernels kernels_avx512(const Spec& s) {
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Bw>, w8a8_matmul_512<Dot64Bw>};
   if (s.kind == Kind::q8_a8) return FormatKernels{q8a8_matvec_512<Q8DotBw>, q8a8_matmul_512<Q8DotBw>};
+  if (s.kind == Kind::int4_a8) {
+    FormatKernels f = kernels_avx2(s);  // the matvec, the quantiser and the few-token matmul
+    f.matmul = s.group == 128 ? int4a8_matmul_bw<128> : (s.group == 64 ? int4a8_matmul_bw<64> : int4a8_matmul_bw<32>);
+    return f;
+  }
   return dense_kernels<VecAvx512>(s);
 }
 

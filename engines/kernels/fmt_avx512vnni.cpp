@@ -37,44 +37,7 @@ struct Dot64Vnni {
 
 #include "engines/kernels/fmt_w8a8_512.inc"
 
-// The GEMM repacks' transpose: 16 rows r of 16 dwords (4 bytes = 4 columns each) become the
-// VNNI layout, dword step j (columns 4j .. 4j + 3) of the 16 rows in one vector, stored at
-// out[j * stride] for j < steps.
-inline void store_vnni_columns(const __m512i (&r)[16], int64_t steps, __m512i* out, int64_t stride) {
-  // a[4g + e], 128-bit lane L: rows 4g .. 4g + 3 at dword 4L + e
-  __m512i a[16];
-#pragma GCC unroll 4
-  for (int g = 0; g < 4; ++g) {
-    const __m512i t0 = _mm512_unpacklo_epi32(r[4 * g], r[4 * g + 1]), t1 = _mm512_unpackhi_epi32(r[4 * g], r[4 * g + 1]);
-    const __m512i t2 = _mm512_unpacklo_epi32(r[4 * g + 2], r[4 * g + 3]);
-    const __m512i t3 = _mm512_unpackhi_epi32(r[4 * g + 2], r[4 * g + 3]);
-    a[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
-    a[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
-    a[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
-    a[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
-  }
-#pragma GCC unroll 4
-  for (int e = 0; e < 4; ++e) {  // gather lane L of a[e], a[4 + e], a[8 + e], a[12 + e]: dword 4L + e
-    const __m512i d0 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0x44), d1 = _mm512_shuffle_i32x4(a[e], a[4 + e], 0xee);
-    const __m512i d2 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0x44);
-    const __m512i d3 = _mm512_shuffle_i32x4(a[8 + e], a[12 + e], 0xee);
-    const __m512i o[4] = {_mm512_shuffle_i32x4(d0, d2, 0x88), _mm512_shuffle_i32x4(d0, d2, 0xdd),
-                          _mm512_shuffle_i32x4(d1, d3, 0x88), _mm512_shuffle_i32x4(d1, d3, 0xdd)};
-#pragma GCC unroll 4
-    for (int L = 0; L < 4; ++L)
-      if (4 * L + e < steps) _mm512_store_si512(out + (4 * L + e) * stride, o[L]);
-  }
-}
-
-// Calls tile(std::integral_constant<int, R>{}) with R = min(n, N), n >= 1: the GEMMs' register
-// tile for the tokens that are left.
-template <int N, typename F>
-inline void with_tile_rows(int64_t n, F&& tile) {
-  if constexpr (N > 1) {
-    if (n < N) return with_tile_rows<N - 1>(n, tile);
-  }
-  tile(std::integral_constant<int, N>{});
-}
+#include "engines/kernels/fmt_group_gemm_512.inc"
 #include "engines/kernels/fmt_int4a8_512.inc"
 
 // ---- w8a8 / w8a7 prefill: a register-blocked vpdpbusd GEMM over repacked weight panels ---------
@@ -96,11 +59,7 @@ inline void with_tile_rows(int64_t n, F&& tile) {
 // float expression float(s) * (scale_w * scale_x) in 16 lanes: bit-identical.
 // On one Zen 5 class core (tokens x rows x K = 128 x 768 x 768) it runs at ~410 G multiply-adds/s,
 // ~95 % of the measured vpdpbusd peak (two 512-bit vpdpbusd per cycle); see docs/formats.md.
-constexpr int kPanelVecs = 2;         // 16-row vectors per panel
-constexpr int64_t kPanelRows = 16 * kPanelVecs;
 constexpr int kGemmTokens = 12;       // tokens per register tile (12 x 2 accumulators)
-constexpr int64_t kGemmKc = 1024;     // columns per repacked chunk (a multiple of 64)
-constexpr int64_t kGemmBlock = 240;   // tokens per block (a multiple of kGemmTokens)
 // From how many tokens the GEMMs take over (below, the kernels for a few tokens read the rows from
 // memory faster: 2048 x 2048 matrices, one thread, crossovers measured at 12-16 tokens for w8a8,
 // below 8 for w8a7 against its AVX2 kernel, 16-24 for int4_gG_a8).
@@ -481,157 +440,6 @@ void w8a7_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
   few(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
 }
 
-// ---- int4_gG_a8 prefill: the same GEMM over panels of int4 codes ---------------------------------
-// The panel holds the unsigned codes q (0..15) of 32 rows in the VNNI layout above (a 64-column
-// step of 16 rows: the two sub-blocks' nibbles of each row spread to 64 bytes in column order,
-// then the 16 x 16 dword transpose), and the rows' f16 scales per group as 16-lane floats. A tile
-// of 6 tokens x 32 rows keeps per (token, 16 rows) an int32 and a float accumulator: per group the
-// int32 one starts at -8 sum(a) of the token's block (sum((q - 8) a) = sum(q a) - 8 sum(a), exact)
-// and takes G / 4 vpdpbusd of the codes (unsigned) by a 4-byte broadcast of the activations
-// (signed), then acc = fma(d_w * d_a, float(sum), acc): the generic twin's expression per lane,
-// in group order, so bit-identical. Chunks of kGemmKc columns are whole groups; between chunks a
-// tile parks its float accumulators.
-constexpr int kQ4Tokens = 6;
-
-struct Q4Chunk {
-  const __m512i* P;    // codes, S steps of nv vectors
-  const __m512* dw;    // weight scales, per group of the chunk nv vectors
-  int64_t g0, ng;      // the chunk's first group and its number of groups
-  int64_t k;           // columns of the matrix (the last group may be ragged)
-  bool first, last;
-  __mmask16 keep0, keep1;  // valid lanes of the two vectors
-  const uint8_t* pf;   // prefetch for the first tile, as PanelChunk
-  int64_t pf_rows, pf_len, pf_lines;
-  size_t row_bytes;
-};
-
-// Rows w[0 .. nr) (nr <= 16) of an int4 gG panel, columns [k0, k0 + kc) (k0 a multiple of G), as
-// codes into P[s * nv + v] (s from 0); missing rows and the pad of a ragged chunk read as 0.
-template <int G>
-inline void repack16_q4(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k0, int64_t kc, __m512i* P,
-                        int nv, int v) {
-  constexpr int64_t gb = 2 + G / 2;
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  auto sub = [&](const uint8_t* row, int64_t e) {  // the 16 nibble bytes of the sub-block at column e
-    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (e / G) * gb + 2 + ((e % G) / 32) * 16));
-  };
-  for (int64_t c = 0; c < kc; c += 64) {
-    const bool two = c + 64 <= kc;
-    __m512i r[16];
-#pragma GCC unroll 16
-    for (int n = 0; n < 16; ++n) {
-      if (n < nr) {
-        const uint8_t* row = w + n * row_bytes;
-        const __m128i s0 = sub(row, k0 + c), s1 = two ? sub(row, k0 + c + 32) : _mm_setzero_si128();
-        const __m512i b = _mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(s0), s1, 1));
-        // 128-bit lanes [lo s0, lo s1, hi s0, hi s1] -> [lo s0, hi s0, lo s1, hi s1] = columns in order
-        const __m512i lh = _mm512_inserti64x4(_mm512_and_si512(b, low4),
-                                              _mm512_castsi512_si256(_mm512_and_si512(_mm512_srli_epi16(b, 4), low4)), 1);
-        r[n] = _mm512_shuffle_i64x2(lh, lh, 0xd8);  // (a lone sub-block leaves the upper half 0)
-      } else {
-        r[n] = _mm512_setzero_si512();
-      }
-    }
-    store_vnni_columns(r, two ? 16 : 8, P + (c / 4) * nv + v, nv);
-  }
-}
-
-template <typename B, int MR, bool Prefetch>
-__attribute__((noinline)) void q4_tile(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* part, float* y,
-                                       int64_t ldy) {
-  constexpr int NV = kPanelVecs;
-  static_assert(NV == 2, "two 16-row vectors");
-  constexpr int64_t G = B::G;
-  const int64_t nb = actb_blocks(pc.k, G), hdr = actb_header(pc.k, G);
-  __m512 f0[MR], f1[MR];
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    f0[i] = pc.first ? _mm512_setzero_ps() : _mm512_load_ps(part + i * kPanelRows);
-    f1[i] = pc.first ? _mm512_setzero_ps() : _mm512_load_ps(part + i * kPanelRows + 16);
-  }
-  const __m512i* P = pc.P;
-  int64_t pr = 0, pcol = 0;
-  for (int64_t gi = 0; gi < pc.ng; ++gi) {
-    const int64_t g = pc.g0 + gi;
-    const int64_t n = pc.k - g * G < G ? pc.k - g * G : G;
-    const int64_t steps = round_up(n, 32) / 4;
-    __m512i s0[MR], s1[MR];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m512i c = _mm512_slli_epi32(_mm512_set1_epi32(load_i32(x + i * xrb + 4 * nb + 4 * g)), B::kShift);
-      s0[i] = s1[i] = _mm512_sub_epi32(_mm512_setzero_si512(), c);
-    }
-    const uint8_t* a = x + hdr + g * G;
-    for (int64_t s = 0; s < steps; ++s) {
-      if constexpr (Prefetch) {
-        for (int64_t l = 0; l < pc.pf_lines && pr < pc.pf_rows; ++l) {
-          __builtin_prefetch(pc.pf + pr * pc.row_bytes + pcol, 0, 3);
-          if ((pcol += 64) >= pc.pf_len) pcol = 0, ++pr;
-        }
-      }
-      const __m512i w0 = _mm512_load_si512(P + s * NV), w1 = _mm512_load_si512(P + s * NV + 1);
-#pragma GCC unroll 8
-      for (int i = 0; i < MR; ++i) {
-        const __m512i ab = _mm512_set1_epi32(load_i32(a + i * xrb + 4 * s));
-        dpbusd_asm(s0[i], w0, ab);
-        dpbusd_asm(s1[i], w1, ab);
-      }
-    }
-    P += steps * NV;
-    const __m512 dw0 = pc.dw[gi * NV], dw1 = pc.dw[gi * NV + 1];
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m512 da = _mm512_set1_ps(load_f32(x + i * xrb + 4 * g));
-      f0[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw0, da), _mm512_cvtepi32_ps(s0[i]), f0[i]);
-      f1[i] = _mm512_fmadd_ps(_mm512_mul_ps(dw1, da), _mm512_cvtepi32_ps(s1[i]), f1[i]);
-    }
-  }
-  if (!pc.last) {
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      _mm512_store_ps(part + i * kPanelRows, f0[i]);
-      _mm512_store_ps(part + i * kPanelRows + 16, f1[i]);
-    }
-    return;
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i) {
-    _mm512_mask_storeu_ps(y + i * ldy, pc.keep0, f0[i]);
-    _mm512_mask_storeu_ps(y + i * ldy + 16, pc.keep1, f1[i]);
-  }
-}
-
-template <typename B>
-inline void q4_chunk(const Q4Chunk& pc, const uint8_t* x, size_t xrb, float* part, int64_t m, float* y, int64_t ldy) {
-  static_assert(kQ4Tokens == 6 && kGemmBlock % kQ4Tokens == 0, "tails of 1 .. 5 tokens");
-  for (int64_t i = 0; i < m;) {
-    const int64_t n = m - i < kQ4Tokens ? m - i : kQ4Tokens;
-    const bool pf = i == 0 && pc.pf_rows > 0;
-    auto tile = [&](auto mr) {
-      constexpr int R = decltype(mr)::value;
-      float* pt = part + i * kPanelRows;
-      pf ? q4_tile<B, R, true>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy)
-         : q4_tile<B, R, false>(pc, x + i * xrb, xrb, pt, y + i * ldy, ldy);
-    };
-    with_tile_rows<6>(n, tile);
-    i += n;
-  }
-}
-
-// The block formats the GEMM walks: B::G values per group of B::gb bytes (f16 scale first),
-// B::span(n) bytes holding n columns from a group boundary, B::repack16 (as repack16_q4), and
-// B::kShift: the int32 sums start at -(sum(a) << kShift) per group.
-template <int G_>
-struct Q4Panel {  // int4 gG: unsigned codes, sum((q - 8) a) = sum(q a) - 8 sum(a)
-  static constexpr int64_t G = G_, gb = 2 + G_ / 2;
-  static constexpr int kShift = 3;
-  static int64_t span(int64_t n) { return n / G * gb + (n % G ? 2 + round_up(n % G, 32) / 2 : 0); }
-  static void repack16(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k0, int64_t kc, __m512i* P, int nv,
-                       int v) {
-    repack16_q4<G_>(w, row_bytes, nr, k0, kc, P, nv, v);
-  }
-};
-
 // int8_g32_a8: the Q8_0 values biased to unsigned in the repack (XOR 0x80), so
 // sum((w + 128) a) - 128 sum(a) = sum(w a), exact (|.| <= 32 x 255 x 127 per block).
 struct Q8Panel {
@@ -663,64 +471,19 @@ struct Q8Panel {
   }
 };
 
-// Rows [row_begin, row_end) x m tokens of int4_gG_a8 (B = Q4Panel<G>) or int8_g32_a8 (Q8Panel).
-// Stack: a 32 KB panel chunk, its scales (<= 4 KB), 30 KB of parked float sums.
+// The panel GEMM of fmt_group_gemm_512.inc on vpdpbusd (6-token tiles).
+struct GroupDotVnni {
+  static constexpr bool kVnni = true;
+  template <int64_t G>
+  static constexpr int tokens() { return 6; }
+  __attribute__((always_inline)) static void dp(__m512i& acc, __m512i u, __m512i s) { dpbusd_asm(acc, u, s); }
+};
+
 template <typename B>
 void group_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m,
-                      float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
-  constexpr int64_t G = B::G, gb = B::gb;
-  static_assert(kGemmKc % G == 0, "chunks of whole groups");
-  const int64_t kp = round_up(k, 32);
-  const uint8_t* xa = static_cast<const uint8_t*>(x);
-  alignas(64) __m512i panel[kGemmKc / 4 * kPanelVecs];
-  alignas(64) __m512 dw[kGemmKc / G * kPanelVecs];
-  alignas(64) float part[kGemmBlock * kPanelRows];
-  alignas(64) float sc[16];
-  auto row_span = [&](int64_t k0) {  // bytes of a row that hold the chunk starting at column k0
-    const int64_t k1 = k - k0 < kGemmKc ? k : k0 + kGemmKc;
-    return B::span(k1 - k0);
-  };
-  for (int64_t i0 = 0; i0 < m; i0 += kGemmBlock) {
-    const int64_t mc = m - i0 < kGemmBlock ? m - i0 : kGemmBlock;
-    const uint8_t* xc = xa + i0 * xrb;
-    float* yc = y + i0 * ldy;
-    for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanelRows) {
-      const int64_t nr = row_end - r0 < kPanelRows ? row_end - r0 : kPanelRows;
-      Q4Chunk pc;
-      pc.keep0 = static_cast<__mmask16>(nr >= 16 ? 0xffff : (1u << nr) - 1);
-      pc.keep1 = static_cast<__mmask16>(nr >= 32 ? 0xffff : (nr > 16 ? (1u << (nr - 16)) - 1 : 0));
-      pc.P = panel;
-      pc.dw = dw;
-      pc.k = k;
-      pc.row_bytes = row_bytes;
-      for (int64_t k0 = 0; k0 < kp; k0 += kGemmKc) {
-        const int64_t k1 = k - k0 < kGemmKc ? k : k0 + kGemmKc;
-        pc.g0 = k0 / G;
-        pc.ng = (k1 - k0 + G - 1) / G;
-        for (int v = 0; v < kPanelVecs; ++v) {
-          const int64_t n16 = nr - 16 * v < 0 ? 0 : (nr - 16 * v < 16 ? nr - 16 * v : 16);
-          B::repack16(w + (r0 + 16 * v) * row_bytes, row_bytes, n16, k0, round_up(k1 - k0, 32), panel, kPanelVecs, v);
-          for (int64_t gi = 0; gi < pc.ng; ++gi) {
-            for (int64_t t = 0; t < 16; ++t)
-              sc[t] = t < n16 ? half_to_float(load_u16(w + (r0 + 16 * v + t) * row_bytes + (pc.g0 + gi) * gb)) : 0.f;
-            dw[gi * kPanelVecs + v] = _mm512_load_ps(sc);
-          }
-        }
-        pc.first = k0 == 0;
-        pc.last = k0 + kGemmKc >= kp;
-        int64_t nr0 = r0, nk0 = k0 + kGemmKc;
-        if (pc.last) nr0 = r0 + kPanelRows < row_end ? r0 + kPanelRows : (i0 + mc < m ? row_begin : row_end), nk0 = 0;
-        pc.pf = w + nr0 * row_bytes + nk0 / G * gb;
-        pc.pf_rows = nr0 < row_end ? (row_end - nr0 < kPanelRows ? row_end - nr0 : kPanelRows) : 0;
-        pc.pf_len = nr0 < row_end ? row_span(nk0) : 0;
-        const int64_t S = round_up(k1 - k0, 32) / 4;
-        pc.pf_lines = (pc.pf_rows * ((pc.pf_len + 63) / 64) + S - 1) / S;
-        q4_chunk<B>(pc, xc, xrb, part, mc, yc + r0, ldy);
-      }
-    }
-  }
+                     float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  group_gemm_512<B, GroupDotVnni>(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
 }
-
 
 // ---- int4_g128_a8 matmul for a few tokens (batched decode) and prefill ------------------------
 // One group of 128 is one 64-byte load of nibbles: the low nibbles are elements 32b + j and the

@@ -439,8 +439,9 @@ TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
       std::vector<int64_t> ms;
     };
     const Shape shapes[] = {
-        // tokens: every remainder modulo the tiles of 12 (w8a8, w8a7) and 6 (int4_gG_a8) from
-        // the GEMM thresholds (8 to 24 tokens) on, and a few tokens below them
+        // tokens: every remainder modulo the tiles of 12 (w8a8, w8a7), 6 (int4_gG_a8; at the
+        // avx512 level 4 for G = 64 and 128) from the GEMM thresholds (6 to 24 tokens) on, and a
+        // few tokens below them
         {33, 1, {16, 25, 30}},                  // one column
         {17, 31, {24, 27, 32}},                 // K below one 32-column pad
         {31, 64, {8, 26, 35}},                  // one 64-byte step
@@ -1547,7 +1548,7 @@ TEST(Formats, SplitDatapathCpusDecodeInt8ActivationsWithTheAvx2Matvec) {
   const bool split = cpu_features().avx512_split_datapath();
   std::printf("[ cpu ] family 0x%x model 0x%x, AVX-512 split datapath: %s\n", cpu_features().family,
               cpu_features().model, split ? "yes" : "no");
-  int rows = 0, whole = 0;
+  int rows = 0, whole = 0, bw_gemms = 0;
   for (const FormatRow& r : format_table()) {
     const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
     for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
@@ -1565,13 +1566,20 @@ TEST(Formats, SplitDatapathCpusDecodeInt8ActivationsWithTheAvx2Matvec) {
       } else if (split && all) {
         EXPECT_EQ(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);
         EXPECT_EQ(k.matmul, avx2.matmul) << r.name << " at " << isa_name(level);
-      } else if (r.act == ActType::f32 || n == "int4_g128_a8") {  // rows with kernels of their own there
-        EXPECT_NE(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);
+      } else if (r.act == ActType::f32 || (n == "int4_g128_a8" && level == Isa::avx512_vnni)) {
+        EXPECT_NE(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);  // rows with kernels of their own there
+      }
+      // the int4 _a8 rows at avx512 (no VNNI): AVX2's matvec, the AVX-512 BW panel GEMM for prefill
+      if (level == Isa::avx512 && r.act == ActType::int8_per_block && n.rfind("int4_g", 0) == 0) {
+        EXPECT_EQ(k.matvec, avx2.matvec) << r.name;
+        EXPECT_NE(k.matmul, avx2.matmul) << r.name;
+        ++bw_gemms;
       }
     }
   }
   EXPECT_GE(rows, 4);   // the four at avx512_vnni at least
   EXPECT_GE(whole, 7);  // int8 and the six int4 group-wise rows at avx512
+  EXPECT_EQ(bw_gemms, 3);  // int4_g32_a8, int4_g64_a8, int4_g128_a8
 }
 
 }  // namespace
