@@ -254,6 +254,8 @@ void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f);
 // The same for the int4 gG weight-only rows (Kind::int4, f32 activations; fmt_int4_decode_512.inc),
 // over their AVX-512 row matvec; nothing for other kinds.
 void add_decode_layout_avx512(const Spec& s, FormatKernels& f);
+// The same layout read at 256 bits (fmt_avx2.cpp), over the AVX2 row matvec; nothing for other kinds.
+void add_decode_layout_avx2(const Spec& s, FormatKernels& f);
 
 // Appends every row but f32 to the format table (fmt_pack.cpp).
 void append_packed_rows(std::vector<FormatRow>& table);

@@ -214,6 +214,24 @@ static void decode_layouts(std::vector<FormatRow>& t) {
   }
 }
 
+// The int4 weight-only rows decode at the AVX2 level from the same 16-row blocks, read at 256
+// bits (fmt_avx2.cpp), on every CPU: on AMD Zen 5 at the forced avx2 level, TinyStories-110M
+// decode, tok/s without / with the layout, two alternating rounds (a binary with a temporary
+// switch): int4_g32 one thread 176-179 / 286, two 310-330 / 474-484; int4_g128 one thread 210-218
+// / 258-262, two 364-404 / 425-439; cibench-microbench matvec 38-43 / 64-69 GOPs (G = 32) and
+// 46-53 / 60-65 (G = 128). On CPUs whose
+// AVX-512 runs on a split datapath (prefer_avx2_kernels: Zen 4) the avx512 levels take it with
+// the rest of the AVX2 set (unmeasured there).
+static void avx2_decode_layouts(std::vector<FormatRow>& t) {
+  for (FormatRow& r : t) {
+    const std::string n = r.name;
+    if (r.act != ActType::f32 || n.rfind("int4_g", 0) != 0) continue;
+    const bool asym = n.size() > 5 && n.compare(n.size() - 5, 5, "_asym") == 0;
+    FormatKernels& k = r.kernels[static_cast<int>(Isa::avx2)];
+    if (k.matvec) fmt::add_decode_layout_avx2(fmt::Spec{fmt::Kind::int4, static_cast<int>(r.block_size), asym}, k);
+  }
+}
+
 // AMD's full-width AVX-512 (Zen 5): bf16's avx512_vnni prefill on blocks of 32 tokens in 2 x 12
 // register tiles (fmt_avx512vnni.cpp, bf16_matmul_t): matmul128 at 442-473 GOPs against 389-469 in
 // the 4 x 6 tiles of 64-token blocks that Zen 4 ran fastest; TinyStories-110M prefill (128 tokens,
@@ -231,6 +249,7 @@ const std::vector<FormatRow>& format_table() {
   static const std::vector<FormatRow> t = [] {
     std::vector<FormatRow> v = build_table();
     const CpuFeatures& cpu = cpu_features();
+    avx2_decode_layouts(v);
     if (cpu.avx512_split_datapath()) {
       prefer_avx2_kernels(v);
     } else if (cpu.avx512_full_width()) {

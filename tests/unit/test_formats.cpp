@@ -1448,14 +1448,16 @@ TEST(Formats, Bf16PrefillOn32TokenBlocksTakesTheChainsOf64AndRunsOnAmdFullWidthC
 
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
 // w8a8_static and int4_gG_a8 at avx512_vnni where AVX-512 runs full width (Intel, AMD Zen 5) and
-// at amx, nowhere else; the AMX prefill of w8a8, int8_g32_a8 and the int4 `_a8` rows reads its
-// tiles from it (no repack of its own), and so does w8a8's VNNI GEMM. Where the host runs
-// it: made by the first matvec (not by a matmul of a few tokens), once, shared by threads asking
-// at once, its size as documented, and the runner's decode bit for bit the generic runner's at one
-// and two threads (the rows past the last whole block and a ragged last group included).
-TEST(Formats, DecodeLayoutIsMadeOnceAndSharedWhereAvx512RunsFullWidth) {
+// at amx, nowhere else; the int4 weight-only rows at avx2 on every CPU (read at 256 bits), at
+// avx512 where AVX-512 runs full width (its own kernels) or split (the AVX2 set). The AMX prefill
+// of w8a8, int8_g32_a8 and the int4 `_a8` rows reads its tiles from it (no repack of its own),
+// and so does w8a8's VNNI GEMM. Where the host runs it: made by the first matvec (not by a matmul
+// of a few tokens), once, shared by threads asking at once, its size as documented, and the
+// runner's decode the generic runner's at one and two threads (bit for bit where the sums are
+// int32; the rows past the last whole block and a ragged last group included).
+TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
   const CpuFeatures& cpu = cpu_features();
-  const bool full = cpu.avx512_full_width();
+  const bool full = cpu.avx512_full_width(), split = cpu.avx512_split_datapath();
   for (const FormatRow& r : format_table())
     for (int level = 0; level < kIsaCount; ++level) {
       const std::string n = r.name;
@@ -1466,28 +1468,35 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndSharedWhereAvx512RunsFullWidth) {
       // to), on full-width AVX-512
       const bool int4f = r.act == ActType::f32 && n.rfind("int4_g", 0) == 0;
       const bool want = (row && ((full && level == static_cast<int>(Isa::avx512_vnni)) || level == static_cast<int>(Isa::amx))) ||
-                        (int4f && full && level == static_cast<int>(Isa::avx512));
+                        (int4f && (level == static_cast<int>(Isa::avx2) ||
+                                   ((full || split) && level == static_cast<int>(Isa::avx512))));
       const FormatKernels& k = r.kernels[level];
       EXPECT_EQ(k.matvec_decode != nullptr, want) << r.name << " at " << isa_name(static_cast<Isa>(level));
       EXPECT_EQ(k.decode_pack != nullptr, want) << r.name;
       EXPECT_EQ(k.decode_bytes != nullptr, want) << r.name;
     }
-  const Isa level = isa_supported(Isa::amx) ? Isa::amx : Isa::avx512_vnni;
-  if (!full || !isa_supported(level)) {
+  const Isa best = isa_supported(Isa::amx) ? Isa::amx : Isa::avx512_vnni;
+  std::vector<std::pair<const char*, Isa>> runs;
+  if (isa_supported(Isa::avx2))
+    for (const char* name : {"int4_g32", "int4_g64_asym", "int4_g128"}) runs.push_back({name, Isa::avx2});
+  if (full && isa_supported(best))
+    for (const char* name : {"int8_g32_a8", "int4_g32_a8", "int4_g128_a8", "w8a8", "int4_g32", "int4_g64_asym"})
+      runs.push_back({name, best});
+  if (runs.empty()) {
     std::printf("[ cpu ] no decode layout on this host (vendor %s, family 0x%x): the table check above is the test\n",
                 cpu.vendor.c_str(), cpu.family);
     return;
   }
   std::mt19937 rng(73);
   const int64_t rows = 83, cols = 300;  // 5 whole blocks + 3 rows; 10 groups, the last ragged
-  for (const char* name : {"int8_g32_a8", "int4_g32_a8", "int4_g128_a8", "w8a8", "int4_g32", "int4_g64_asym"}) {
+  for (const auto& [name, level] : runs) {
     SCOPED_TRACE(std::string(name) + " at " + isa_name(level));
     const FormatRow& f = format_by_name(name);
     const FormatKernels& kern = f.kernels_at(level);
     auto w = gauss(rows * cols, rng);
     auto x = gauss(2 * cols, rng);
     WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
-    EXPECT_EQ(wm.decode_for(f.kernels_at(Isa::avx2)), nullptr);
+    EXPECT_EQ(wm.decode_for(f.kernels_at(Isa::generic)), nullptr);
     {  // two tokens (batched decode) do not make it
       ThreadPool pool(1);
       MatmulRunner run(pool, level);
