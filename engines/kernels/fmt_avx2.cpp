@@ -18,6 +18,7 @@
 
 #include "engines/kernels/fmt_common.h"
 #include "engines/kernels/fmt_decode_layout.h"
+#include "engines/kernels/half.h"
 #include "engines/kernels/transpose_avx.h"
 #include "engines/kernels/vec_avx2.h"
 
@@ -861,9 +862,263 @@ void a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, siz
   }
 }
 
+// ---- int4_gG_a8 prefill: a panel GEMM at 256 bits -------------------------------------------
+// The AVX-512 panel GEMM of fmt_group_gemm_512.inc with 8-row vectors: per call, each panel of up
+// to 16 adjacent rows is repacked, kQ4Kc columns at a time, into P[2 s + v] = 32 bytes holding the
+// unsigned codes q (0..15) of rows 8v .. 8v + 7 x columns 4s .. 4s + 3 (row n's four codes in
+// int32 lane n: per 32 columns the nibbles spread to 32 bytes in column order, then an 8 x 8 dword
+// transpose), with the rows' f16 scales per group as 8-lane floats. A tile of MR tokens x 16 rows
+// then takes per 4 columns one 4-byte broadcast per token and per (token, 8 rows) one vpmaddubsw
+// (int16 sums of two products, |.| <= 2 x 15 x 128), added in int16 over up to 8 steps (<= 30720:
+// no saturation) and then vpmaddwd by 1 into the int32 sum of the group, which starts at -8 sum(a)
+// of the token's block (sum((q - 8) a) = sum(q a) - 8 sum(a), exact); then acc = fma(d_w * d_a,
+// float(sum), acc), the generic twin's expression per lane in group order: bit-identical. Tiles of
+// 3 tokens: for G = 32 (one int16 run per group, so no int32 sum is live while it runs) the 3 x 2
+// float and int16 accumulators, two weight vectors and a broadcast take 15 of the 16 registers; for
+// G = 64 and 128 the float sums live in L1 (read and written once a group) and the int32 ones in
+// their place.
+// Between chunks a tile parks its float accumulators; the first tile of a chunk prefetches the
+// rows of the next chunk or panel at the pace it walks the panel.
+static_assert(8 * 2 * 15 * 128 <= 32767, "int16 sums of 8 vpmaddubsw steps of codes x int8 activations");
+constexpr int64_t kQ4Kc = 1024;    // columns per repacked chunk (a multiple of 128: whole groups)
+constexpr int64_t kQ4Block = 240;  // tokens per block (a multiple of the tiles' 2 and 3)
+
+struct Q4Chunk256 {
+  const __m256i* P;   // codes, 2 vectors per step of 4 columns
+  const __m256* dw;   // weight scales, 2 vectors per group of the chunk
+  int64_t g0, ng;     // the chunk's first group and its number of groups
+  int64_t k;          // columns of the matrix (the last group may be ragged)
+  bool first, last;
+  __m256i keep0, keep1;  // valid lanes of the two vectors (maskstore)
+  const uint8_t* pf;     // prefetch for the first tile: pf_rows rows of pf_len bytes, pf_lines lines a step
+  int64_t pf_rows, pf_len, pf_lines;
+  size_t row_bytes;
+};
+
+// 8 rows r of 8 dwords -> out[j * stride] = dword j of the 8 rows (j < 8).
+inline void transpose8_dwords(const __m256i (&r)[8], __m256i* out, int64_t stride) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {  // rows 4i .. 4i + 3, dwords (lane-wise) 0 1 | 2 3
+    u[4 * i + 0] = _mm256_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm256_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm256_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm256_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // u[4i + e], 128-bit half h: rows 4i .. 4i + 3 at dword 4h + e
+  for (int e = 0; e < 4; ++e) {
+    out[e * stride] = _mm256_permute2x128_si256(u[e], u[4 + e], 0x20);
+    out[(4 + e) * stride] = _mm256_permute2x128_si256(u[e], u[4 + e], 0x31);
+  }
+}
+
+// Rows w[0 .. nr) (nr <= 8) of an int4 gG panel, columns [k0, k0 + kc) (k0 a multiple of G, kc of
+// 32), as codes into P[2 s + v] (s from 0); missing rows read as 0.
+template <int G>
+inline void repack8_q4(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k0, int64_t kc, __m256i* P, int v) {
+  constexpr int64_t gb = 2 + G / 2;
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  for (int64_t c = 0; c < kc; c += 32) {
+    const int64_t e = k0 + c;
+    __m256i r[8];
+    for (int n = 0; n < 8; ++n) {
+      if (n < nr) {
+        const __m128i b = _mm_loadu_si128(
+            reinterpret_cast<const __m128i*>(w + n * row_bytes + (e / G) * gb + 2 + ((e % G) / 32) * 16));
+        const __m256i bb = _mm256_inserti128_si256(_mm256_castsi128_si256(b), _mm_srli_epi16(b, 4), 1);
+        r[n] = _mm256_and_si256(bb, low4);  // columns 0..15 (low nibbles), 16..31 (high)
+      } else {
+        r[n] = _mm256_setzero_si256();
+      }
+    }
+    transpose8_dwords(r, P + (c / 4) * 2 + v, 2);
+  }
+}
+
+template <int G, int MR, bool Prefetch>
+__attribute__((noinline)) void q4_tile256(const Q4Chunk256& pc, const uint8_t* x, size_t xrb, float* part, float* y,
+                                          int64_t ldy) {
+  const int64_t nb = actb_blocks(pc.k, G), hdr = actb_header(pc.k, G);
+  // G = 32: the float sums in registers; G = 64, 128: in `part` (L1), read and written once a group,
+  // so the int16 and int32 sums of 3 tokens fit the registers
+  constexpr bool kRegs = G == 32;
+  __m256 f0[MR], f1[MR];
+  for (int i = 0; i < MR; ++i) {
+    f0[i] = pc.first ? _mm256_setzero_ps() : _mm256_load_ps(part + i * 16);
+    f1[i] = pc.first ? _mm256_setzero_ps() : _mm256_load_ps(part + i * 16 + 8);
+    if (!kRegs) {
+      _mm256_store_ps(part + i * 16, f0[i]);
+      _mm256_store_ps(part + i * 16 + 8, f1[i]);
+    }
+  }
+  const __m256i* P = pc.P;
+  const __m256i ones = _mm256_set1_epi16(1);
+  int64_t pr = 0, pcol = 0;
+  for (int64_t gi = 0; gi < pc.ng; ++gi) {
+    const int64_t g = pc.g0 + gi;
+    const int64_t n = pc.k - g * G < G ? pc.k - g * G : G;
+    const int64_t steps = round_up(n, 32) / 4;
+    const uint8_t* a = x + hdr + g * G;
+    __m256i s0[MR], s1[MR];
+    for (int i = 0; i < MR; ++i) s0[i] = s1[i] = _mm256_setzero_si256();
+    for (int64_t r0 = 0; r0 < steps; r0 += 8) {  // runs of <= 8 steps in int16
+      const int64_t r1 = r0 + 8 < steps ? r0 + 8 : steps;
+      __m256i h0[MR], h1[MR];
+      for (int i = 0; i < MR; ++i) h0[i] = h1[i] = _mm256_setzero_si256();
+      for (int64_t s = r0; s < r1; ++s) {
+        if constexpr (Prefetch) {
+          for (int64_t l = 0; l < pc.pf_lines && pr < pc.pf_rows; ++l) {
+            __builtin_prefetch(pc.pf + pr * pc.row_bytes + pcol, 0, 3);
+            if ((pcol += 64) >= pc.pf_len) pcol = 0, ++pr;
+          }
+        }
+        const __m256i w0 = _mm256_load_si256(P + 2 * s), w1 = _mm256_load_si256(P + 2 * s + 1);
+        for (int i = 0; i < MR; ++i) {
+          const __m256i ab = _mm256_set1_epi32(load_i32(a + i * xrb + 4 * s));
+          const __m256i p0 = _mm256_maddubs_epi16(w0, ab), p1 = _mm256_maddubs_epi16(w1, ab);
+          h0[i] = _mm256_add_epi16(h0[i], p0);
+          h1[i] = _mm256_add_epi16(h1[i], p1);
+        }
+      }
+      for (int i = 0; i < MR; ++i) {
+        s0[i] = _mm256_add_epi32(s0[i], _mm256_madd_epi16(h0[i], ones));
+        s1[i] = _mm256_add_epi32(s1[i], _mm256_madd_epi16(h1[i], ones));
+      }
+    }
+    P += 2 * steps;
+    const __m256 dw0 = pc.dw[2 * gi], dw1 = pc.dw[2 * gi + 1];
+    for (int i = 0; i < MR; ++i) {
+      const __m256i c = _mm256_slli_epi32(_mm256_set1_epi32(load_i32(x + i * xrb + 4 * nb + 4 * g)), 3);
+      const __m256 da = _mm256_set1_ps(load_f32(x + i * xrb + 4 * g));
+      if constexpr (kRegs) {
+        f0[i] = _mm256_fmadd_ps(_mm256_mul_ps(dw0, da), _mm256_cvtepi32_ps(_mm256_sub_epi32(s0[i], c)), f0[i]);
+        f1[i] = _mm256_fmadd_ps(_mm256_mul_ps(dw1, da), _mm256_cvtepi32_ps(_mm256_sub_epi32(s1[i], c)), f1[i]);
+      } else {
+        _mm256_store_ps(part + i * 16, _mm256_fmadd_ps(_mm256_mul_ps(dw0, da), _mm256_cvtepi32_ps(_mm256_sub_epi32(s0[i], c)),
+                                                       _mm256_load_ps(part + i * 16)));
+        _mm256_store_ps(part + i * 16 + 8, _mm256_fmadd_ps(_mm256_mul_ps(dw1, da), _mm256_cvtepi32_ps(_mm256_sub_epi32(s1[i], c)),
+                                                           _mm256_load_ps(part + i * 16 + 8)));
+      }
+    }
+  }
+  if (!kRegs) {
+    if (!pc.last) return;
+    for (int i = 0; i < MR; ++i) {
+      f0[i] = _mm256_load_ps(part + i * 16);
+      f1[i] = _mm256_load_ps(part + i * 16 + 8);
+    }
+  }
+  if (!pc.last) {
+    for (int i = 0; i < MR; ++i) {
+      _mm256_store_ps(part + i * 16, f0[i]);
+      _mm256_store_ps(part + i * 16 + 8, f1[i]);
+    }
+    return;
+  }
+  for (int i = 0; i < MR; ++i) {
+    _mm256_maskstore_ps(y + i * ldy, pc.keep0, f0[i]);
+    _mm256_maskstore_ps(y + i * ldy + 8, pc.keep1, f1[i]);
+  }
+}
+
+// Rows [row_begin, row_end) x m tokens of int4_gG_a8 (m >= 1).
+template <int G>
+void int4a8_gemm256(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m, float* y,
+                    int64_t ldy, int64_t row_begin, int64_t row_end) {
+  constexpr int64_t gb = 2 + G / 2;
+  constexpr int T = 3;
+  static_assert(kQ4Kc % G == 0 && kQ4Kc % 32 == 0 && kQ4Block % T == 0, "chunk and block geometry");
+  const int64_t kp = round_up(k, 32);
+  const uint8_t* xa = static_cast<const uint8_t*>(x);
+  alignas(32) __m256i panel[kQ4Kc / 4 * 2];
+  alignas(32) __m256 dw[kQ4Kc / G * 2];
+  alignas(32) float part[kQ4Block * 16];
+  alignas(32) float sc[8];
+  auto span = [&](int64_t n) { return n / G * gb + (n % G ? 2 + round_up(n % G, 32) / 2 : 0); };
+  auto keep = [](int64_t n) {  // lanes < n (0..8) all ones
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
+  };
+  for (int64_t i0 = 0; i0 < m; i0 += kQ4Block) {
+    const int64_t mc = m - i0 < kQ4Block ? m - i0 : kQ4Block;
+    const uint8_t* xc = xa + i0 * xrb;
+    float* yc = y + i0 * ldy;
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += 16) {
+      const int64_t nr = row_end - r0 < 16 ? row_end - r0 : 16;
+      Q4Chunk256 pc;
+      pc.keep0 = keep(nr < 8 ? nr : 8);
+      pc.keep1 = keep(nr > 8 ? nr - 8 : 0);
+      pc.P = panel;
+      pc.dw = dw;
+      pc.k = k;
+      pc.row_bytes = row_bytes;
+      for (int64_t k0 = 0; k0 < kp; k0 += kQ4Kc) {
+        const int64_t k1 = k - k0 < kQ4Kc ? k : k0 + kQ4Kc;
+        pc.g0 = k0 / G;
+        pc.ng = (k1 - k0 + G - 1) / G;
+        for (int v = 0; v < 2; ++v) {
+          const int64_t n8 = nr - 8 * v < 0 ? 0 : (nr - 8 * v < 8 ? nr - 8 * v : 8);
+          repack8_q4<G>(w + (r0 + 8 * v) * row_bytes, row_bytes, n8, k0, round_up(k1 - k0, 32), panel, v);
+          for (int64_t gi = 0; gi < pc.ng; ++gi) {
+            for (int64_t t = 0; t < 8; ++t)
+              sc[t] = t < n8 ? half_to_float(load_u16(w + (r0 + 8 * v + t) * row_bytes + (pc.g0 + gi) * gb)) : 0.f;
+            dw[2 * gi + v] = _mm256_load_ps(sc);
+          }
+        }
+        pc.first = k0 == 0;
+        pc.last = k0 + kQ4Kc >= kp;
+        int64_t nr0 = r0, nk0 = k0 + kQ4Kc;
+        if (pc.last) nr0 = r0 + 16 < row_end ? r0 + 16 : (i0 + mc < m ? row_begin : row_end), nk0 = 0;
+        pc.pf = w + nr0 * row_bytes + nk0 / G * gb;
+        pc.pf_rows = nr0 < row_end ? (row_end - nr0 < 16 ? row_end - nr0 : 16) : 0;
+        const int64_t nk1 = k - nk0 < kQ4Kc ? k : nk0 + kQ4Kc;
+        pc.pf_len = nr0 < row_end ? span(nk1 - nk0) : 0;
+        const int64_t S = round_up(k1 - k0, 32) / 4;
+        pc.pf_lines = (pc.pf_rows * ((pc.pf_len + 63) / 64) + S - 1) / S;
+        for (int64_t i = 0; i < mc;) {
+          const int64_t n = mc - i < T ? mc - i : T;
+          const bool pf = i == 0 && pc.pf_rows > 0;
+          float* pt = part + i * 16;
+          const uint8_t* xi = xc + i * xrb;
+          float* yi = yc + i * ldy + r0;
+          if (n == 3) {
+            pf ? q4_tile256<G, 3, true>(pc, xi, xrb, pt, yi, ldy) : q4_tile256<G, 3, false>(pc, xi, xrb, pt, yi, ldy);
+          } else if (n == 2) {
+            pf ? q4_tile256<G, 2, true>(pc, xi, xrb, pt, yi, ldy) : q4_tile256<G, 2, false>(pc, xi, xrb, pt, yi, ldy);
+          } else {
+            pf ? q4_tile256<G, 1, true>(pc, xi, xrb, pt, yi, ldy) : q4_tile256<G, 1, false>(pc, xi, xrb, pt, yi, ldy);
+          }
+          i += n;
+        }
+      }
+    }
+  }
+}
+
+// From how many tokens the panel GEMM takes over from a8_matmul, whose 8-row kernel serves up to 8
+// tokens token after token: on an AMD Zen 5 core at the forced avx2 level (cibench-microbench,
+// 768 x 768, 2048 x 768, 4096 x 4096, one thread), GOPs GEMM / a8_matmul at 8 tokens G = 32
+// 113-115 / 124-125, G = 64 141-145 / 160-164, G = 128 160-169 / 185-193; at 9 tokens 122-126 /
+// 89-117, 149-154 / 113-171, 179-184 / 132-222; at 12 tokens G = 64 162-171 / 119-172, at 16 G =
+// 128 196-203 / 143-210. At 128 tokens: G = 32 281-304 / 98-119, G = 64 208-244 / 130-179, G = 128
+// 252-261 / 140-235 (tiles of 2 tokens with the float sums in registers: G = 64 224-233, G = 128
+// 226-239; 4 tokens at G = 32 with them in L1: 280-296).
+template <int G>
+constexpr int64_t q4_gemm_min() { return G == 32 ? 9 : (G == 64 ? 12 : 16); }
+
+template <int G>
+void int4a8_matmul256(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m, float* y,
+                      int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m >= q4_gemm_min<G>()) int4a8_gemm256<G>(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
+  else a8_matmul<Int4a8Tiles<G>>(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
+}
+
 template <int G>
 FormatKernels int4a8_kernels() {
-  return FormatKernels{a8_matvec<Int4a8Tiles<G>>, a8_matmul<Int4a8Tiles<G>>, actb_quantize_avx2<G>};
+  return FormatKernels{a8_matvec<Int4a8Tiles<G>>, int4a8_matmul256<G>, actb_quantize_avx2<G>};
 }
 
 // ---- sparse: shared row/token loops ----------------------------------------------------------

@@ -440,8 +440,8 @@ TEST_P(FormatTwin, PrefillTilingEdgesMatchTheGenericTwin) {
     };
     const Shape shapes[] = {
         // tokens: every remainder modulo the tiles of 12 (w8a8, w8a7), 6 (int4_gG_a8; at the
-        // avx512 level 4 for G = 64 and 128) from the GEMM thresholds (6 to 24 tokens) on, and a
-        // few tokens below them
+        // avx512 level 4 for G = 64 and 128, at avx2 3) from the GEMM thresholds (6 to 24 tokens)
+        // on, and a few tokens below them
         {33, 1, {16, 25, 30}},                  // one column
         {17, 31, {24, 27, 32}},                 // K below one 32-column pad
         {31, 64, {8, 26, 35}},                  // one 64-byte step
