@@ -6,7 +6,8 @@
 //   sparse formats: none of their own here, so the table falls back to the AVX2 kernels.
 //   int4 gG decode from the decode layout (fmt_int4_decode_512.inc), where AVX-512 runs full width (formats.cpp)
 //   int4_gG_a8 prefill: the panel GEMM of fmt_group_gemm_512.inc on vpmaddubsw + vpmaddwd (CPUs
-//     without VNNI; a few tokens and one keep the AVX2 kernels)
+//     without VNNI; a few tokens keep the AVX2 kernels), and its decode from the decode layout
+//     where AVX-512 runs full width (the row matvec: AVX2's)
 // Dispatched only when cpuid reports AVX-512; the twin tests (tests/unit/test_formats.cpp) hold
 // it to the generic kernels on such a host and skip it elsewhere.
 #include <immintrin.h>
@@ -85,9 +86,87 @@ void int4a8_matmul_bw(const uint8_t* w, size_t row_bytes, int64_t k, const void*
   avx2(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
 }
 
+// ---- int4_gG_a8 decode from the decode layout on AVX-512 BW -----------------------------------
+// fmt_decode_512.inc's kernel (16-row blocks read as one stream, fmt_decode_layout.h) without
+// VNNI: per 64-byte vector the low and the high nibbles each take a vpmaddubsw by the broadcast
+// activations (int16 sums of two products, |.| <= 2 x 15 x 128), the 8 of a sub-block added in
+// int16 (<= 30720: no saturation), then one vpmaddwd by 1 into the group's int32 sums of the 16
+// rows: the same exact sums, -8 times the block sum off, and the generic twin's
+// acc = fma(d_w d_a, float(sum), acc): bit for bit. The rows no whole block covers take the AVX2
+// matvec.
+template <int SUBS>
+inline __m512 int4a8_group_bw(const uint8_t* blk, const uint8_t* a, int32_t asum, float da, __m512 acc) {
+  decode_prefetch(blk, 32 + 256 * SUBS);
+  const uint8_t* q = blk + 32;
+  const __m512i low4 = _mm512_set1_epi8(0x0f), ones = _mm512_set1_epi16(1);
+  __m512i s = _mm512_setzero_si512();
+#pragma GCC unroll 4
+  for (int sb = 0; sb < SUBS; ++sb) {
+    __m512i h0 = _mm512_setzero_si512(), h1 = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int v = 4 * sb; v < 4 * sb + 4; ++v) {  // sub-block v / 4, vector v % 4
+      const __m512i b = _mm512_loadu_si512(q + 64 * v);
+      const uint8_t* av = a + 32 * (v / 4) + 4 * (v % 4);
+      const __m512i alo = _mm512_set1_epi32(static_cast<int32_t>(load_u32(av)));
+      const __m512i ahi = _mm512_set1_epi32(static_cast<int32_t>(load_u32(av + 16)));
+      h0 = _mm512_add_epi16(h0, _mm512_maddubs_epi16(_mm512_and_si512(b, low4), alo));
+      h1 = _mm512_add_epi16(h1, _mm512_maddubs_epi16(_mm512_and_si512(_mm512_srli_epi16(b, 4), low4), ahi));
+    }
+    s = _mm512_add_epi32(s, _mm512_madd_epi16(_mm512_add_epi16(h0, h1), ones));
+  }
+  const __m512i sum = _mm512_sub_epi32(s, _mm512_set1_epi32(8 * asum));
+  const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+  return _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(da)), _mm512_cvtepi32_ps(sum), acc);
+}
+
+template <int G>
+void int4a8_decode_matvec_bw(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
+                             float* y, int64_t row_begin, int64_t row_end) {
+  static const decltype(FormatKernels::matvec) rows_matvec = kernels_avx2(Spec{Kind::int4_a8, G, false}).matvec;
+  constexpr int SUBS = G / 32;
+  constexpr int64_t piece = 32 + 256 * SUBS;
+  const uint8_t* x = static_cast<const uint8_t*>(xv);
+  const int64_t ng = (k + G - 1) / G, full = k / G;
+  const uint8_t* a8 = x + actb_header(k, G);
+  auto asum = [&](int64_t g) { return static_cast<int32_t>(load_u32(x + 4 * ng + 4 * g)); };
+  const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;  // the layout keeps the rows' bytes
+  decode_blocks(
+      row_begin, row_end,
+      [&](int64_t r0, int64_t r1) { rows_matvec(w, row_bytes, k, xv, y + (r0 - row_begin), r0, r1); },
+      [&](int64_t b) {
+        const uint8_t* blk = dec + b * block_bytes;
+        __m512 acc = _mm512_setzero_ps();
+        for (int64_t g = 0; g < full; ++g, blk += piece)
+          acc = int4a8_group_bw<SUBS>(blk, a8 + g * G, asum(g), load_f32(x + 4 * g), acc);
+        if (full < ng) {
+          const int64_t g = full, subs = (k - g * G + 31) / 32;
+          const uint8_t* a = a8 + g * G;
+          const float da = load_f32(x + 4 * g);
+          if (subs == 1) acc = int4a8_group_bw<1>(blk, a, asum(g), da, acc);
+          else if (subs == 2) acc = int4a8_group_bw<2>(blk, a, asum(g), da, acc);
+          else if (subs == 3) acc = int4a8_group_bw<3>(blk, a, asum(g), da, acc);
+          else acc = int4a8_group_bw<4>(blk, a, asum(g), da, acc);
+        }
+        _mm512_storeu_ps(y + (b * kDecodeRows - row_begin), acc);
+      });
+}
+
+template <int G>
+void set_int4a8_decode_bw(FormatKernels& f) {
+  f.decode_bytes = decode_bytes_512<Kind::int4_a8, G>;
+  f.decode_pack = decode_pack_512<Kind::int4_a8, G>;
+  f.matvec_decode = int4a8_decode_matvec_bw<G>;
+}
+
 }  // namespace
 
 void add_decode_layout_avx512(const Spec& s, FormatKernels& f) {
+  if (s.kind == Kind::int4_a8) {
+    if (s.group == 32) set_int4a8_decode_bw<32>(f);
+    else if (s.group == 64) set_int4a8_decode_bw<64>(f);
+    else set_int4a8_decode_bw<128>(f);
+    return;
+  }
   if (s.kind != Kind::int4) return;
   if (s.group == 32) s.asym ? set_int4f_decode<32, true>(f) : set_int4f_decode<32, false>(f);
   else if (s.group == 64) s.asym ? set_int4f_decode<64, true>(f) : set_int4f_decode<64, false>(f);

@@ -252,7 +252,8 @@ decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni();
 // Intel CPUs. format_table() adds the layout where AVX-512 runs full width (formats.cpp).
 void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f);
 // The same for the int4 gG weight-only rows (Kind::int4, f32 activations; fmt_int4_decode_512.inc),
-// over their AVX-512 row matvec; nothing for other kinds.
+// over their AVX-512 row matvec, and for int4_gG_a8 on AVX-512 BW (no VNNI) over the AVX2 row
+// matvec (fmt_avx512.cpp); nothing for other kinds.
 void add_decode_layout_avx512(const Spec& s, FormatKernels& f);
 // The same layout read at 256 bits (fmt_avx2.cpp), over the AVX2 row matvec; nothing for other kinds.
 void add_decode_layout_avx2(const Spec& s, FormatKernels& f);

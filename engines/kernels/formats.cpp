@@ -172,8 +172,8 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
 // runs full width (Intel; AMD from Zen 5): at avx512_vnni w8a8, w8a8_static, int8_g32_a8 and the
 // int4 _a8 rows (the amx level has it on every CPU: AMX CPUs are Intel's; its int8_g32_a8 and
 // int4_g32_a8 rows decode with avx512_vnni's row matvec where no whole block covers them, as the
-// layout's kernel does), and at avx512 the int4 weight-only rows, which avx512_vnni and amx fall
-// back to (fmt_int4_decode_512.inc). Set after intel_matvecs, whose row matvecs serve the rows the
+// layout's kernel does), at avx512 the int4 _a8 rows (fmt_avx512.cpp) and the int4 weight-only
+// rows, which avx512_vnni and amx fall back to (fmt_int4_decode_512.inc). Set after intel_matvecs, whose row matvecs serve the rows the
 // whole blocks leave. Measured on AMD Zen 5 ("AMD EPYC", family 0x1A), TinyStories-110M decode,
 // one thread, tok/s without / with the layout, two alternating rounds: int4_g32 93-116 / 356-361,
 // int4_g128 210-224 / 370-388, int4_g128_a8 147-191 / 402-524, int4_g32_a8 290-381 / 378-494,
@@ -188,6 +188,14 @@ static void decode_layouts(std::vector<FormatRow>& t) {
                          : n == "int4_g64_a8" ? fmt::Spec{fmt::Kind::int4_a8, 64}
                          : n == "int4_g128_a8" ? fmt::Spec{fmt::Kind::int4_a8, 128}
                                                : fmt::Spec{fmt::Kind::f32_sparse};
+    // the int4 _a8 rows at avx512 (CPUs without VNNI) on vpmaddubsw: Zen 5 at the forced avx512
+    // level, TinyStories-110M decode, tok/s without / with, two alternating rounds: int4_g32_a8
+    // one thread 281-316 / 573-579, two 479-516 / 704-923; int4_g128_a8 354-359 / 598-600 and
+    // 606-646 / 737-957
+    if (spec.kind == fmt::Kind::int4_a8) {
+      FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512)];
+      if (k.matvec) fmt::add_decode_layout_avx512(spec, k);
+    }
     if (spec.kind != fmt::Kind::f32_sparse) {
       FormatKernels& vnni = r.kernels[static_cast<int>(Isa::avx512_vnni)];
       if (vnni.matvec) fmt::add_decode_layout_avx512vnni(spec, vnni);

@@ -1448,8 +1448,9 @@ TEST(Formats, Bf16PrefillOn32TokenBlocksTakesTheChainsOf64AndRunsOnAmdFullWidthC
 
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
 // w8a8_static and int4_gG_a8 at avx512_vnni where AVX-512 runs full width (Intel, AMD Zen 5) and
-// at amx, nowhere else; the int4 weight-only rows at avx2 on every CPU (read at 256 bits), at
-// avx512 where AVX-512 runs full width (its own kernels) or split (the AVX2 set). The AMX prefill
+// at amx, and the int4_gG_a8 rows at avx512 too (on AVX-512 BW), nowhere else; the int4
+// weight-only rows at avx2 on every CPU (read at 256 bits), at avx512 where AVX-512 runs full
+// width (its own kernels) or split (the AVX2 set). The AMX prefill
 // of w8a8, int8_g32_a8 and the int4 `_a8` rows reads its tiles from it (no repack of its own),
 // and so does w8a8's VNNI GEMM. Where the host runs it: made by the first matvec (not by a matmul
 // of a few tokens), once, shared by threads asking at once, its size as documented, and the
@@ -1467,7 +1468,9 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
       // only; the int4 weight-only rows in their avx512 kernels (which avx512_vnni and amx fall back
       // to), on full-width AVX-512
       const bool int4f = r.act == ActType::f32 && n.rfind("int4_g", 0) == 0;
+      const bool int4a8 = r.act == ActType::int8_per_block && n.rfind("int4_g", 0) == 0;
       const bool want = (row && ((full && level == static_cast<int>(Isa::avx512_vnni)) || level == static_cast<int>(Isa::amx))) ||
+                        (int4a8 && full && level == static_cast<int>(Isa::avx512)) ||
                         (int4f && (level == static_cast<int>(Isa::avx2) ||
                                    ((full || split) && level == static_cast<int>(Isa::avx512))));
       const FormatKernels& k = r.kernels[level];
@@ -1479,6 +1482,8 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
   std::vector<std::pair<const char*, Isa>> runs;
   if (isa_supported(Isa::avx2))
     for (const char* name : {"int4_g32", "int4_g64_asym", "int4_g128"}) runs.push_back({name, Isa::avx2});
+  if (full && isa_supported(Isa::avx512))
+    for (const char* name : {"int4_g32_a8", "int4_g64_a8"}) runs.push_back({name, Isa::avx512});
   if (full && isa_supported(best))
     for (const char* name : {"int8_g32_a8", "int4_g32_a8", "int4_g128_a8", "w8a8", "int4_g32", "int4_g64_asym"})
       runs.push_back({name, best});
