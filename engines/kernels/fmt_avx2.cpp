@@ -941,13 +941,25 @@ inline void repack8_q4(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k
   }
 }
 
-template <int G, int MR, bool Prefetch>
+// Rows w[0 .. nr) (nr <= 8) of an int8_g32_a8 panel (Q8_0 blocks), columns [k0, k0 + kc) (multiples
+// of 32), as the signed values into P[2 s + v]; missing rows read as 0.
+inline void repack8_q8(const uint8_t* w, size_t row_bytes, int64_t nr, int64_t k0, int64_t kc, __m256i* P, int v) {
+  for (int64_t c = 0; c < kc; c += 32) {
+    const int64_t o = (k0 + c) / kQ8Block * kQ8BlockBytes + 2;
+    __m256i r[8];
+    for (int n = 0; n < 8; ++n)
+      r[n] = n < nr ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + n * row_bytes + o)) : _mm256_setzero_si256();
+    transpose8_dwords(r, P + (c / 4) * 2 + v, 2);
+  }
+}
+
+template <int G, int MR, bool Prefetch, bool Q8 = false>
 __attribute__((noinline)) void q4_tile256(const Q4Chunk256& pc, const uint8_t* x, size_t xrb, float* part, float* y,
                                           int64_t ldy) {
   const int64_t nb = actb_blocks(pc.k, G), hdr = actb_header(pc.k, G);
   // G = 32: the float sums in registers; G = 64, 128: in `part` (L1), read and written once a group,
   // so the int16 and int32 sums of 3 tokens fit the registers
-  constexpr bool kRegs = G == 32;
+  constexpr bool kRegs = G == 32 && !Q8;
   __m256 f0[MR], f1[MR];
   for (int i = 0; i < MR; ++i) {
     f0[i] = pc.first ? _mm256_setzero_ps() : _mm256_load_ps(part + i * 16);
@@ -967,7 +979,24 @@ __attribute__((noinline)) void q4_tile256(const Q4Chunk256& pc, const uint8_t* x
     const uint8_t* a = x + hdr + g * G;
     __m256i s0[MR], s1[MR];
     for (int i = 0; i < MR; ++i) s0[i] = s1[i] = _mm256_setzero_si256();
-    for (int64_t r0 = 0; r0 < steps; r0 += 8) {  // runs of <= 8 steps in int16
+    if constexpr (Q8) {  // the sign trick: |w| (u8) x (a with w's sign) (s8), a vpmaddwd per vpmaddubsw
+      for (int64_t s = 0; s < steps; ++s) {
+        if constexpr (Prefetch) {
+          for (int64_t l = 0; l < pc.pf_lines && pr < pc.pf_rows; ++l) {
+            __builtin_prefetch(pc.pf + pr * pc.row_bytes + pcol, 0, 3);
+            if ((pcol += 64) >= pc.pf_len) pcol = 0, ++pr;
+          }
+        }
+        const __m256i w0 = _mm256_load_si256(P + 2 * s), w1 = _mm256_load_si256(P + 2 * s + 1);
+        const __m256i u0 = _mm256_abs_epi8(w0), u1 = _mm256_abs_epi8(w1);
+        for (int i = 0; i < MR; ++i) {
+          const __m256i ab = _mm256_set1_epi32(load_i32(a + i * xrb + 4 * s));
+          s0[i] = _mm256_add_epi32(s0[i], _mm256_madd_epi16(_mm256_maddubs_epi16(u0, _mm256_sign_epi8(ab, w0)), ones));
+          s1[i] = _mm256_add_epi32(s1[i], _mm256_madd_epi16(_mm256_maddubs_epi16(u1, _mm256_sign_epi8(ab, w1)), ones));
+        }
+      }
+    }
+    for (int64_t r0 = 0; r0 < (Q8 ? 0 : steps); r0 += 8) {  // runs of <= 8 steps in int16
       const int64_t r1 = r0 + 8 < steps ? r0 + 8 : steps;
       __m256i h0[MR], h1[MR];
       for (int i = 0; i < MR; ++i) h0[i] = h1[i] = _mm256_setzero_si256();
@@ -994,7 +1023,8 @@ __attribute__((noinline)) void q4_tile256(const Q4Chunk256& pc, const uint8_t* x
     P += 2 * steps;
     const __m256 dw0 = pc.dw[2 * gi], dw1 = pc.dw[2 * gi + 1];
     for (int i = 0; i < MR; ++i) {
-      const __m256i c = _mm256_slli_epi32(_mm256_set1_epi32(load_i32(x + i * xrb + 4 * nb + 4 * g)), 3);
+      const __m256i c = Q8 ? _mm256_setzero_si256()
+                           : _mm256_slli_epi32(_mm256_set1_epi32(load_i32(x + i * xrb + 4 * nb + 4 * g)), 3);
       const __m256 da = _mm256_set1_ps(load_f32(x + i * xrb + 4 * g));
       if constexpr (kRegs) {
         f0[i] = _mm256_fmadd_ps(_mm256_mul_ps(dw0, da), _mm256_cvtepi32_ps(_mm256_sub_epi32(s0[i], c)), f0[i]);
@@ -1027,11 +1057,11 @@ __attribute__((noinline)) void q4_tile256(const Q4Chunk256& pc, const uint8_t* x
   }
 }
 
-// Rows [row_begin, row_end) x m tokens of int4_gG_a8 (m >= 1).
-template <int G>
+// Rows [row_begin, row_end) x m tokens of int4_gG_a8, or with Q8 of int8_g32_a8 (m >= 1).
+template <int G, bool Q8 = false>
 void int4a8_gemm256(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m, float* y,
                     int64_t ldy, int64_t row_begin, int64_t row_end) {
-  constexpr int64_t gb = 2 + G / 2;
+  constexpr int64_t gb = Q8 ? kQ8BlockBytes : 2 + G / 2;
   constexpr int T = 3;
   static_assert(kQ4Kc % G == 0 && kQ4Kc % 32 == 0 && kQ4Block % T == 0, "chunk and block geometry");
   const int64_t kp = round_up(k, 32);
@@ -1040,7 +1070,9 @@ void int4a8_gemm256(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
   alignas(32) __m256 dw[kQ4Kc / G * 2];
   alignas(32) float part[kQ4Block * 16];
   alignas(32) float sc[8];
-  auto span = [&](int64_t n) { return n / G * gb + (n % G ? 2 + round_up(n % G, 32) / 2 : 0); };
+  auto span = [&](int64_t n) {
+    return Q8 ? (n + G - 1) / G * gb : n / G * gb + (n % G ? 2 + round_up(n % G, 32) / 2 : 0);
+  };
   auto keep = [](int64_t n) {  // lanes < n (0..8) all ones
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
@@ -1064,7 +1096,8 @@ void int4a8_gemm256(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
         pc.ng = (k1 - k0 + G - 1) / G;
         for (int v = 0; v < 2; ++v) {
           const int64_t n8 = nr - 8 * v < 0 ? 0 : (nr - 8 * v < 8 ? nr - 8 * v : 8);
-          repack8_q4<G>(w + (r0 + 8 * v) * row_bytes, row_bytes, n8, k0, round_up(k1 - k0, 32), panel, v);
+          if constexpr (Q8) repack8_q8(w + (r0 + 8 * v) * row_bytes, row_bytes, n8, k0, round_up(k1 - k0, 32), panel, v);
+          else repack8_q4<G>(w + (r0 + 8 * v) * row_bytes, row_bytes, n8, k0, round_up(k1 - k0, 32), panel, v);
           for (int64_t gi = 0; gi < pc.ng; ++gi) {
             for (int64_t t = 0; t < 8; ++t)
               sc[t] = t < n8 ? half_to_float(load_u16(w + (r0 + 8 * v + t) * row_bytes + (pc.g0 + gi) * gb)) : 0.f;
@@ -1088,11 +1121,11 @@ void int4a8_gemm256(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
           const uint8_t* xi = xc + i * xrb;
           float* yi = yc + i * ldy + r0;
           if (n == 3) {
-            pf ? q4_tile256<G, 3, true>(pc, xi, xrb, pt, yi, ldy) : q4_tile256<G, 3, false>(pc, xi, xrb, pt, yi, ldy);
+            pf ? q4_tile256<G, 3, true, Q8>(pc, xi, xrb, pt, yi, ldy) : q4_tile256<G, 3, false, Q8>(pc, xi, xrb, pt, yi, ldy);
           } else if (n == 2) {
-            pf ? q4_tile256<G, 2, true>(pc, xi, xrb, pt, yi, ldy) : q4_tile256<G, 2, false>(pc, xi, xrb, pt, yi, ldy);
+            pf ? q4_tile256<G, 2, true, Q8>(pc, xi, xrb, pt, yi, ldy) : q4_tile256<G, 2, false, Q8>(pc, xi, xrb, pt, yi, ldy);
           } else {
-            pf ? q4_tile256<G, 1, true>(pc, xi, xrb, pt, yi, ldy) : q4_tile256<G, 1, false>(pc, xi, xrb, pt, yi, ldy);
+            pf ? q4_tile256<G, 1, true, Q8>(pc, xi, xrb, pt, yi, ldy) : q4_tile256<G, 1, false, Q8>(pc, xi, xrb, pt, yi, ldy);
           }
           i += n;
         }
@@ -1117,6 +1150,20 @@ void int4a8_matmul256(const uint8_t* w, size_t row_bytes, int64_t k, const void*
                       int64_t ldy, int64_t row_begin, int64_t row_end) {
   if (m >= q4_gemm_min<G>()) int4a8_gemm256<G>(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
   else a8_matmul<Int4a8Tiles<G>>(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
+}
+
+// int8_g32_a8 (Q8_0 blocks) on the same panel GEMM, its signed values through the sign trick: per
+// (token, 8 rows, 4 columns) a vpsignb, a vpmaddubsw (|w| x (a with w's sign), pairs <= 2 x 127 x
+// 127, so no int16 run) and a vpmaddwd into the int32 block sum; the float sums in L1 (3-token
+// tiles). From 12 tokens: on the Zen 5 VM at the forced avx2 level (cibench-microbench, 768 x 768,
+// 2048 x 768, 4096 x 4096, one thread), GOPs GEMM / a8_matmul at 8 tokens 90-92 / 94-97, at 9
+// 94 / 73-106, at 12 103-107 / 71-106, at 16 111-114 / 61-98; at 128 tokens 157-164 / 97-117
+// (4-token tiles: 150-161).
+constexpr int64_t kQ8GemmMin = 12;
+void q8a8_matmul256(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m, float* y,
+                    int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m >= kQ8GemmMin) int4a8_gemm256<kQ8Block, true>(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
+  else a8_matmul<Q8a8Tiles>(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
 }
 
 template <int G>
@@ -1514,7 +1561,7 @@ FormatKernels kernels_avx2(const Spec& s) {
       if (s.group == 32) return int4a8_kernels<32>();
       if (s.group == 64) return int4a8_kernels<64>();
       return int4a8_kernels<128>();
-    case Kind::q8_a8: return FormatKernels{q8a8_matvec, a8_matmul<Q8a8Tiles>, actb_quantize_avx2<kQ8Block>};
+    case Kind::q8_a8: return FormatKernels{q8a8_matvec, q8a8_matmul256, actb_quantize_avx2<kQ8Block>};
     case Kind::f32_sparse: return FormatKernels{sparse_matvec<F32Sparse>, sparse_matmul_t<F32SparseT>};
     case Kind::int8_sparse: return FormatKernels{int8_sparse_matvec, sparse_matmul_t<Int8SparseT>};
     case Kind::int8_bs: return sparse_kernels<Int8BlockSparse>();
