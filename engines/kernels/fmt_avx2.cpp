@@ -865,7 +865,7 @@ void a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, siz
   }
 }
 
-// ---- int4_gG_a8 prefill: a panel GEMM at 256 bits -------------------------------------------
+// ---- int4_gG_a8 and int8_g32_a8 prefill: a panel GEMM at 256 bits ---------------------------
 // The AVX-512 panel GEMM of fmt_group_gemm_512.inc with 8-row vectors: per call, each panel of up
 // to 16 adjacent rows is repacked, kQ4Kc columns at a time, into P[2 s + v] = 32 bytes holding the
 // unsigned codes q (0..15) of rows 8v .. 8v + 7 x columns 4s .. 4s + 3 (row n's four codes in
@@ -879,12 +879,12 @@ void a8_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, siz
 // 3 tokens: for G = 32 (one int16 run per group, so no int32 sum is live while it runs) the 3 x 2
 // float and int16 accumulators, two weight vectors and a broadcast take 15 of the 16 registers; for
 // G = 64 and 128 the float sums live in L1 (read and written once a group) and the int32 ones in
-// their place.
+// their place. int8_g32_a8 runs the same GEMM over its signed values (q8a8_matmul256 below).
 // Between chunks a tile parks its float accumulators; the first tile of a chunk prefetches the
 // rows of the next chunk or panel at the pace it walks the panel.
 static_assert(8 * 2 * 15 * 128 <= 32767, "int16 sums of 8 vpmaddubsw steps of codes x int8 activations");
 constexpr int64_t kQ4Kc = 1024;    // columns per repacked chunk (a multiple of 128: whole groups)
-constexpr int64_t kQ4Block = 240;  // tokens per block (a multiple of the tiles' 2 and 3)
+constexpr int64_t kQ4Block = 240;  // tokens per block (a multiple of the tiles' 3 tokens)
 
 struct Q4Chunk256 {
   const __m256i* P;   // codes, 2 vectors per step of 4 columns
