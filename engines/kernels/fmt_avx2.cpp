@@ -414,7 +414,7 @@ FormatKernels int4_avx2_kernels() {
 // asym d sum q x + m sum x, the 8 rows' d (and m) from one vcvtph2ps. The sums run in another order
 // than the generic twin's: the twins agree within the bound of two orders of f32 sums.
 // On an AMD Zen 5 core at the forced avx2 level (cibench-microbench matvec, G = 32 and 128, 768 x
-// 768 to 32000 x 768): 60-70 GOPs against the row kernel's 39-53. Measured slower: both halves in
+// 768 to 32000 x 768): 60-69 GOPs against the row kernel's 38-53. Measured slower: both halves in
 // one pass sharing each broadcast (a shift and an AND per nibble into 4 chains per half, so every
 // chain has the same scale) 50-58; the same with the activations scaled by 16^-P in six copies per
 // call, the nibbles masked in place, 53-63; the odd nibbles masked after one shift by 4, so four
@@ -454,59 +454,14 @@ inline __m256 int4f_group_256(const uint8_t* blk, int h, const float* x, float s
   }
 }
 
-// The 16 rows of one block into y[0 .. 16), group by group, each group's two halves in turn (its
-// bytes stay in L1 between them); xtail: the ragged last group's activations, zero padded to its
-// sub-blocks; sx: each group's activation sum.
-template <int G, bool Asym>
-inline void int4f_groups_256(const uint8_t* blk, const float* x, const float* xtail, const float* sx, int64_t k,
-                             float* y) {
-  constexpr int SUBS = G / 32;
-  constexpr int64_t piece = (Asym ? 64 : 32) + 256 * SUBS;
-  const int64_t full = k / G;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  for (int64_t g = 0; g < full; ++g, blk += piece) {
-    decode_prefetch(blk, piece);
-    acc0 = int4f_group_256<Asym, SUBS>(blk, 0, x + g * G, sx[g], acc0);
-    acc1 = int4f_group_256<Asym, SUBS>(blk, 1, x + g * G, sx[g], acc1);
-  }
-  if (full * G < k) {
-    const int64_t subs = (k - full * G + 31) / 32;
-    auto tail = [&](auto n) {
-      constexpr int S = decltype(n)::value;
-      acc0 = int4f_group_256<Asym, S>(blk, 0, xtail, sx[full], acc0);
-      acc1 = int4f_group_256<Asym, S>(blk, 1, xtail, sx[full], acc1);
-    };
-    if (subs == 1) tail(std::integral_constant<int, 1>{});
-    else if (subs == 2) tail(std::integral_constant<int, 2>{});
-    else if (subs == 3) tail(std::integral_constant<int, 3>{});
-    else tail(std::integral_constant<int, 4>{});
-  }
-  _mm256_storeu_ps(y, acc0);
-  _mm256_storeu_ps(y + 8, acc1);
-}
-
 // y[r - row_begin] for r in [row_begin, row_end): the whole 16-row blocks from the decode layout,
-// the other rows with the row kernel above (decode_blocks).
+// group by group, each group's two halves in turn (its bytes stay in L1 between them), the other
+// rows with the row kernel above (decode_blocks).
 template <int G, bool Asym>
 void int4f_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
                              float* y, int64_t row_begin, int64_t row_end) {
-  const float* x = static_cast<const float*>(xv);
-  const int64_t full = k / G, ng = (k + G - 1) / G;
-  alignas(32) float xtail[G] = {};
-  std::memcpy(xtail, x + full * G, static_cast<size_t>(k - full * G) * sizeof(float));
-  constexpr int64_t kStackGroups = 1024;
-  float sx_stack[kStackGroups];
-  std::vector<float> sx_heap;
-  float* sx = sx_stack;
-  if (ng > kStackGroups) {
-    sx_heap.resize(static_cast<size_t>(ng));
-    sx = sx_heap.data();
-  }
-  for (int64_t g = 0; g < ng; ++g) {  // each group's activation sum, in column order
-    float t = 0.f;
-    for (int64_t c = g * G; c < k && c < (g + 1) * G; ++c) t += x[c];
-    sx[g] = t;
-  }
+  constexpr int64_t piece = (Asym ? 64 : 32) + 256 * (G / 32);
+  const DecodeActs<G> acts(static_cast<const float*>(xv), k, true);  // both forms take the group sums
   const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;  // the layout keeps the rows' bytes
   decode_blocks(
       row_begin, row_end,
@@ -514,7 +469,18 @@ void int4f_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_by
         matvec_rows<VecAvx2, Int4ZextRows<G, Asym>>(w, row_bytes, k, xv, y + (r0 - row_begin), r0, r1);
       },
       [&](int64_t b) {
-        int4f_groups_256<G, Asym>(dec + b * block_bytes, x, xtail, sx, k, y + (b * kDecodeRows - row_begin));
+        const uint8_t* blk = dec + b * block_bytes;
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+        decode_each_group<G>(k, [&](int64_t g, auto subs) {
+          constexpr int S = decltype(subs)::value;
+          const uint8_t* p = blk + g * piece;
+          decode_prefetch(p, piece);
+          acc0 = int4f_group_256<Asym, S>(p, 0, acts.group(g), acts.sum(g), acc0);
+          acc1 = int4f_group_256<Asym, S>(p, 1, acts.group(g), acts.sum(g), acc1);
+        });
+        float* yb = y + (b * kDecodeRows - row_begin);
+        _mm256_storeu_ps(yb, acc0);
+        _mm256_storeu_ps(yb + 8, acc1);
       });
 }
 

@@ -123,12 +123,10 @@ template <int G>
 void int4a8_decode_matvec_bw(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
                              float* y, int64_t row_begin, int64_t row_end) {
   static const decltype(FormatKernels::matvec) rows_matvec = kernels_avx2(Spec{Kind::int4_a8, G, false}).matvec;
-  constexpr int SUBS = G / 32;
-  constexpr int64_t piece = 32 + 256 * SUBS;
+  constexpr int64_t piece = 32 + 256 * (G / 32);
   const uint8_t* x = static_cast<const uint8_t*>(xv);
-  const int64_t ng = (k + G - 1) / G, full = k / G;
+  const int64_t ng = (k + G - 1) / G;
   const uint8_t* a8 = x + actb_header(k, G);
-  auto asum = [&](int64_t g) { return static_cast<int32_t>(load_u32(x + 4 * ng + 4 * g)); };
   const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;  // the layout keeps the rows' bytes
   decode_blocks(
       row_begin, row_end,
@@ -136,17 +134,11 @@ void int4a8_decode_matvec_bw(const uint8_t* dec, const uint8_t* w, size_t row_by
       [&](int64_t b) {
         const uint8_t* blk = dec + b * block_bytes;
         __m512 acc = _mm512_setzero_ps();
-        for (int64_t g = 0; g < full; ++g, blk += piece)
-          acc = int4a8_group_bw<SUBS>(blk, a8 + g * G, asum(g), load_f32(x + 4 * g), acc);
-        if (full < ng) {
-          const int64_t g = full, subs = (k - g * G + 31) / 32;
-          const uint8_t* a = a8 + g * G;
-          const float da = load_f32(x + 4 * g);
-          if (subs == 1) acc = int4a8_group_bw<1>(blk, a, asum(g), da, acc);
-          else if (subs == 2) acc = int4a8_group_bw<2>(blk, a, asum(g), da, acc);
-          else if (subs == 3) acc = int4a8_group_bw<3>(blk, a, asum(g), da, acc);
-          else acc = int4a8_group_bw<4>(blk, a, asum(g), da, acc);
-        }
+        decode_each_group<G>(k, [&](int64_t g, auto subs) {
+          acc = int4a8_group_bw<decltype(subs)::value>(blk + g * piece, a8 + g * G,
+                                                       static_cast<int32_t>(load_u32(x + 4 * ng + 4 * g)),
+                                                       load_f32(x + 4 * g), acc);
+        });
         _mm512_storeu_ps(y + (b * kDecodeRows - row_begin), acc);
       });
 }

@@ -22,6 +22,8 @@
 #include <xmmintrin.h>
 
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "engines/kernels/fmt_common.h"
 
@@ -127,6 +129,58 @@ inline void decode_blocks(int64_t row_begin, int64_t row_end, const Rows& rows, 
     for (int64_t b = r0 / kDecodeRows; b < r1 / kDecodeRows; ++b) block(b);
   });
 }
+
+// group(g, S) for each group g of a row of k columns in order, S its 32-column sub-blocks as a
+// std::integral_constant: G / 32 for the whole groups, fewer for a ragged last one (its data in the
+// layout: the sub-blocks its values cover), so a kernel's group step is instantiated per count.
+template <int S, typename Group>
+inline void decode_ragged_group(int64_t g, int64_t subs, const Group& group) {
+  if constexpr (S > 1) {
+    if (subs < S) return decode_ragged_group<S - 1>(g, subs, group);
+  }
+  group(g, std::integral_constant<int, S>{});
+}
+template <int G, typename Group>
+inline void decode_each_group(int64_t k, const Group& group) {
+  const int64_t full = k / G;
+  for (int64_t g = 0; g < full; ++g) group(g, std::integral_constant<int, G / 32>{});
+  if (full * G < k) decode_ragged_group<G / 32>(full, (k - full * G + 31) / 32, group);
+}
+
+// One token's f32 activations as the int4 weight-only layout kernels read them: group(g) is x from
+// group g's first column, the ragged last group from a copy zero padded to its sub-blocks; with
+// `sums`, sum(g) is the group's activation sum in column order, as the generic twin sums it.
+template <int G>
+class DecodeActs {
+ public:
+  DecodeActs(const float* x, int64_t k, bool sums) : x_(x), full_(k / G) {
+    std::memcpy(tail_, x + full_ * G, static_cast<size_t>(k - full_ * G) * sizeof(float));
+    if (!sums) return;
+    const int64_t ng = (k + G - 1) / G;
+    if (ng > kStackGroups) {
+      heap_.resize(static_cast<size_t>(ng));
+      sx_ = heap_.data();
+    }
+    for (int64_t g = 0; g < ng; ++g) {
+      float t = 0.f;
+      for (int64_t c = g * G; c < k && c < (g + 1) * G; ++c) t += x[c];
+      sx_[g] = t;
+    }
+  }
+  DecodeActs(const DecodeActs&) = delete;
+  DecodeActs& operator=(const DecodeActs&) = delete;
+  const float* group(int64_t g) const { return g < full_ ? x_ + g * G : tail_; }
+  float sum(int64_t g) const { return sx_[g]; }
+
+ private:
+  static constexpr int64_t kStackGroups = 1024;
+  const float* x_;
+  int64_t full_;
+  alignas(64) float tail_[G] = {};
+  float stack_[kStackGroups];
+  std::vector<float> heap_;
+  float* sx_ = stack_;
+};
 
 }  // namespace
 }  // namespace fmt

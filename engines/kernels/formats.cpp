@@ -173,12 +173,21 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
 // int4 _a8 rows (the amx level has it on every CPU: AMX CPUs are Intel's; its int8_g32_a8 and
 // int4_g32_a8 rows decode with avx512_vnni's row matvec where no whole block covers them, as the
 // layout's kernel does), at avx512 the int4 _a8 rows (fmt_avx512.cpp) and the int4 weight-only
-// rows, which avx512_vnni and amx fall back to (fmt_int4_decode_512.inc). Set after intel_matvecs, whose row matvecs serve the rows the
-// whole blocks leave. Measured on AMD Zen 5 ("AMD EPYC", family 0x1A), TinyStories-110M decode,
+// rows, which avx512_vnni and amx fall back to (fmt_int4_decode_512.inc). Set after intel_matvecs,
+// whose row matvecs serve the rows the whole blocks leave. Measured on AMD Zen 5 ("AMD EPYC", family 0x1A), TinyStories-110M decode,
 // one thread, tok/s without / with the layout, two alternating rounds: int4_g32 93-116 / 356-361,
 // int4_g128 210-224 / 370-388, int4_g128_a8 147-191 / 402-524, int4_g32_a8 290-381 / 378-494,
 // int8_g32_a8 210-221 / 230-253, w8a8 239-264 / 250-257 (bf16 there keeps vdpbf16ps: prefill
 // 1779-1849 tok/s against 1012-1076 on f32 FMAs).
+// The Spec of an int4 weight-only row (int4_gG[_asym], f32 activations), or Kind::f32_sparse for
+// any other row.
+static fmt::Spec int4_weight_only_spec(const FormatRow& r) {
+  const std::string n = r.name;
+  if (r.act != ActType::f32 || n.rfind("int4_g", 0) != 0) return fmt::Spec{fmt::Kind::f32_sparse};
+  const bool asym = n.size() > 5 && n.compare(n.size() - 5, 5, "_asym") == 0;
+  return fmt::Spec{fmt::Kind::int4, static_cast<int>(r.block_size), asym};  // block_size: the group
+}
+
 static void decode_layouts(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
     const std::string n = r.name;
@@ -213,9 +222,8 @@ static void decode_layouts(std::vector<FormatRow>& t) {
       FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
       if (amx.matvec) amx.matvec = vnni.matvec;
     }
-    if (r.act == ActType::f32 && n.rfind("int4_g", 0) == 0) {
-      const bool asym = n.size() > 5 && n.compare(n.size() - 5, 5, "_asym") == 0;
-      const fmt::Spec s4{fmt::Kind::int4, static_cast<int>(r.block_size), asym};  // block_size: the group
+    const fmt::Spec s4 = int4_weight_only_spec(r);
+    if (s4.kind == fmt::Kind::int4) {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512)];
       if (k.matvec) fmt::add_decode_layout_avx512(s4, k);
     }
@@ -227,16 +235,13 @@ static void decode_layouts(std::vector<FormatRow>& t) {
 // decode, tok/s without / with the layout, two alternating rounds (a binary with a temporary
 // switch): int4_g32 one thread 176-179 / 286, two 310-330 / 474-484; int4_g128 one thread 210-218
 // / 258-262, two 364-404 / 425-439; cibench-microbench matvec 38-43 / 64-69 GOPs (G = 32) and
-// 46-53 / 60-65 (G = 128). On CPUs whose
-// AVX-512 runs on a split datapath (prefer_avx2_kernels: Zen 4) the avx512 levels take it with
-// the rest of the AVX2 set (unmeasured there).
+// 46-53 / 60-65 (G = 128). On CPUs whose AVX-512 runs on a split datapath (prefer_avx2_kernels:
+// Zen 4) the avx512 levels take it with the rest of the AVX2 set (unmeasured there).
 static void avx2_decode_layouts(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
-    const std::string n = r.name;
-    if (r.act != ActType::f32 || n.rfind("int4_g", 0) != 0) continue;
-    const bool asym = n.size() > 5 && n.compare(n.size() - 5, 5, "_asym") == 0;
+    const fmt::Spec s4 = int4_weight_only_spec(r);
     FormatKernels& k = r.kernels[static_cast<int>(Isa::avx2)];
-    if (k.matvec) fmt::add_decode_layout_avx2(fmt::Spec{fmt::Kind::int4, static_cast<int>(r.block_size), asym}, k);
+    if (s4.kind == fmt::Kind::int4 && k.matvec) fmt::add_decode_layout_avx2(s4, k);
   }
 }
 
