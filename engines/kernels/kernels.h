@@ -12,8 +12,9 @@
 
 namespace cibench {
 
-// Feed-forward activations of the encoders: exact (erf) GELU, tanh-approximated GELU, ReLU.
-enum class Activation { gelu, gelu_tanh, relu };
+// Feed-forward activations of the encoders: exact (erf) GELU, tanh-approximated GELU, ReLU; `none`
+// (Hugging Face's "linear") adds the bias alone.
+enum class Activation { gelu, gelu_tanh, relu, none };
 
 struct KernelTable {
   Isa isa;
@@ -64,9 +65,9 @@ struct KernelTable {
   // out2 = the same normalised values with gamma w2 and beta b2 (a folded second output);
   void (*add_layer_norm)(float* x, const float* a, const float* bias, const float* w, const float* b,
                          int64_t n, float eps, float* out2, const float* w2, const float* b2);
-  // softmax in place over n scores, mask[j] = 0 entries get probability 0 (mask may be null;
-  // all masked: uniform).
-  void (*masked_softmax)(float* s, const uint8_t* mask, int64_t n);
+  // softmax in place over the n scores times `scale` (each product rounded once), mask[j] = 0
+  // entries get probability 0 (mask may be null; all masked: uniform).
+  void (*masked_softmax)(float* s, const uint8_t* mask, int64_t n, float scale);
   // `attention` over a paged cache (engines/runtime/kv_pool.h): position t's row is
   //   base + blocks[t / block_tokens] * block_stride + (t % block_tokens) * head_dim
   // (k and v alike), block_tokens a multiple of 8. The same arithmetic as `attention` over the
@@ -90,6 +91,9 @@ struct KernelTable {
   void (*attention2_f16)(const float* q0, const float* q1, const uint16_t* k_cache, const uint16_t* v_cache,
                          int64_t first0, int64_t n0, int64_t first1, int64_t n1, int64_t head_dim, int64_t kv_stride,
                          float scale, float softcap, float* att0, float* att1, float* out0, float* out1);
+  // dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols (data movement only: the same
+  // bits at every level; 8 x 8 blocks in registers at the SIMD levels).
+  void (*transpose_f32)(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd);
 };
 
 // Soft-capping (Gemma 2's attention scores and logits): x[i] = cap * tanh(x[i] / cap) in binary32,

@@ -184,7 +184,14 @@ void add_layer_norm(float* x, const float* a, const float* bias, const float* w,
   encoder::add_layer_norm_body(x, a, bias, w, b, n, eps, out2, w2, b2);
 }
 
-void masked_softmax(float* s, const uint8_t* mask, int64_t n) { encoder::masked_softmax_body(s, mask, n); }
+void transpose_f32(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+}
+
+void masked_softmax(float* s, const uint8_t* mask, int64_t n, float scale) {
+  encoder::masked_softmax_body(s, mask, n, scale);
+}
 
 const KernelTable& kernels_generic() {
   static const KernelTable t{Isa::generic,    matvec_f32,     matmul_f32,    dot_f32,
@@ -192,7 +199,7 @@ const KernelTable& kernels_generic() {
                              rope,            attention,      attention_f16, attention_all,
                              f32_to_f16,      f16_to_f32,     bias_activation, add_layer_norm,
                              masked_softmax,  attention_paged, attention_paged_f16, attention2,
-                             attention2_f16};
+                             attention2_f16,  transpose_f32};
   return t;
 }
 

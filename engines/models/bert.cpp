@@ -43,6 +43,7 @@ const char* bert_activation_name(BertActivation a) {
     case BertActivation::gelu: return "gelu";
     case BertActivation::gelu_tanh: return "gelu_tanh";
     case BertActivation::relu: return "relu";
+    case BertActivation::none: return "linear";
   }
   return "?";
 }
@@ -295,16 +296,15 @@ void parallel_rows(ThreadPool& pool, int64_t n, int64_t row_values, Fn&& fn) {
 }
 
 // One layer's self-attention over B sequences of L rows of qkv (each row: the query, key and
-// value columns of every head, before their biases), split by (sequence, head) over the pool (on
-// this thread alone under ~1M multiply-adds). Per task: the biases of this head's query (the n_q
-// rows attended from: all L, or the first only), key and value columns; rotary positions on the
+// value columns of every head, biases added), split by (sequence, head) over the pool (on
+// this thread alone under ~1M multiply-adds). Per task: rotary positions on the
 // queries and keys when rope_cos is set (rotate-half: dimensions i and i + head_dim / 2 turn by
 // the angle of position t, tables of head_dim / 2 per position); scores Q K^T / sqrt(head_dim);
 // the masked softmax per query over every key, or over the keys within `reach` positions when
 // reach >= 0 (a sliding window; the others get weight 0); then P V into ctx (rows n_q per
 // sequence, `h` apart). `scores` holds per_thread floats per thread: n_q x L scores and the
 // head's values transposed (head_dim x L).
-void self_attention(const KernelTable& k, ThreadPool& pool, float* qkv, const float* bqkv, const uint8_t* mask,
+void self_attention(const KernelTable& k, ThreadPool& pool, float* qkv, const uint8_t* mask,
                     int64_t B, int64_t L, int64_t n_q, int64_t h, int64_t nh, const float* rope_cos,
                     const float* rope_sin, int64_t reach, float* scores, int64_t per_thread, float* ctx) {
   const int64_t h3 = 3 * h, hd = h / nh, half = hd / 2;
@@ -318,13 +318,6 @@ void self_attention(const KernelTable& k, ThreadPool& pool, float* qkv, const fl
       const int64_t b = task / nh, head = task % nh;
       float* base = qkv + b * L * h3 + head * hd;
       const uint8_t* mrow = mask ? mask + b * L : nullptr;
-      for (int64_t part = 0; part < 3; ++part) {
-        const float* bias = bqkv + part * h + head * hd;
-        for (int64_t t = 0, rows = part == 0 ? n_q : L; t < rows; ++t) {
-          float* row = base + t * h3 + part * h;
-          for (int64_t d = 0; d < hd; ++d) row[d] += bias[d];
-        }
-      }
       if (rope_cos)
         for (int64_t part = 0; part < 2; ++part)
           for (int64_t t = 0, rows = part == 0 ? n_q : L; t < rows; ++t) {
@@ -342,15 +335,12 @@ void self_attention(const KernelTable& k, ThreadPool& pool, float* qkv, const fl
         const int64_t lo = reach < 0 ? 0 : std::max<int64_t>(0, qi - reach);
         const int64_t hi = reach < 0 ? L : std::min<int64_t>(L, qi + reach + 1);
         float* sr = s + qi * L;
-        for (int64_t j = lo; j < hi; ++j) sr[j] *= scale;
-        k.masked_softmax(sr + lo, mrow ? mrow + lo : nullptr, hi - lo);
+        k.masked_softmax(sr + lo, mrow ? mrow + lo : nullptr, hi - lo, scale);
         std::fill(sr, sr + lo, 0.0f);
         std::fill(sr + hi, sr + L, 0.0f);
       }
       // out = P V, with V transposed so the product is another X W^T
-      const float* v = base + 2 * h;
-      for (int64_t j = 0; j < L; ++j)
-        for (int64_t d = 0; d < hd; ++d) vt[d * L + j] = v[j * h3 + d];
+      k.transpose_f32(base + 2 * h, h3, L, hd, vt, L);
       k.matmul_f32(vt, L, s, L, ctx + b * n_q * h + head * hd, h, n_q, hd, L);
     }
   };
@@ -413,6 +403,17 @@ BertSession::BertSession(const BertModel& model, const BertSessionOptions& opts)
 
 BertSession::~BertSession() = default;
 
+void BertSession::qkv_matmul(const BertLayer& Ly, const float* in, int64_t m, float* qkv) {
+  const int64_t h = model_.config.hidden, h3 = 3 * h;
+  // The biases on each thread's columns as soon as it has computed them (in cache).
+  auto bias = [&, add = kernels_for(isa_).bias_activation](int64_t c0, int64_t c1) {
+    for (int64_t r = 0; r < m; ++r) add(qkv + r * h3 + c0, Ly.bqkv.data() + c0, c1 - c0, Activation::none);
+  };
+  mm_->matmul(
+      Ly.wqkv, in, h, m, qkv, h3,
+      [](void* g, int64_t c0, int64_t c1) { (*static_cast<decltype(bias)*>(g))(c0, c1); }, &bias);
+}
+
 size_t BertSession::scratch_bytes() const {
   return x_.size() + qkv_.size() + ctx_.size() + proj_.size() + ffn_.size() + xin_.size() +
          scores_.size() + cls_.size() + logits_.size() +
@@ -437,7 +438,7 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
   CIBENCH_CHECK(seq_len >= 1 && seq_len <= max_length_, "sequence length ", seq_len,
                 "; this session takes 1..", max_length_);
   const int64_t B = batch, L = seq_len, M = B * L;
-  const int64_t h = c.hidden, h3 = 3 * h, f = c.intermediate, nh = c.n_heads, hd = c.head_dim();
+  const int64_t h = c.hidden, f = c.intermediate, nh = c.n_heads, hd = c.head_dim();
   const float eps = static_cast<float>(c.layer_norm_eps);
   for (int64_t r = 0; r < M; ++r) {
     CIBENCH_CHECK(ids[r] >= 0 && ids[r] < c.vocab_size, "token id ", ids[r], " at position ", r,
@@ -499,8 +500,8 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const std::string lp = obs ? "layers." + std::to_string(l) + "." : std::string();
     const float* qkv_in = Ly.qkv_in_norm_w.empty() ? x : xin;
     if (obs) obs->observe(lp + "query", qkv_in, M, h);
-    mm_->matmul(Ly.wqkv, qkv_in, h, M, qkv, h3);
-    self_attention(k, pool, qkv, Ly.bqkv.data(), mask, B, L, n_q, h, nh, nullptr, nullptr, -1,
+    qkv_matmul(Ly, qkv_in, M, qkv);
+    self_attention(k, pool, qkv, mask, B, L, n_q, h, nh, nullptr, nullptr, -1,
                    buf<float>(scores_), per_thread, ctx);
 
     float* xs = x;          // the rows that continue: all of them, or the [CLS] rows
@@ -574,7 +575,7 @@ void BertSession::forward_modern(const int* ids, const uint8_t* mask, int batch,
                                  float* logits) {
   const BertConfig& c = model_.config;
   const int64_t B = batch, L = seq_len, M = B * L;
-  const int64_t h = c.hidden, h3 = 3 * h, f = c.intermediate, f2 = 2 * f, nh = c.n_heads;
+  const int64_t h = c.hidden, f = c.intermediate, f2 = 2 * f, nh = c.n_heads;
   const int64_t hd = c.head_dim(), reach = c.local_window / 2;
   const float eps = static_cast<float>(c.layer_norm_eps);
   const KernelTable& k = kernels_for(isa_);
@@ -627,9 +628,9 @@ void BertSession::forward_modern(const int* ids, const uint8_t* mask, int batch,
       ain = xin;
     }
     if (obs) obs->observe(lp + "query", ain, M, h);
-    mm_->matmul(Ly.wqkv, ain, h, M, qkv, h3);
+    qkv_matmul(Ly, ain, M, qkv);
     // Global layers see every key; local ones the keys within local_window / 2 of the query.
-    self_attention(k, pool, qkv, Ly.bqkv.data(), mask, B, L, n_q, h, nh, rcos, rsin, global ? -1 : reach,
+    self_attention(k, pool, qkv, mask, B, L, n_q, h, nh, rcos, rsin, global ? -1 : reach,
                    buf<float>(scores_), per_thread, ctx);
 
     float* xs = x;  // the rows that continue: all of them, or the [CLS] rows

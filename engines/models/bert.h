@@ -239,6 +239,8 @@ class BertSession {
                int seq_len, float* logits);
   // ModernBERT's pre-LayerNorm pass.
   void forward_modern(const int* ids, const uint8_t* mask, int batch, int seq_len, float* logits);
+  // qkv (m rows of 3 * hidden) = in Wqkv^T + bqkv.
+  void qkv_matmul(const BertLayer& layer, const float* in, int64_t m, float* qkv);
 
   const BertModel& model_;
   BertSessionOptions opts_;

@@ -70,6 +70,8 @@ Real activation(Real v, BertActivation act) {
              (one + std::tanh(std::sqrt(Real(2) / Real(3.14159265358979)) * (v + Real(0.044715) * v * v * v)));
     case BertActivation::relu:
       return v > Real(0) ? v : Real(0);
+    case BertActivation::none:
+      return v;
   }
   return v;
 }

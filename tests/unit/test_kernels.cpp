@@ -234,7 +234,7 @@ TEST_P(KernelTwin, EncoderNumericsMatchTheGenericTwin) {
   for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{63}, int64_t{128}, int64_t{768}}) {
     const auto bias = randv(n, rng), w = randv(n, rng), b = randv(n, rng), w2 = randv(n, rng), b2 = randv(n, rng);
     const auto a = randv(n, rng, 2.f);
-    for (Activation act : {Activation::gelu, Activation::gelu_tanh, Activation::relu}) {
+    for (Activation act : {Activation::gelu, Activation::gelu_tanh, Activation::relu, Activation::none}) {
       const auto xin = randv(n, rng, 6.f);
       auto x0 = xin, x1 = xin;
       ref().bias_activation(x0.data(), bias.data(), n, act);
@@ -259,8 +259,8 @@ TEST_P(KernelTwin, EncoderNumericsMatchTheGenericTwin) {
     for (auto& m : mask) m = rng() % 4 != 0;
     auto s0 = randv(n, rng, 4.f);
     auto s1 = s0;
-    ref().masked_softmax(s0.data(), mask.data(), n);
-    fast().masked_softmax(s1.data(), mask.data(), n);
+    ref().masked_softmax(s0.data(), mask.data(), n, 0.14433757f);
+    fast().masked_softmax(s1.data(), mask.data(), n, 0.14433757f);
     for (int64_t i = 0; i < n; ++i) {
       ASSERT_NEAR(s0[i], s1[i], 2 * (gamma_f32(n) + 8 * kF32U) * s0[i] + 1e-30) << "softmax n=" << n;
       // A masked score's weight is exp of the clamped input (-87.33): ~1e-38, nothing beside the rest.
@@ -269,6 +269,32 @@ TEST_P(KernelTwin, EncoderNumericsMatchTheGenericTwin) {
       }
     }
   }
+}
+
+// The transpose moves bits: every level writes exactly the generic twin's values (NaN payloads
+// and negative zeros included), on shapes with every remainder of its 8 x 8 blocks, leaving what
+// lies outside the destination block alone.
+TEST_P(KernelTwin, TransposeMovesEveryElementBitForBit) {
+  std::mt19937 rng(11);
+  for (int64_t rows : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{13}, int64_t{64}, int64_t{128}})
+    for (int64_t cols : {int64_t{1}, int64_t{5}, int64_t{8}, int64_t{17}, int64_t{64}}) {
+      const int64_t lds = cols + 3, ldd = rows + 5;
+      auto src = randv(rows * lds, rng, 4.f);
+      src[0] = -0.0f;
+      if (src.size() > 2) src[2] = std::nanf("7");
+      std::vector<float> d0(cols * ldd, 9.5f), d1 = d0;
+      ref().transpose_f32(src.data(), lds, rows, cols, d0.data(), ldd);
+      fast().transpose_f32(src.data(), lds, rows, cols, d1.data(), ldd);
+      ASSERT_EQ(0, std::memcmp(d0.data(), d1.data(), d0.size() * sizeof(float))) << rows << " x " << cols;
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t r = 0; r < ldd; ++r) {
+          uint32_t a, b;
+          const float want = r < rows ? src[r * lds + c] : 9.5f;
+          std::memcpy(&a, &want, 4);
+          std::memcpy(&b, &d1[c * ldd + r], 4);
+          ASSERT_EQ(a, b) << "element (" << r << ", " << c << ") of " << rows << " x " << cols;
+        }
+    }
 }
 
 // GELU (erf form) against erf in double at every level, over [-12, 12] and a few extremes: the
