@@ -227,12 +227,19 @@ void int8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
       const int nv = static_cast<int>((nr + 15) / 16);
       const int64_t nl = nr - 16 * (nv - 1);
       PanelChunk pc;
+      const int64_t block_bytes = kDecodeRows * static_cast<int64_t>(row_bytes);
       alignas(64) float sw[kPanelRows] = {};
       alignas(64) int32_t rs[kPanelRows] = {};
-      for (int64_t n = 0; n < nr; ++n) {
-        const uint8_t* row = w + (r0 + n) * row_bytes;
-        sw[n] = load_f32(row);
-        if constexpr (A7) rs[n] = load_i32(row + 4);
+      if (layout) {
+        // The 16 scales at the head of each whole block (the rows' own headers are a cache line
+        // apart each: loading them one by one was 4.5 % of a DistilBERT w8a8 pass, 128 tokens).
+        for (int v = 0; v < nv; ++v) std::memcpy(sw + 16 * v, layout + (r0 / kDecodeRows + v) * block_bytes, 64);
+      } else {
+        for (int64_t n = 0; n < nr; ++n) {
+          const uint8_t* row = w + (r0 + n) * row_bytes;
+          sw[n] = load_f32(row);
+          if constexpr (A7) rs[n] = load_i32(row + 4);
+        }
       }
       for (int v = 0; v < kPanelVecs; ++v) {
         pc.sw[v] = _mm512_load_ps(sw + 16 * v);
@@ -240,7 +247,6 @@ void int8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
       }
       pc.keep = static_cast<__mmask16>(nl == 16 ? 0xffff : (1u << nl) - 1);
       pc.row_bytes = row_bytes;
-      const int64_t block_bytes = kDecodeRows * static_cast<int64_t>(row_bytes);
       auto lay_at = [&](int64_t r, int64_t col) {  // block r / 16's vector of column col
         return reinterpret_cast<const __m512i*>(layout + r / kDecodeRows * block_bytes + 64) + col / 4;
       };
