@@ -61,6 +61,7 @@ struct Q8DotBw {
 
 // ---- int4_gG_a8 prefill: the panel GEMM on AVX-512 BW -----------------------------------------
 #include "engines/kernels/fmt_group_gemm_512.inc"
+#include "engines/kernels/fmt_actb_512.inc"
 
 struct GroupDotBw {  // the int16 runs of fmt_group_gemm_512.inc
   static constexpr bool kVnni = false;
@@ -166,7 +167,8 @@ void add_decode_layout_avx512(const Spec& s, FormatKernels& f) {
 }
 
 FormatKernels kernels_avx512(const Spec& s) {
-  if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Bw>, w8a8_matmul_512<Dot64Bw>};
+  if (s.kind == Kind::w8a8)
+    return FormatKernels{w8a8_matvec_512<Dot64Bw>, w8a8_matmul_512<Dot64Bw>, act8_quantize_512};
   if (s.kind == Kind::q8_a8) return FormatKernels{q8a8_matvec_512<Q8DotBw>, q8a8_matmul_512<Q8DotBw>};
   if (s.kind == Kind::int4_a8) {
     FormatKernels f = kernels_avx2(s);  // the matvec, the quantiser and the few-token matmul

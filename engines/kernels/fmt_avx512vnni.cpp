@@ -1326,7 +1326,7 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
     f.act_variant = &bf16_act_variant();
     return f;
   }
-  if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni};
+  if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni, act8_quantize_512};
   if (s.kind == Kind::w8a7) {
     FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmul below
     f.matmul = w8a7_matmul_vnni;
