@@ -188,46 +188,28 @@ inline void add_layer_norm_body(float* x, const float* a, const float* bias, con
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 // exp_approx on a vector: the same steps, lane by lane (the scalar form contracts the same
-// products into multiply-adds where the compiler may; each step rounds once either way).
+// products into multiply-adds where the compiler may; each step rounds once either way). The
+// vector types are GCC vectors, so + - * and the bit casts are written once for both widths.
 #if defined(__AVX512F__)
 using VecF = __m512;
-using VecI = __m512i;
-constexpr int kLanes = 16;
-inline VecF vset(float a) { return _mm512_set1_ps(a); }
 inline VecF vfma(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
-inline VecF vfnma(VecF a, VecF b, VecF c) { return _mm512_fnmadd_ps(a, b, c); }
-inline VecF vmul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
-inline VecF vadd(VecF a, VecF b) { return _mm512_add_ps(a, b); }
-inline VecF vsub(VecF a, VecF b) { return _mm512_sub_ps(a, b); }
 inline VecF vmin(VecF a, VecF b) { return _mm512_min_ps(a, b); }
 inline VecF vmax(VecF a, VecF b) { return _mm512_max_ps(a, b); }
-inline VecF vscale_bits(VecF t) {
-  const VecI ti = _mm512_castps_si512(t);
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(ti, _mm512_set1_epi32(127 - 0x4B400000)), 23));
-}
 #else
 using VecF = __m256;
-using VecI = __m256i;
-constexpr int kLanes = 8;
-inline VecF vset(float a) { return _mm256_set1_ps(a); }
 inline VecF vfma(VecF a, VecF b, VecF c) { return _mm256_fmadd_ps(a, b, c); }
-inline VecF vfnma(VecF a, VecF b, VecF c) { return _mm256_fnmadd_ps(a, b, c); }
-inline VecF vmul(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
-inline VecF vadd(VecF a, VecF b) { return _mm256_add_ps(a, b); }
-inline VecF vsub(VecF a, VecF b) { return _mm256_sub_ps(a, b); }
 inline VecF vmin(VecF a, VecF b) { return _mm256_min_ps(a, b); }
 inline VecF vmax(VecF a, VecF b) { return _mm256_max_ps(a, b); }
-inline VecF vscale_bits(VecF t) {
-  const VecI ti = _mm256_castps_si256(t);
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(ti, _mm256_set1_epi32(127 - 0x4B400000)), 23));
-}
 #endif
+using VecI32 = int32_t __attribute__((vector_size(sizeof(VecF))));
+inline VecF vset(float a) { return VecF{} + a; }
+inline VecF vfnma(VecF a, VecF b, VecF c) { return vfma(-a, b, c); }
 inline VecF exp_vec(VecF x) {
   x = vmin(vset(88.72f), x);
   x = vmax(vset(-87.33f), x);
   const VecF magic = vset(12582912.0f);
   const VecF t = vfma(x, vset(1.44269504088896341f), magic);
-  const VecF n = vsub(t, magic);
+  const VecF n = t - magic;
   VecF r = vfnma(n, vset(0.693359375f), x);
   r = vfnma(n, vset(-2.12194440e-4f), r);
   VecF p = vset(1.9875691500e-4f);
@@ -236,8 +218,10 @@ inline VecF exp_vec(VecF x) {
   p = vfma(p, r, vset(4.1665795894e-2f));
   p = vfma(p, r, vset(1.6666665459e-1f));
   p = vfma(p, r, vset(5.0000001201e-1f));
-  p = vadd(vfma(vmul(p, r), r, r), vset(1.0f));
-  return vmul(p, vscale_bits(t));
+  p = vfma(p * r, r, r) + 1.0f;
+  // 2^n from n's bits in t's mantissa (t = 0x4B400000 + n as bits).
+  const VecF scale = reinterpret_cast<VecF>((reinterpret_cast<VecI32>(t) + (127 - 0x4B400000)) << 23);
+  return p * scale;
 }
 #endif
 
