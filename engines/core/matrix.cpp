@@ -172,6 +172,7 @@ struct MatrixCall {
     // With an epilogue, the rows in chunks whose outputs (m x chunk floats) fit in about a quarter
     // of a core's L2, each chunk's epilogue right after it: the epilogue then reads what is in
     // cache instead of the whole share from L3 or memory.
+    constexpr int64_t kEpilogueBytes = 256 << 10;
     const int64_t chunk = std::max<int64_t>(64, (kEpilogueBytes / (4 * std::max<int64_t>(m, 1))) / 64 * 64);
     for (int64_t r = b; r < e; r += chunk) {
       const int64_t re = std::min(e, r + chunk);
@@ -179,7 +180,6 @@ struct MatrixCall {
       epilogue(ctx, r, re);
     }
   }
-  static constexpr int64_t kEpilogueBytes = 256 << 10;
   void rows(int64_t b, int64_t e) const {
     if (dec)
       kern.matvec_decode(dec, w.data(), w.row_bytes, w.cols, xa, y + b, b, e);

@@ -15,6 +15,9 @@
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 #endif
+#if defined(__AVX512F__)
+#include "engines/kernels/vec_avx512.h"
+#endif
 
 #include "engines/kernels/kernels.h"
 
@@ -120,7 +123,7 @@ __attribute__((always_inline)) inline void bias_activation_body(float* x, const 
       int64_t i = 0;
 #if defined(__AVX512F__)
       for (; i < n; i += 16) {
-        const __mmask16 k = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1);
+        const __mmask16 k = VecAvx512::lanes(n - i);
         const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, bias + i));
         _mm512_mask_storeu_ps(x + i, k, gelu_vec(v));
       }
@@ -238,7 +241,7 @@ inline void masked_softmax_body(float* s, const uint8_t* mask, int64_t n, float 
   const __m512 vs = _mm512_set1_ps(scale), vmask = _mm512_set1_ps(kMasked);
   __m512 mx = vmask;
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 k = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+    const __mmask16 k = VecAvx512::lanes(n - j);
     __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), vs);
     if (mask) {
       const __mmask16 keep = _mm512_mask_cmpneq_epi32_mask(
@@ -256,14 +259,14 @@ inline void masked_softmax_body(float* s, const uint8_t* mask, int64_t n, float 
   const __m512 vm = _mm512_set1_ps(m);
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 k = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+    const __mmask16 k = VecAvx512::lanes(n - j);
     const __m512 e = exp_vec(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), vm));
     _mm512_mask_storeu_ps(s + j, k, e);
     sum = _mm512_mask_add_ps(sum, k, sum, e);
   }
   const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 k = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+    const __mmask16 k = VecAvx512::lanes(n - j);
     _mm512_mask_storeu_ps(s + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), inv));
   }
 #else

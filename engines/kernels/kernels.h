@@ -13,7 +13,7 @@
 namespace cibench {
 
 // Feed-forward activations of the encoders: exact (erf) GELU, tanh-approximated GELU, ReLU; `none`
-// (Hugging Face's "linear") adds the bias alone.
+// adds the bias alone (the sessions' q/k/v projections; no loader gives it to a model).
 enum class Activation { gelu, gelu_tanh, relu, none };
 
 struct KernelTable {

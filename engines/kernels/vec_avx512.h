@@ -16,6 +16,8 @@ struct VecAvx512 {
   static inline __mmask16 tail_mask(int64_t n) {
     return static_cast<__mmask16>((1u << static_cast<unsigned>(n)) - 1u);
   }
+  // The lanes of the next vector that hold values when n are left (any n: none at n <= 0).
+  static inline __mmask16 lanes(int64_t n) { return n >= kWidth ? __mmask16(0xffff) : n > 0 ? tail_mask(n) : 0; }
   static inline T zero() { return _mm512_setzero_ps(); }
   static inline T set1(float f) { return _mm512_set1_ps(f); }
   static inline T load(const float* p) { return _mm512_loadu_ps(p); }

@@ -403,15 +403,16 @@ BertSession::BertSession(const BertModel& model, const BertSessionOptions& opts)
 
 BertSession::~BertSession() = default;
 
-void BertSession::qkv_matmul(const BertLayer& Ly, const float* in, int64_t m, float* qkv) {
-  const int64_t h = model_.config.hidden, h3 = 3 * h;
-  // The biases on each thread's columns as soon as it has computed them (in cache).
-  auto bias = [&, add = kernels_for(isa_).bias_activation](int64_t c0, int64_t c1) {
-    for (int64_t r = 0; r < m; ++r) add(qkv + r * h3 + c0, Ly.bqkv.data() + c0, c1 - c0, Activation::none);
+void BertSession::matmul_bias_act(const WeightMatrix& w, const float* in, int64_t m, float* out,
+                                  const float* bias, Activation act) {
+  const int64_t n = w.rows;
+  // Bias and activation on each thread's columns as soon as it has computed them (in cache).
+  auto cols = [&, add = kernels_for(isa_).bias_activation](int64_t c0, int64_t c1) {
+    for (int64_t r = 0; r < m; ++r) add(out + r * n + c0, bias + c0, c1 - c0, act);
   };
   mm_->matmul(
-      Ly.wqkv, in, h, m, qkv, h3,
-      [](void* g, int64_t c0, int64_t c1) { (*static_cast<decltype(bias)*>(g))(c0, c1); }, &bias);
+      w, in, w.cols, m, out, n,
+      [](void* g, int64_t c0, int64_t c1) { (*static_cast<decltype(cols)*>(g))(c0, c1); }, &cols);
 }
 
 size_t BertSession::scratch_bytes() const {
@@ -500,7 +501,7 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     const std::string lp = obs ? "layers." + std::to_string(l) + "." : std::string();
     const float* qkv_in = Ly.qkv_in_norm_w.empty() ? x : xin;
     if (obs) obs->observe(lp + "query", qkv_in, M, h);
-    qkv_matmul(Ly, qkv_in, M, qkv);
+    matmul_bias_act(Ly.wqkv, qkv_in, M, qkv, Ly.bqkv.data(), Activation::none);
     self_attention(k, pool, qkv, mask, B, L, n_q, h, nh, nullptr, nullptr, -1,
                    buf<float>(scores_), per_thread, ctx);
 
@@ -527,16 +528,7 @@ void BertSession::forward(const int* ids, const uint8_t* mask, const int* token_
     // ---- feed-forward, residual, LayerNorm
     const float* ffn_in = ffn_fold ? xin : xs;
     if (obs) obs->observe(lp + "ffn_in", ffn_in, m, h);
-    // Bias and activation on each thread's columns as soon as it has computed them.
-    const auto bias_activation = k.bias_activation;
-    auto gelu_cols = [&](int64_t c0, int64_t c1) {
-      for (int64_t r = 0; r < m; ++r)
-        bias_activation(ffn + r * f + c0, Ly.b_in.data() + c0, c1 - c0, c.activation);
-    };
-    mm_->matmul(
-        Ly.w_in, ffn_in, h, m, ffn, f,
-        [](void* g, int64_t c0, int64_t c1) { (*static_cast<decltype(gelu_cols)*>(g))(c0, c1); },
-        &gelu_cols);
+    matmul_bias_act(Ly.w_in, ffn_in, m, ffn, Ly.b_in.data(), c.activation);
     if (obs) obs->observe(lp + "ffn_out", ffn, m, f);
     mm_->matmul(Ly.w_out, ffn, f, m, proj, h);
     // The next layer's folded q/k/v input comes out of this LayerNorm as a second output.
@@ -628,7 +620,7 @@ void BertSession::forward_modern(const int* ids, const uint8_t* mask, int batch,
       ain = xin;
     }
     if (obs) obs->observe(lp + "query", ain, M, h);
-    qkv_matmul(Ly, ain, M, qkv);
+    matmul_bias_act(Ly.wqkv, ain, M, qkv, Ly.bqkv.data(), Activation::none);
     // Global layers see every key; local ones the keys within local_window / 2 of the query.
     self_attention(k, pool, qkv, mask, B, L, n_q, h, nh, rcos, rsin, global ? -1 : reach,
                    buf<float>(scores_), per_thread, ctx);

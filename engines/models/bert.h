@@ -239,8 +239,9 @@ class BertSession {
                int seq_len, float* logits);
   // ModernBERT's pre-LayerNorm pass.
   void forward_modern(const int* ids, const uint8_t* mask, int batch, int seq_len, float* logits);
-  // qkv (m rows of 3 * hidden) = in Wqkv^T + bqkv.
-  void qkv_matmul(const BertLayer& layer, const float* in, int64_t m, float* qkv);
+  // out (m rows of w.rows) = act(in W^T + bias), in rows w.cols apart.
+  void matmul_bias_act(const WeightMatrix& w, const float* in, int64_t m, float* out, const float* bias,
+                       Activation act);
 
   const BertModel& model_;
   BertSessionOptions opts_;

@@ -56,9 +56,8 @@ BertActivation parse_activation(const std::string& name, const std::string& cfg,
   if (name == "gelu") return BertActivation::gelu;
   if (name == "gelu_new" || name == "gelu_pytorch_tanh") return BertActivation::gelu_tanh;
   if (name == "relu") return BertActivation::relu;
-  if (name == "linear") return BertActivation::none;
   throw FileError(cfg, str("'", key, "' = \"", name,
-                           "\" is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu, linear)"));
+                           "\" is not supported (gelu, gelu_new, gelu_pytorch_tanh, relu)"));
 }
 
 // ModernBertForSequenceClassification's names: query, key and value are row blocks of the
