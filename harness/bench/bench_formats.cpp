@@ -11,7 +11,10 @@
 // equivalent, also for sparse rows) per second; weight_MB = packed size of one matrix; the label
 // names the kernels that actually ran and how many copies of the matrix are rotated.
 // Every iteration uses the next of enough copies of the matrix to exceed 96 MB, so weights come
-// from DRAM as in decoding a real model, not from the 32 MB L3.
+// from DRAM as in decoding a real model, not from the 32 MB L3. matvec-cached runs one matrix of
+// 256 x 768 (the packed weights 0.1-0.8 MB, from L2 on cores with 1 MB of it) again and again:
+// what the format's arithmetic sustains once its bytes are near, the bound of a compute-bound
+// decode (beside the matvec rows, which one is binding).
 //
 // The bf16 and f32 rows run matmul128 at the 1.1B-class shapes too (prefill of a TinyLlama-sized
 // model). Two probes give the scale: peak/clock (a chain of dependent integer adds, one per
@@ -81,13 +84,13 @@ WeightMatrix clone(const WeightMatrix& w) {
 }
 
 void bench(benchmark::State& st, const FormatRow* f, Isa isa, Shape s, double sparsity, int64_t m,
-           int threads) {
+           int threads, bool cached) {
   const std::string pattern = prune_pattern_for_format(f->name);
   const std::vector<float>& src = weights(s, sparsity, pattern);
   std::vector<WeightMatrix> ws;
   ws.push_back(pack_matrix("w", src.data(), s.rows, s.cols, *f));
   const size_t bytes = ws[0].bytes();
-  const size_t copies = std::clamp<size_t>((kRotateBytes + bytes - 1) / bytes, 1, 512);
+  const size_t copies = cached ? 1 : std::clamp<size_t>((kRotateBytes + bytes - 1) / bytes, 1, 512);
   for (size_t c = 1; c < copies; ++c) ws.push_back(clone(ws[0]));
 
   ThreadPool pool(threads);
@@ -291,10 +294,16 @@ void register_all() {
             const std::string bname = std::string(m == 1 ? "matvec" : "matmul128") + "/" + fname +
                                       "/" + isa_name(isa) + "/" + std::to_string(s.rows) + "x" +
                                       std::to_string(s.cols) + "/t" + std::to_string(threads);
-            auto* b = benchmark::RegisterBenchmark(bname.c_str(), bench, &f, isa, s, sp, m, threads);
+            auto* b = benchmark::RegisterBenchmark(bname.c_str(), bench, &f, isa, s, sp, m, threads, false);
             if (threads > 1) b->UseRealTime();
             b->Unit(benchmark::kMicrosecond)->MinTime(0.2);
           }
+        const Shape c{256, 768};
+        const std::string cname = "matvec-cached/" + fname + "/" + isa_name(isa) + "/" +
+                                  std::to_string(c.rows) + "x" + std::to_string(c.cols) + "/t1";
+        benchmark::RegisterBenchmark(cname.c_str(), bench, &f, isa, c, sp, int64_t{1}, 1, true)
+            ->Unit(benchmark::kMicrosecond)
+            ->MinTime(0.2);
       }
     }
   }
