@@ -404,64 +404,100 @@ FormatKernels int4_avx2_kernels() {
 // ---- int4 gG decode from the decode layout (fmt_decode_layout.h) -----------------------------
 // The 16-row blocks of the AVX-512 kernels (fmt_int4_decode_512.inc), read at 256 bits: a 64-byte
 // vector is two halves, rows 0..7 and rows 8..15, a dword per row holding 8 nibbles (nibble P:
-// column (P & 1) * 16 + 4v' + P / 2 of the sub-block). For each half and group, nibble P of the 8
-// rows stays in place, masked (b & 15 << 4P; the top one shifted down, its mask would take the sign
-// bit), is converted (vcvtdq2ps: 16^P q, exact) and meets its column's activation broadcast in
-// chain P: 3 instructions per 8 weights where the row kernel above takes about 5.6 (with its
-// per-group scale broadcasts), and no reduction across lanes. At the group's end the 8 chains add
-// as sum_P chain_P 16^-P (chain 7: 1; powers of two: each chain rounds as the same sum of q x would) and the
-// zero point comes off with the group's sum of x, as in the row kernel: sym d (sum q x - 8 sum x),
-// asym d sum q x + m sum x, the 8 rows' d (and m) from one vcvtph2ps. The sums run in another order
-// than the generic twin's: the twins agree within the bound of two orders of f32 sums.
-// On an AMD Zen 5 core at the forced avx2 level (cibench-microbench matvec, G = 32 and 128, 768 x
-// 768 to 32000 x 768): 60-69 GOPs against the row kernel's 38-53. Measured slower: both halves in
-// one pass sharing each broadcast (a shift and an AND per nibble into 4 chains per half, so every
-// chain has the same scale) 50-58; the same with the activations scaled by 16^-P in six copies per
-// call, the nibbles masked in place, 53-63; the odd nibbles masked after one shift by 4, so four
-// masks stay in registers and chains pair up by scale (4 or 8 chains), 52-66 against 63-67 in the
-// same runs; nibbles 0..4 made floats by OR-ing 2^23's exponent in and subtracting 2^23 in place of
-// vcvtdq2ps (more instructions), 55-58 against 66-69.
+// column (P & 1) * 16 + 4v' + P / 2 of the sub-block). Both halves in one pass: for each vector and
+// nibble P, one broadcast of the column's activation meets both halves' nibble P, each masked in
+// place (b & 15 << 4P; the top one shifted down, its mask would take the sign bit) and converted
+// (vcvtdq2ps: 16^P q, exact). Every column has one P, so the activations are read from a copy
+// scaled by 16^-P per column (ScaledActs, made once per call; P = 7: 1): each product is q x
+// exactly (for |x| >= 2^-102, the scaled copy normal), every chain has the same scale, and 4
+// chains per half suffice (chain P % 4): per 16 weights a broadcast, 2 masks, 2 conversions and 2
+// FMAs; at the group's end 3 adds per half, the zero point added as -8 sum x (exact), then the
+// rows' d from one vcvtph2ps: sym d (sum q x - 8 sum x), asym d sum q x + m sum x. The sums run in
+// another order than the generic twin's: the twins agree within the bound of two orders of f32
+// sums. On an AMD Zen 5 core at the forced avx2 level, the group loop alone with its bytes in L1:
+// 81 GOPs against 74 for one half at a time with 8 chains of 16^P scales combined at each group's
+// end (the 0.75-cycle bound of a mask, a conversion and an FMA per 8 weights: 88 at 4.1 GHz).
+// Measured slower before: a shift and an AND per nibble into 4 chains per half (50-58 GOPs in the
+// matvec benchmark against 63-67); nibbles 0..4 made floats by OR-ing 2^23's exponent in and
+// subtracting 2^23 in place of vcvtdq2ps (more instructions), 55-58 against 66-69.
+template <int G>
+class ScaledActs {
+ public:
+  ScaledActs(const float* x, int64_t k) {
+    const int64_t n = round_up(k, 32);
+    float* d = stack_;
+    if (n > kStack) {
+      heap_.resize(static_cast<size_t>(n));
+      d = heap_.data();
+    }
+    xs_ = d;
+    // 16^-P (exact powers of two) of nibble P = 2 (j % 4) + j / 16 of column j of a sub-block
+    constexpr float kScale[8] = {1.f, 0x1p-4f, 0x1p-8f, 0x1p-12f, 0x1p-16f, 0x1p-20f, 0x1p-24f, 1.f};
+    for (int64_t c = 0; c < n; ++c) {
+      const int j = static_cast<int>(c % 32);
+      d[c] = c < k ? x[c] * kScale[2 * (j % 4) + j / 16] : 0.f;
+    }
+  }
+  ScaledActs(const ScaledActs&) = delete;
+  ScaledActs& operator=(const ScaledActs&) = delete;
+  const float* group(int64_t g) const { return xs_ + g * G; }
+
+ private:
+  static constexpr int64_t kStack = 6144;
+  alignas(64) float stack_[kStack];
+  std::vector<float> heap_;
+  const float* xs_ = nullptr;
+};
+
 template <bool Asym, int SUBS>
-inline __m256 int4f_group_256(const uint8_t* blk, int h, const float* x, float sx, __m256 acc) {
+inline void int4f_group_256(const uint8_t* blk, const float* xs, float sx, __m256& acc0, __m256& acc1) {
   constexpr int64_t hdr = Asym ? 64 : 32;
-  const uint8_t* q = blk + hdr + 32 * h;
-  __m256 s[8];
-  for (__m256& t : s) t = _mm256_setzero_ps();
+  const uint8_t* q = blk + hdr;
+  __m256 s0[4], s1[4];
+  for (int i = 0; i < 4; ++i) s0[i] = s1[i] = _mm256_setzero_ps();
 #pragma GCC unroll 16
   for (int v = 0; v < 4 * SUBS; ++v) {  // sub-block v / 4, vector v % 4
-    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v));
-    const float* xv = x + 32 * (v / 4) + 4 * (v % 4);
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v + 32));
+    const float* xv = xs + 32 * (v / 4) + 4 * (v % 4);
     // each vector's broadcasts after the previous vector's: GCC 12 otherwise issued them all up
-    // front and kept them on the stack (or shared them between the halves the same way)
+    // front and kept them on the stack
     asm volatile("" : "+r"(xv));
 #pragma GCC unroll 8
     for (int P = 0; P < 8; ++P) {
-      const __m256i c = P == 7 ? _mm256_srli_epi32(b, 28) : _mm256_and_si256(b, _mm256_set1_epi32(15 << (4 * P)));
-      s[P] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), _mm256_broadcast_ss(xv + (P & 1) * 16 + P / 2), s[P]);
+      const __m256 xb = _mm256_broadcast_ss(xv + (P & 1) * 16 + P / 2);
+      const __m256i m = _mm256_set1_epi32(15 << (4 * P));
+      const __m256i c0 = P == 7 ? _mm256_srli_epi32(b0, 28) : _mm256_and_si256(b0, m);
+      const __m256i c1 = P == 7 ? _mm256_srli_epi32(b1, 28) : _mm256_and_si256(b1, m);
+      s0[P % 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c0), xb, s0[P % 4]);
+      s1[P % 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c1), xb, s1[P % 4]);
     }
   }
-  const __m256 c4 = _mm256_set1_ps(1.f / 16), c8 = _mm256_set1_ps(1.f / 256), c16 = _mm256_set1_ps(1.f / 65536);
-  // chain P holds 16^P sum q x for P < 7 (the top nibble, shifted down, holds sum q x itself)
-  const __m256 t01 = _mm256_fmadd_ps(s[1], c4, s[0]), t23 = _mm256_fmadd_ps(s[3], c4, s[2]);
-  const __m256 t456 = _mm256_fmadd_ps(s[6], c8, _mm256_fmadd_ps(s[5], c4, s[4]));
-  const __m256 sum = _mm256_add_ps(_mm256_fmadd_ps(t456, c16, _mm256_fmadd_ps(t23, c8, t01)), s[7]);
-  const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16 * h)));
+  const __m256 t0 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), _mm256_add_ps(s0[2], s0[3]));
+  const __m256 t1 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), _mm256_add_ps(s1[2], s1[3]));
+  const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+  const __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
   if constexpr (Asym) {
-    const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * h)));
-    return _mm256_fmadd_ps(m, _mm256_set1_ps(sx), _mm256_fmadd_ps(d, sum, acc));
+    const __m256 vs = _mm256_set1_ps(sx);
+    const __m256 m0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32)));
+    const __m256 m1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 48)));
+    acc0 = _mm256_fmadd_ps(m0, vs, _mm256_fmadd_ps(d0, t0, acc0));
+    acc1 = _mm256_fmadd_ps(m1, vs, _mm256_fmadd_ps(d1, t1, acc1));
   } else {
-    return _mm256_fmadd_ps(d, _mm256_fnmadd_ps(_mm256_set1_ps(8.f), _mm256_set1_ps(sx), sum), acc);
+    const __m256 z = _mm256_set1_ps(-8.f * sx);  // exact
+    acc0 = _mm256_fmadd_ps(d0, _mm256_add_ps(t0, z), acc0);
+    acc1 = _mm256_fmadd_ps(d1, _mm256_add_ps(t1, z), acc1);
   }
 }
 
 // y[r - row_begin] for r in [row_begin, row_end): the whole 16-row blocks from the decode layout,
-// group by group, each group's two halves in turn (its bytes stay in L1 between them), the other
-// rows with the row kernel above (decode_blocks).
+// group by group, the other rows with the row kernel above (decode_blocks).
 template <int G, bool Asym>
 void int4f_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
                              float* y, int64_t row_begin, int64_t row_end) {
   constexpr int64_t piece = (Asym ? 64 : 32) + 256 * (G / 32);
   const DecodeActs<G> acts(static_cast<const float*>(xv), k, true);  // both forms take the group sums
+  const ScaledActs<G> xs(static_cast<const float*>(xv), k);
   const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;  // the layout keeps the rows' bytes
   decode_blocks(
       row_begin, row_end,
@@ -475,8 +511,7 @@ void int4f_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_by
           constexpr int S = decltype(subs)::value;
           const uint8_t* p = blk + g * piece;
           decode_prefetch(p, piece);
-          acc0 = int4f_group_256<Asym, S>(p, 0, acts.group(g), acts.sum(g), acc0);
-          acc1 = int4f_group_256<Asym, S>(p, 1, acts.group(g), acts.sum(g), acc1);
+          int4f_group_256<Asym, S>(p, xs.group(g), acts.sum(g), acc0, acc1);
         });
         float* yb = y + (b * kDecodeRows - row_begin);
         _mm256_storeu_ps(yb, acc0);
