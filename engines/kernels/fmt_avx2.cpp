@@ -409,17 +409,19 @@ FormatKernels int4_avx2_kernels() {
 // place (b & 15 << 4P; the top one shifted down, its mask would take the sign bit) and converted
 // (vcvtdq2ps: 16^P q, exact). Every column has one P, so the activations are read from a copy
 // scaled by 16^-P per column (ScaledActs, made once per call; P = 7: 1): each product is q x
-// exactly (for |x| >= 2^-102, the scaled copy normal), every chain has the same scale, and 4
-// chains per half suffice (chain P % 4): per 16 weights a broadcast, 2 masks, 2 conversions and 2
-// FMAs; at the group's end 3 adds per half, the zero point added as -8 sum x (exact), then the
-// rows' d from one vcvtph2ps: sym d (sum q x - 8 sum x), asym d sum q x + m sum x. The sums run in
-// another order than the generic twin's: the twins agree within the bound of two orders of f32
-// sums. On an AMD Zen 5 core at the forced avx2 level, the group loop alone with its bytes in L1:
-// 81 GOPs against 74 for one half at a time with 8 chains of 16^P scales combined at each group's
-// end (the 0.75-cycle bound of a mask, a conversion and an FMA per 8 weights: 88 at 4.1 GHz).
-// Measured slower before: a shift and an AND per nibble into 4 chains per half (50-58 GOPs in the
-// matvec benchmark against 63-67); nibbles 0..4 made floats by OR-ing 2^23's exponent in and
-// subtracting 2^23 in place of vcvtdq2ps (more instructions), 55-58 against 66-69.
+// exactly (for |x| >= 2^-102, the scaled copy normal), every chain has the same scale, and 3
+// chains per half suffice (chain P % 3): per 16 weights a broadcast, 2 masks, 2 conversions and 2
+// FMAs. The symmetric zero point's -8 sum x (exact) starts chain 0; at the group's end 2 adds per
+// half and the rows' d from one vcvtph2ps: sym d (sum q x - 8 sum x), asym d sum q x + m sum x.
+// The sums run in another order than the generic twin's: the twins agree within the bound of two
+// orders of f32 sums. On an AMD Zen 5 core at the forced avx2 level, the group loop alone with its
+// bytes in L1: 81-82 GOPs against 74 for one half at a time with 8 chains of 16^P scales combined
+// at each group's end (the 0.75-cycle bound of a mask, a conversion and an FMA per 8 weights: 95 at
+// the 4.44 GHz the clock probe read); in the matvec benchmark 72-80 GOPs against 66-72, and with 3
+// chains and the zero point in chain 0 1-3 % above 4 chains and a separate add (three alternating
+// rounds). Measured slower before: a shift and an AND per nibble into 4 chains per half (50-58
+// GOPs against 63-67); nibbles 0..4 made floats by OR-ing 2^23's exponent in and subtracting 2^23
+// in place of vcvtdq2ps (more instructions), 55-58 against 66-69.
 template <int G>
 class ScaledActs {
  public:
@@ -431,11 +433,14 @@ class ScaledActs {
       d = heap_.data();
     }
     xs_ = d;
-    // 16^-P (exact powers of two) of nibble P = 2 (j % 4) + j / 16 of column j of a sub-block
-    constexpr float kScale[8] = {1.f, 0x1p-4f, 0x1p-8f, 0x1p-12f, 0x1p-16f, 0x1p-20f, 0x1p-24f, 1.f};
-    for (int64_t c = 0; c < n; ++c) {
-      const int j = static_cast<int>(c % 32);
-      d[c] = c < k ? x[c] * kScale[2 * (j % 4) + j / 16] : 0.f;
+    // 16^-P (exact powers of two) of nibble P = 2 (j % 4) + j / 16 of column j of a sub-block:
+    // columns 0..15 P = 0, 2, 4, 6, 16..31 P = 1, 3, 5, 7 (the top nibble, shifted down: 1)
+    const __m256 lo = _mm256_setr_ps(1.f, 0x1p-8f, 0x1p-16f, 0x1p-24f, 1.f, 0x1p-8f, 0x1p-16f, 0x1p-24f);
+    const __m256 hi = _mm256_setr_ps(0x1p-4f, 0x1p-12f, 0x1p-20f, 1.f, 0x1p-4f, 0x1p-12f, 0x1p-20f, 1.f);
+    for (int64_t c = 0; c < n; c += 8) {
+      const __m256 sc = (c % 32) < 16 ? lo : hi;
+      const __m256 v = c + 8 <= k ? _mm256_loadu_ps(x + c) : VecAvx2::load_partial(x + c, c < k ? k - c : 0);
+      _mm256_store_ps(d + c, _mm256_mul_ps(v, sc));
     }
   }
   ScaledActs(const ScaledActs&) = delete;
@@ -452,9 +457,11 @@ class ScaledActs {
 template <bool Asym, int SUBS>
 inline void int4f_group_256(const uint8_t* blk, const float* xs, float sx, __m256& acc0, __m256& acc1) {
   constexpr int64_t hdr = Asym ? 64 : 32;
+  constexpr int NC = 3;  // chains per half: chain P % 3
   const uint8_t* q = blk + hdr;
-  __m256 s0[4], s1[4];
-  for (int i = 0; i < 4; ++i) s0[i] = s1[i] = _mm256_setzero_ps();
+  __m256 s0[NC], s1[NC];
+  for (int i = 0; i < NC; ++i) s0[i] = s1[i] = _mm256_setzero_ps();
+  if constexpr (!Asym) s0[0] = s1[0] = _mm256_set1_ps(-8.f * sx);  // the zero point's -8 sum x, exact
 #pragma GCC unroll 16
   for (int v = 0; v < 4 * SUBS; ++v) {  // sub-block v / 4, vector v % 4
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v));
@@ -469,12 +476,12 @@ inline void int4f_group_256(const uint8_t* blk, const float* xs, float sx, __m25
       const __m256i m = _mm256_set1_epi32(15 << (4 * P));
       const __m256i c0 = P == 7 ? _mm256_srli_epi32(b0, 28) : _mm256_and_si256(b0, m);
       const __m256i c1 = P == 7 ? _mm256_srli_epi32(b1, 28) : _mm256_and_si256(b1, m);
-      s0[P % 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c0), xb, s0[P % 4]);
-      s1[P % 4] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c1), xb, s1[P % 4]);
+      s0[P % NC] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c0), xb, s0[P % NC]);
+      s1[P % NC] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(c1), xb, s1[P % NC]);
     }
   }
-  const __m256 t0 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), _mm256_add_ps(s0[2], s0[3]));
-  const __m256 t1 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), _mm256_add_ps(s1[2], s1[3]));
+  const __m256 t0 = _mm256_add_ps(_mm256_add_ps(s0[0], s0[1]), s0[2]);
+  const __m256 t1 = _mm256_add_ps(_mm256_add_ps(s1[0], s1[1]), s1[2]);
   const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
   const __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
   if constexpr (Asym) {
@@ -484,9 +491,8 @@ inline void int4f_group_256(const uint8_t* blk, const float* xs, float sx, __m25
     acc0 = _mm256_fmadd_ps(m0, vs, _mm256_fmadd_ps(d0, t0, acc0));
     acc1 = _mm256_fmadd_ps(m1, vs, _mm256_fmadd_ps(d1, t1, acc1));
   } else {
-    const __m256 z = _mm256_set1_ps(-8.f * sx);  // exact
-    acc0 = _mm256_fmadd_ps(d0, _mm256_add_ps(t0, z), acc0);
-    acc1 = _mm256_fmadd_ps(d1, _mm256_add_ps(t1, z), acc1);
+    acc0 = _mm256_fmadd_ps(d0, t0, acc0);
+    acc1 = _mm256_fmadd_ps(d1, t1, acc1);
   }
 }
 
