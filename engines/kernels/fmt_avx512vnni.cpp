@@ -231,9 +231,14 @@ void int8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
       alignas(64) float sw[kPanelRows] = {};
       alignas(64) int32_t rs[kPanelRows] = {};
       if (layout) {
-        // The 16 scales at the head of each whole block (the rows' own headers are a cache line
-        // apart each: loading them one by one was 4.5 % of a DistilBERT w8a8 pass, 128 tokens).
-        for (int v = 0; v < nv; ++v) std::memcpy(sw + 16 * v, layout + (r0 / kDecodeRows + v) * block_bytes, 64);
+        // The 16 scales (w8a7: then the 16 sums) at the head of each whole block (the rows' own
+        // headers are a cache line apart each: loading them one by one was 4.5 % of a DistilBERT
+        // w8a8 pass, 128 tokens).
+        for (int v = 0; v < nv; ++v) {
+          const uint8_t* head = layout + (r0 / kDecodeRows + v) * block_bytes;
+          std::memcpy(sw + 16 * v, head, 64);
+          if constexpr (A7) std::memcpy(rs + 16 * v, head + 64, 64);
+        }
       } else {
         for (int64_t n = 0; n < nr; ++n) {
           const uint8_t* row = w + (r0 + n) * row_bytes;
@@ -248,7 +253,7 @@ void int8_gemm_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
       pc.keep = static_cast<__mmask16>(nl == 16 ? 0xffff : (1u << nl) - 1);
       pc.row_bytes = row_bytes;
       auto lay_at = [&](int64_t r, int64_t col) {  // block r / 16's vector of column col
-        return reinterpret_cast<const __m512i*>(layout + r / kDecodeRows * block_bytes + 64) + col / 4;
+        return reinterpret_cast<const __m512i*>(layout + r / kDecodeRows * block_bytes + kDecodeRows * hdr) + col / 4;
       };
       for (int64_t k0 = 0; k0 < kp; k0 += kGemmKc) {
         const int64_t kc = kp - k0 < kGemmKc ? kp - k0 : kGemmKc;
@@ -444,6 +449,19 @@ void w8a7_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
   }
   static const decltype(FormatKernels::matmul) few = kernels_avx2(Spec{Kind::w8a7, 0, false}).matmul;
   few(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+}
+
+// w8a7 prefill from the decode layout, as w8a8_matmul_layout: its weights stay signed there, the
+// 16 scales and then the 16 row sums at the head of each block.
+void w8a7_matmul_layout(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
+                        size_t x_row_bytes, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
+  if (m < kGemmMinTokensA7) {
+    w8a7_matmul_vnni(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+    return;
+  }
+  decode_spans(row_begin, row_end, [&](int64_t r0, int64_t r1, bool whole) {
+    int8_gemm_vnni<true>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, r0, r1, whole ? dec : nullptr);
+  });
 }
 
 // int8_g32_a8: the Q8_0 values biased to unsigned in the repack (XOR 0x80), so
@@ -1301,6 +1319,8 @@ decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni() { retur
 
 decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni() { return w8a8_matmul_layout; }
 
+decltype(FormatKernels::matmul_tiles) w8a7_matmul_layout_avx512vnni() { return w8a7_matmul_layout; }
+
 void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f) {
   auto set = [&f](auto bytes, auto pack, auto matvec) {
     f.decode_bytes = bytes;
@@ -1311,6 +1331,8 @@ void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f) {
     set(decode_bytes_512<Kind::q8_a8, 32>, decode_pack_512<Kind::q8_a8, 32>, decode_matvec_512<Kind::q8_a8, 32>);
   else if (s.kind == Kind::w8a8)
     set(decode_bytes_512<Kind::w8a8, 32>, decode_pack_512<Kind::w8a8, 32>, decode_matvec_512<Kind::w8a8, 32>);
+  else if (s.kind == Kind::w8a7)
+    set(decode_bytes_512<Kind::w8a7, 32>, decode_pack_512<Kind::w8a7, 32>, decode_matvec_512<Kind::w8a7, 32>);
   else if (s.kind == Kind::int4_a8 && s.group == 32)
     set(decode_bytes_512<Kind::int4_a8, 32>, decode_pack_512<Kind::int4_a8, 32>, decode_matvec_512<Kind::int4_a8, 32>);
   else if (s.kind == Kind::int4_a8 && s.group == 64)
@@ -1328,8 +1350,9 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
   }
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni, act8_quantize_512};
   if (s.kind == Kind::w8a7) {
-    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec and quantiser; the matmul below
+    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec; the matmul below, the quantiser at 512 bits
     f.matmul = w8a7_matmul_vnni;
+    f.quantize = act7_quantize_512;
     return f;
   }
   if (s.kind == Kind::q8_a8)

@@ -246,8 +246,10 @@ decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni();
 // w8a8's avx512_vnni prefill reading its whole 16-row blocks from the decode layout in place
 // (FormatKernels::matmul_tiles), the one format_table() gives the row with the layout (formats.cpp).
 decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni();
+// The same for w8a7 (its weights signed in the layout, the row sums beside the scales).
+decltype(FormatKernels::matmul_tiles) w8a7_matmul_layout_avx512vnni();
 // Decode from the rows laid out in 16-row blocks (fmt_decode_512.inc): sets decode_bytes,
-// decode_pack and matvec_decode for int8_g32_a8 (Kind::q8_a8), w8a8 (and w8a8_static) and
+// decode_pack and matvec_decode for int8_g32_a8 (Kind::q8_a8), w8a8 (and w8a8_static), w8a7 and
 // int4_gG_a8; the row matvecs they fall back to are the ones format_table() gives those rows on
 // Intel CPUs. format_table() adds the layout where AVX-512 runs full width (formats.cpp).
 void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f);

@@ -9,15 +9,18 @@
 // Layout (WeightMatrix::decode_for keeps it beside the rows): a row is a sequence of units, each
 // a header (the scales) and data (a multiple of 4 bytes): per group its header and codes (int4
 // gG and int4_gG_a8: 16 nibble bytes per sub-block of 32, a ragged last group as padded in the
-// rows; int8_g32_a8: 32 int8 q), or (w8a8) the whole row, an f32 scale and round_up(K, 32) int8 q.
+// rows; int8_g32_a8: 32 int8 q), or (w8a8, w8a7) the whole row, its header (w8a8: an f32 scale;
+// w8a7: the f32 scale and the i32 sum of its values) and round_up(K, 32) int8 q.
 // For each block of 16 rows (rows / 16 whole blocks; the rows past them stay with the row
 // kernel), unit by unit:
 //   [the 16 rows' headers: row i at bytes h i .. h i + h - 1 (h = 2: 32 bytes, h = 4: 64)]
 //   [64-byte vectors: vector v, bytes 4 i .. 4 i + 3 = data bytes 4 v .. 4 v + 3 of row i's unit]
 // The headers: the f16 d (h = 2), w8a8's f32 scale (h = 4); asymmetric int4 (4 bytes a row: f16 d,
-// f16 m) has the 16 rows' d (32 bytes), then their m (32 bytes), so each is one vcvtph2ps. int4: the low nibbles of sub-block s's vector v are its columns 4v .. 4v + 3, the high
-// ones 16 + 4v .. 16 + 4v + 3, codes 0..15 unsigned; w8a8's int8 values are biased to unsigned
-// (XOR 0x80), int8_g32_a8's stay signed. So the layout has the rows' bytes exactly, and block b
+// f16 m) has the 16 rows' d (32 bytes), then their m (32 bytes), so each is one vcvtph2ps, and
+// w8a7 (8 bytes a row) the 16 scales (64 bytes), then the 16 sums (64 bytes). int4: the low
+// nibbles of sub-block s's vector v are its columns 4v .. 4v + 3, the high ones 16 + 4v .. 16 +
+// 4v + 3, codes 0..15 unsigned; w8a8's int8 values are biased to unsigned (XOR 0x80),
+// int8_g32_a8's and w8a7's stay signed. So the layout has the rows' bytes exactly, and block b
 // starts at b * 16 * row_bytes.
 #include <xmmintrin.h>
 
@@ -35,11 +38,14 @@ constexpr int64_t kDecodeRows = 16;
 constexpr int64_t kDecodePrefetch = 3072;  // bytes ahead (fmt_decode_512.inc)
 
 // One format's units. K: Kind::int4_a8 and Kind::int4 (G = 32, 64, 128; Asym: int4 with a zero
-// point), Kind::q8_a8 (G = 32), Kind::w8a8.
+// point), Kind::q8_a8 (G = 32), Kind::w8a8, Kind::w8a7.
 template <Kind K, int G, bool Asym = false>
 struct DecodeUnits {
-  static constexpr bool whole_row = K == Kind::w8a8;
-  static constexpr int64_t header = whole_row || Asym ? 4 : 2;
+  static constexpr bool whole_row = K == Kind::w8a8 || K == Kind::w8a7;
+  static constexpr int64_t header = K == Kind::w8a7 ? kW8a7Header : (whole_row || Asym ? 4 : 2);
+  // headers of two fields (asymmetric int4's f16 d and m, w8a7's f32 scale and i32 sum) are laid
+  // out as the 16 rows' first fields, then their second ones
+  static constexpr bool split_header = Asym || K == Kind::w8a7;
   static int64_t units(int64_t k) { return whole_row ? 1 : (k + G - 1) / G; }
   // data bytes of unit u (a ragged last int4 group: its sub-blocks only)
   static int64_t data(int64_t k, int64_t u) {
@@ -78,9 +84,10 @@ void decode_pack_512(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k
         for (int i = 0; i < kDecodeRows; ++i) {
           const uint8_t* p = w0 + i * static_cast<int64_t>(row_bytes) + off;
           if (v0 == 0) {
-            if (Asym) {  // d of the 16 rows, then their m
-              std::memcpy(dst + 2 * i, p, 2);
-              std::memcpy(dst + 2 * kDecodeRows + 2 * i, p + 2, 2);
+            if (U::split_header) {  // the first field of the 16 rows, then their second
+              constexpr int64_t f = U::header / 2;
+              std::memcpy(dst + f * i, p, f);
+              std::memcpy(dst + f * kDecodeRows + f * i, p + f, f);
             } else {
               std::memcpy(dst + U::header * i, p, U::header);
             }

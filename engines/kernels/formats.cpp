@@ -193,6 +193,7 @@ static void decode_layouts(std::vector<FormatRow>& t) {
     const std::string n = r.name;
     const fmt::Spec spec = n == "int8_g32_a8" ? fmt::Spec{fmt::Kind::q8_a8}
                          : n == "w8a8" || n == "w8a8_static" ? fmt::Spec{fmt::Kind::w8a8}
+                         : n == "w8a7" ? fmt::Spec{fmt::Kind::w8a7}
                          : n == "int4_g32_a8" ? fmt::Spec{fmt::Kind::int4_a8, 32}
                          : n == "int4_g64_a8" ? fmt::Spec{fmt::Kind::int4_a8, 64}
                          : n == "int4_g128_a8" ? fmt::Spec{fmt::Kind::int4_a8, 128}
@@ -213,11 +214,12 @@ static void decode_layouts(std::vector<FormatRow>& t) {
       // tokens 15.0-15.4 -> 14.4-14.6 ms, 16 tokens 2.77-2.82 -> 2.53-2.70; TinyLlama-1.1B prefill
       // 385-400 -> 429-435 tok/s (two rounds). Without a software prefetch of the next chunk it was
       // slower (DistilBERT 16 tokens 2.4-2.5 -> 3.8-4.1 ms): fmt_avx512vnni.cpp, int8_gemm_vnni.
-      if (vnni.matvec && spec.kind == fmt::Kind::w8a8) {
+      if (vnni.matvec && (spec.kind == fmt::Kind::w8a8 || spec.kind == fmt::Kind::w8a7)) {
+        const bool a7 = spec.kind == fmt::Kind::w8a7;
         vnni.tiles_bytes = vnni.decode_bytes;
         vnni.tiles_pack = vnni.decode_pack;
-        vnni.matmul_tiles = fmt::w8a8_matmul_layout_avx512vnni();
-        vnni.tiles_min_tokens = 16;
+        vnni.matmul_tiles = a7 ? fmt::w8a7_matmul_layout_avx512vnni() : fmt::w8a8_matmul_layout_avx512vnni();
+        vnni.tiles_min_tokens = a7 ? 8 : 16;  // where each GEMM takes over (fmt_avx512vnni.cpp)
       }
       FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
       if (amx.matvec) amx.matvec = vnni.matvec;

@@ -1448,11 +1448,12 @@ TEST(Formats, Bf16PrefillOn32TokenBlocksTakesTheChainsOf64AndRunsOnAmdFullWidthC
 
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
 // w8a8_static and int4_gG_a8 at avx512_vnni where AVX-512 runs full width (Intel, AMD Zen 5) and
-// at amx, and the int4_gG_a8 rows at avx512 too (on AVX-512 BW), nowhere else; the int4
+// at amx, w8a7 at that avx512_vnni only, and the int4_gG_a8 rows at avx512 too (on AVX-512 BW),
+// nowhere else; the int4
 // weight-only rows at avx2 on every CPU (read at 256 bits), at avx512 where AVX-512 runs full
 // width (its own kernels) or split (the AVX2 set). The AMX prefill
 // of w8a8, int8_g32_a8 and the int4 `_a8` rows reads its tiles from it (no repack of its own),
-// and so does w8a8's VNNI GEMM. Where the host runs it: made by the first matvec (not by a matmul
+// and so do w8a8's and w8a7's VNNI GEMMs. Where the host runs it: made by the first matvec (not by a matmul
 // of a few tokens), once, shared by threads asking at once, its size as documented, and the
 // runner's decode the generic runner's at one and two threads (bit for bit where the sums are
 // int32; the rows past the last whole block and a ragged last group included).
@@ -1470,6 +1471,7 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
       const bool int4f = r.act == ActType::f32 && n.rfind("int4_g", 0) == 0;
       const bool int4a8 = r.act == ActType::int8_per_block && n.rfind("int4_g", 0) == 0;
       const bool want = (row && ((full && level == static_cast<int>(Isa::avx512_vnni)) || level == static_cast<int>(Isa::amx))) ||
+                        (n == "w8a7" && full && level == static_cast<int>(Isa::avx512_vnni)) ||
                         (int4a8 && full && level == static_cast<int>(Isa::avx512)) ||
                         (int4f && (level == static_cast<int>(Isa::avx2) ||
                                    ((full || split) && level == static_cast<int>(Isa::avx512))));
@@ -1487,6 +1489,7 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
   if (full && isa_supported(best))
     for (const char* name : {"int8_g32_a8", "int4_g32_a8", "int4_g128_a8", "w8a8", "int4_g32", "int4_g64_asym"})
       runs.push_back({name, best});
+  if (full && isa_supported(Isa::avx512_vnni)) runs.push_back({"w8a7", Isa::avx512_vnni});
   if (runs.empty()) {
     std::printf("[ cpu ] no decode layout on this host (vendor %s, family 0x%x): the table check above is the test\n",
                 cpu.vendor.c_str(), cpu.family);
@@ -1535,11 +1538,12 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
       }
     }
     EXPECT_EQ(wm.decode_for(kern), got[0]);  // still the one repack
-    if ((f.act != ActType::f32 && level == Isa::amx) || std::string(name) == "w8a8") {  // the prefill tiles are the same copy
+    const bool w8 = std::string(name) == "w8a8" || std::string(name) == "w8a7";
+    if ((f.act != ActType::f32 && level == Isa::amx) || w8) {  // the prefill tiles are the same copy
       EXPECT_EQ(wm.tiles_for(kern), got[0]);
       EXPECT_EQ(wm.tiles_bytes(), 0u);
     }
-    if (std::string(name) == "w8a8") {  // a prefill (16 tokens and more) makes it too, as the first matvec does
+    if (w8) {  // a prefill (16 tokens and more; w8a7: 8) makes it too, as the first matvec does
       WeightMatrix fresh = pack_matrix("fresh", w.data(), rows, cols, f);
       ThreadPool pool(2);
       MatmulRunner run(pool, level);
@@ -1550,7 +1554,7 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
       ThreadPool one(1);
       MatmulRunner gen(one, Isa::generic);
       gen.matmul(fresh, x20.data(), cols, 20, yg.data(), rows);
-      for (int64_t i = 0; i < 20 * rows; ++i) ASSERT_EQ(y[i], yg[i]) << "w8a8 prefill from the layout, at " << i;
+      for (int64_t i = 0; i < 20 * rows; ++i) ASSERT_EQ(y[i], yg[i]) << name << " prefill from the layout, at " << i;
     }
     WeightMatrix small = pack_matrix("small", w.data(), 15, cols, f);  // no whole block
     EXPECT_EQ(small.decode_for(kern), nullptr);
