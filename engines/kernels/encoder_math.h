@@ -122,10 +122,14 @@ __attribute__((always_inline)) inline void bias_activation_body(float* x, const 
     case Activation::gelu: {
       int64_t i = 0;
 #if defined(__AVX512F__)
-      for (; i < n; i += 16) {
+      // whole vectors unmasked, the tail masked (masked loads and stores issue slower)
+      for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(x + i, gelu_vec(_mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(bias + i))));
+      if (i < n) {
         const __mmask16 k = VecAvx512::lanes(n - i);
         const __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, bias + i));
         _mm512_mask_storeu_ps(x + i, k, gelu_vec(v));
+        i = n;
       }
 #elif defined(__AVX2__) && defined(__FMA__)
       for (; i + 8 <= n; i += 8)
@@ -238,18 +242,25 @@ inline void masked_softmax_body(float* s, const uint8_t* mask, int64_t n, float 
   // sum is reduced as a tree, which KernelTwin.EncoderNumerics bounds against the generic order.
   // (The 16 partials, spilled and added in order, with the row's scalar tail, were most of a
   // 128-score row's time: 3.5 % of a DistilBERT w8a8 pass at 128 tokens on one Zen 5 core.)
+  // Whole vectors unmasked, the last (ragged) one masked: masked loads and stores issue slower.
   const __m512 vs = _mm512_set1_ps(scale), vmask = _mm512_set1_ps(kMasked);
+  const int64_t nw = n / 16 * 16;
+  const __mmask16 kt = VecAvx512::lanes(n - nw);
   __m512 mx = vmask;
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 k = VecAvx512::lanes(n - j);
-    __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), vs);
-    if (mask) {
-      const __mmask16 keep = _mm512_mask_cmpneq_epi32_mask(
-          k, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, mask + j)), _mm512_setzero_si512());
-      v = _mm512_mask_blend_ps(keep, vmask, v);
-    }
-    _mm512_mask_storeu_ps(s + j, k, v);
-    mx = _mm512_mask_max_ps(mx, k, mx, v);
+  auto scaled = [&](__m512 v, __m128i mb, __mmask16 k) {
+    v = _mm512_mul_ps(v, vs);
+    if (mask) v = _mm512_mask_blend_ps(_mm512_mask_cmpneq_epi32_mask(k, _mm512_cvtepu8_epi32(mb), _mm512_setzero_si512()), vmask, v);
+    return v;
+  };
+  for (int64_t j = 0; j < nw; j += 16) {
+    const __m512 v = scaled(_mm512_loadu_ps(s + j), mask ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(mask + j)) : __m128i(), 0xffff);
+    _mm512_storeu_ps(s + j, v);
+    mx = _mm512_max_ps(mx, v);
+  }
+  if (kt) {
+    const __m512 v = scaled(_mm512_maskz_loadu_ps(kt, s + nw), mask ? _mm_maskz_loadu_epi8(kt, mask + nw) : __m128i(), kt);
+    _mm512_mask_storeu_ps(s + nw, kt, v);
+    mx = _mm512_mask_max_ps(mx, kt, mx, v);
   }
   float m = _mm512_reduce_max_ps(mx);
   if (m == kMasked) {  // nothing to attend to: equal weights
@@ -258,17 +269,19 @@ inline void masked_softmax_body(float* s, const uint8_t* mask, int64_t n, float 
   }
   const __m512 vm = _mm512_set1_ps(m);
   __m512 sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 k = VecAvx512::lanes(n - j);
-    const __m512 e = exp_vec(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + j), vm));
-    _mm512_mask_storeu_ps(s + j, k, e);
-    sum = _mm512_mask_add_ps(sum, k, sum, e);
+  for (int64_t j = 0; j < nw; j += 16) {
+    const __m512 e = exp_vec(_mm512_sub_ps(_mm512_loadu_ps(s + j), vm));
+    _mm512_storeu_ps(s + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (kt) {
+    const __m512 e = exp_vec(_mm512_sub_ps(_mm512_maskz_loadu_ps(kt, s + nw), vm));
+    _mm512_mask_storeu_ps(s + nw, kt, e);
+    sum = _mm512_mask_add_ps(sum, kt, sum, e);
   }
   const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-  for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 k = VecAvx512::lanes(n - j);
-    _mm512_mask_storeu_ps(s + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, s + j), inv));
-  }
+  for (int64_t j = 0; j < nw; j += 16) _mm512_storeu_ps(s + j, _mm512_mul_ps(_mm512_loadu_ps(s + j), inv));
+  if (kt) _mm512_mask_storeu_ps(s + nw, kt, _mm512_mul_ps(_mm512_maskz_loadu_ps(kt, s + nw), inv));
 #else
   // The maximum (any order gives the same value) and the sum in kPartials-way partials, as
   // LayerNorm's: a serial sum kept the exp loop scalar (8 % of the cpu-clock samples of a
