@@ -425,21 +425,6 @@ void w8a8_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
   }
 }
 
-// w8a8 prefill from the decode layout (FormatKernels::matmul_tiles, where format_table() gives the
-// row the layout): the whole 16-row blocks of the range read their panels in place, the rows
-// before and after them repacked per call as w8a8_matmul_vnni does; fewer tokens: that kernel.
-// The same products and sums, so the same bits.
-void w8a8_matmul_layout(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
-                        size_t x_row_bytes, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
-  if (m < kGemmMinTokens) {
-    w8a8_matmul_vnni(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
-    return;
-  }
-  decode_spans(row_begin, row_end, [&](int64_t r0, int64_t r1, bool whole) {
-    int8_gemm_vnni<false>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, r0, r1, whole ? dec : nullptr);
-  });
-}
-
 // w8a7: the GEMM from kGemmMinTokensA7 tokens on, the AVX2 kernels below that.
 void w8a7_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes,
                       int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
@@ -451,16 +436,20 @@ void w8a7_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
   few(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
 }
 
-// w8a7 prefill from the decode layout, as w8a8_matmul_layout: its weights stay signed there, the
-// 16 scales and then the 16 row sums at the head of each block.
-void w8a7_matmul_layout(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
+// w8a8 (A7 = false) and w8a7 prefill from the decode layout (FormatKernels::matmul_tiles, where
+// format_table() gives the row the layout): the whole 16-row blocks of the range read their
+// panels in place (w8a7's weights stay signed there, its 16 row sums after the 16 scales at the
+// head of each block), the rows before and after them repacked per call as the row's matmul does;
+// fewer tokens than its GEMM takes: that matmul. The same products and sums, so the same bits.
+template <bool A7>
+void int8_matmul_layout(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* x,
                         size_t x_row_bytes, int64_t m, float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
-  if (m < kGemmMinTokensA7) {
-    w8a7_matmul_vnni(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
+  if (m < (A7 ? kGemmMinTokensA7 : kGemmMinTokens)) {
+    (A7 ? w8a7_matmul_vnni : w8a8_matmul_vnni)(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
   decode_spans(row_begin, row_end, [&](int64_t r0, int64_t r1, bool whole) {
-    int8_gemm_vnni<true>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, r0, r1, whole ? dec : nullptr);
+    int8_gemm_vnni<A7>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, r0, r1, whole ? dec : nullptr);
   });
 }
 
@@ -1317,9 +1306,9 @@ decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni() { return bf16_fma_m
 
 decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni() { return bf16_matmul_t<2>; }
 
-decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni() { return w8a8_matmul_layout; }
+decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni() { return int8_matmul_layout<false>; }
 
-decltype(FormatKernels::matmul_tiles) w8a7_matmul_layout_avx512vnni() { return w8a7_matmul_layout; }
+decltype(FormatKernels::matmul_tiles) w8a7_matmul_layout_avx512vnni() { return int8_matmul_layout<true>; }
 
 void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f) {
   auto set = [&f](auto bytes, auto pack, auto matvec) {
