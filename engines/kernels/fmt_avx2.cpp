@@ -415,7 +415,7 @@ FormatKernels int4_avx2_kernels() {
 // half and the rows' d from one vcvtph2ps: sym d (sum q x - 8 sum x), asym d sum q x + m sum x.
 // The sums run in another order than the generic twin's: the twins agree within the bound of two
 // orders of f32 sums. On an AMD Zen 5 core at the forced avx2 level, the group loop alone with its
-// bytes in L1: 81-82 GOPs against 74 for one half at a time with 8 chains of 16^P scales combined
+// bytes in L1: 81-82 GOPs against 74-76 for one half at a time with 8 chains of 16^P scales combined
 // at each group's end (the 0.75-cycle bound of a mask, a conversion and an FMA per 8 weights: 95 at
 // the 4.44 GHz the clock probe read); in the matvec benchmark 72-80 GOPs against 66-72, and with 3
 // chains and the zero point in chain 0 1-3 % above 4 chains and a separate add (three alternating
@@ -428,9 +428,10 @@ class ScaledActs {
   ScaledActs(const float* x, int64_t k) {
     const int64_t n = round_up(k, 32);
     float* d = stack_;
-    if (n > kStack) {
-      heap_.resize(static_cast<size_t>(n));
-      d = heap_.data();
+    if (n > kStack) {  // wider rows: a buffer per thread, grown once, not an allocation per call
+      thread_local std::vector<float> wide;
+      if (wide.size() < static_cast<size_t>(n)) wide.resize(static_cast<size_t>(n));
+      d = wide.data();
     }
     xs_ = d;
     // 16^-P (exact powers of two) of nibble P = 2 (j % 4) + j / 16 of column j of a sub-block:
@@ -440,7 +441,7 @@ class ScaledActs {
     for (int64_t c = 0; c < n; c += 8) {
       const __m256 sc = (c % 32) < 16 ? lo : hi;
       const __m256 v = c + 8 <= k ? _mm256_loadu_ps(x + c) : VecAvx2::load_partial(x + c, c < k ? k - c : 0);
-      _mm256_store_ps(d + c, _mm256_mul_ps(v, sc));
+      _mm256_storeu_ps(d + c, _mm256_mul_ps(v, sc));
     }
   }
   ScaledActs(const ScaledActs&) = delete;
@@ -450,7 +451,6 @@ class ScaledActs {
  private:
   static constexpr int64_t kStack = 6144;
   alignas(64) float stack_[kStack];
-  std::vector<float> heap_;
   const float* xs_ = nullptr;
 };
 

@@ -62,9 +62,9 @@ struct Dot64Vnni {
 constexpr int kGemmTokens = 12;       // tokens per register tile (12 x 2 accumulators)
 // From how many tokens the GEMMs take over (below, the kernels for a few tokens read the rows from
 // memory faster: 2048 x 2048 matrices, one thread, crossovers measured at 12-16 tokens for w8a8,
-// below 8 for w8a7 against its AVX2 kernel, 16-24 for int4_gG_a8).
-constexpr int64_t kGemmMinTokens = 16;    // w8a8
-constexpr int64_t kGemmMinTokensA7 = 8;   // w8a7
+// below 8 for w8a7 against its AVX2 kernel (fmt_common.h), 16-24 for int4_gG_a8).
+constexpr int64_t kGemmMinTokens = kW8a8GemmMinTokens;
+constexpr int64_t kGemmMinTokensA7 = kW8a7GemmMinTokens;
 constexpr int64_t kGemmMinTokensQ4 = 24;  // int4_gG_a8
 static_assert(kGemmKc % 64 == 0 && kGemmBlock % kGemmTokens == 0, "chunk and block geometry");
 

@@ -245,6 +245,11 @@ decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni();
 decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni();
 // w8a8's avx512_vnni prefill reading its whole 16-row blocks from the decode layout in place
 // (FormatKernels::matmul_tiles), the one format_table() gives the row with the layout (formats.cpp).
+// Its VNNI GEMM takes over from kW8a8GemmMinTokens tokens (fewer: the few-token kernels), w8a7's
+// from kW8a7GemmMinTokens: 2048 x 2048 matrices, one thread, crossovers measured at 12-16 tokens
+// for w8a8 and below 8 for w8a7 against its AVX2 kernel.
+constexpr int64_t kW8a8GemmMinTokens = 16;
+constexpr int64_t kW8a7GemmMinTokens = 8;
 decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni();
 // The same for w8a7 (its weights signed in the layout, the row sums beside the scales).
 decltype(FormatKernels::matmul_tiles) w8a7_matmul_layout_avx512vnni();

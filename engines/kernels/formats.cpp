@@ -221,7 +221,7 @@ static void decode_layouts(std::vector<FormatRow>& t) {
         vnni.tiles_bytes = vnni.decode_bytes;
         vnni.tiles_pack = vnni.decode_pack;
         vnni.matmul_tiles = a7 ? fmt::w8a7_matmul_layout_avx512vnni() : fmt::w8a8_matmul_layout_avx512vnni();
-        vnni.tiles_min_tokens = a7 ? 8 : 16;  // where each GEMM takes over (fmt_avx512vnni.cpp)
+        vnni.tiles_min_tokens = a7 ? fmt::kW8a7GemmMinTokens : fmt::kW8a8GemmMinTokens;  // where each GEMM takes over
       }
       FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
       if (amx.matvec) amx.matvec = vnni.matvec;

@@ -1446,6 +1446,46 @@ TEST(Formats, Bf16PrefillOn32TokenBlocksTakesTheChainsOf64AndRunsOnAmdFullWidthC
   EXPECT_EQ(checked, 130 * 56 + 48 * 32 + 97 * 45 + 20 * 25);
 }
 
+// The int4 weight-only decode at avx2 reads a copy of the token's activations scaled per column;
+// rows wider than its stack buffer (6144 columns) take a per-thread one: such a row (a ragged last
+// group too), on one and two threads, twice (the buffer reused), within another order of f32 sums
+// of the generic runner.
+TEST(Formats, Int4DecodeAtAvx2TakesRowsWiderThanItsStackCopy) {
+  if (!isa_supported(Isa::avx2)) {
+    std::printf("[ cpu ] no AVX2 on this host: nothing to run\n");
+    return;
+  }
+  std::mt19937 rng(91);
+  const int64_t rows = 35, cols = 6200;
+  for (const char* name : {"int4_g32", "int4_g128_asym"}) {
+    SCOPED_TRACE(name);
+    const FormatRow& f = format_by_name(name);
+    ASSERT_NE(f.kernels_at(Isa::avx2).matvec_decode, nullptr);
+    auto w = gauss(rows * cols, rng);
+    WeightMatrix wm = pack_matrix("w", w.data(), rows, cols, f);
+    std::vector<float> u(rows * cols);
+    unpack_matrix(wm, u.data());
+    for (int pass = 0; pass < 2; ++pass) {
+      auto x = gauss(cols, rng);
+      std::vector<float> y0(rows);
+      {
+        ThreadPool one(1);
+        MatmulRunner gen(one, Isa::generic);
+        gen.matvec(wm, x.data(), y0.data());
+      }
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        MatmulRunner run(pool, Isa::avx2);
+        std::vector<float> y(rows, -1.f);
+        run.matvec(wm, x.data(), y.data());
+        for (int64_t r = 0; r < rows; ++r)
+          ASSERT_NEAR(y[r], y0[r], tol(&u[r * cols], x.data(), cols)) << "pass " << pass << " threads " << threads << " r " << r;
+      }
+    }
+    EXPECT_NE(wm.decode_bytes(), 0u);  // the layout's kernel ran
+  }
+}
+
 // The decode layout (16-row blocks read as one stream, fmt_decode_512.inc): int8_g32_a8, w8a8,
 // w8a8_static and int4_gG_a8 at avx512_vnni where AVX-512 runs full width (Intel, AMD Zen 5) and
 // at amx, w8a7 at that avx512_vnni only, and the int4_gG_a8 rows at avx512 too (on AVX-512 BW),
