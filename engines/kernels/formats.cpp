@@ -132,7 +132,12 @@ static void prefer_avx2_kernels(std::vector<FormatRow>& t) {
     for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
       if (!avx2_swappable(r, level)) continue;
       FormatKernels& k = r.kernels[static_cast<int>(level)];
-      if (avx2_matvec_preferred(r)) k.matvec = avx2.matvec;
+      if (avx2_matvec_preferred(r)) {  // with its decode layout where it has one (int8_g32_a8, int4_g32_a8)
+        k.matvec = avx2.matvec;
+        k.decode_bytes = avx2.decode_bytes;
+        k.decode_pack = avx2.decode_pack;
+        k.matvec_decode = avx2.matvec_decode;
+      }
       if (avx2_kernels_preferred(r)) k = avx2;
     }
   }
@@ -243,9 +248,14 @@ static void decode_layouts(std::vector<FormatRow>& t) {
 // Zen 4) the avx512 levels take it with the rest of the AVX2 set (unmeasured there).
 static void avx2_decode_layouts(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
-    const fmt::Spec s4 = int4_weight_only_spec(r);
+    const std::string n = r.name;
+    const fmt::Spec s4 = n == "int8_g32_a8"    ? fmt::Spec{fmt::Kind::q8_a8}
+                         : n == "int4_g32_a8"  ? fmt::Spec{fmt::Kind::int4_a8, 32}
+                         : n == "int4_g64_a8"  ? fmt::Spec{fmt::Kind::int4_a8, 64}
+                         : n == "int4_g128_a8" ? fmt::Spec{fmt::Kind::int4_a8, 128}
+                                               : int4_weight_only_spec(r);
     FormatKernels& k = r.kernels[static_cast<int>(Isa::avx2)];
-    if (s4.kind == fmt::Kind::int4 && k.matvec) fmt::add_decode_layout_avx2(s4, k);
+    if (s4.kind != fmt::Kind::f32_sparse && k.matvec) fmt::add_decode_layout_avx2(s4, k);
   }
 }
 

@@ -1514,7 +1514,10 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
                         (n == "w8a7" && full && level == static_cast<int>(Isa::avx512_vnni)) ||
                         (int4a8 && full && level == static_cast<int>(Isa::avx512)) ||
                         (int4f && (level == static_cast<int>(Isa::avx2) ||
-                                   ((full || split) && level == static_cast<int>(Isa::avx512))));
+                                   ((full || split) && level == static_cast<int>(Isa::avx512)))) ||
+                        ((int4a8 || n == "int8_g32_a8") && level == static_cast<int>(Isa::avx2)) ||
+                        ((n == "int4_g32_a8" || n == "int8_g32_a8") && split &&
+                         (level == static_cast<int>(Isa::avx512) || level == static_cast<int>(Isa::avx512_vnni)));
       const FormatKernels& k = r.kernels[level];
       EXPECT_EQ(k.matvec_decode != nullptr, want) << r.name << " at " << isa_name(static_cast<Isa>(level));
       EXPECT_EQ(k.decode_pack != nullptr, want) << r.name;
@@ -1523,7 +1526,8 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
   const Isa best = isa_supported(Isa::amx) ? Isa::amx : Isa::avx512_vnni;
   std::vector<std::pair<const char*, Isa>> runs;
   if (isa_supported(Isa::avx2))
-    for (const char* name : {"int4_g32", "int4_g64_asym", "int4_g128"}) runs.push_back({name, Isa::avx2});
+    for (const char* name : {"int4_g32", "int4_g64_asym", "int4_g128", "int4_g32_a8", "int4_g128_a8", "int8_g32_a8"})
+      runs.push_back({name, Isa::avx2});
   if (full && isa_supported(Isa::avx512))
     for (const char* name : {"int4_g32_a8", "int4_g64_a8"}) runs.push_back({name, Isa::avx512});
   if (full && isa_supported(best))
@@ -1620,6 +1624,7 @@ TEST(Formats, SplitDatapathCpusDecodeInt8ActivationsWithTheAvx2Matvec) {
       whole += all;
       if (split && preferred) {
         EXPECT_EQ(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);
+        EXPECT_EQ(k.matvec_decode, avx2.matvec_decode) << r.name << " at " << isa_name(level) << ": and its decode layout";
         EXPECT_NE(k.matmul, avx2.matmul) << r.name << " at " << isa_name(level) << ": prefill keeps its own kernel";
       } else if (split && all) {
         EXPECT_EQ(k.matvec, avx2.matvec) << r.name << " at " << isa_name(level);
