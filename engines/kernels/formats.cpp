@@ -246,6 +246,12 @@ static void decode_layouts(std::vector<FormatRow>& t) {
 // / 258-262, two 364-404 / 425-439; cibench-microbench matvec 38-43 / 64-69 GOPs (G = 32) and
 // 46-53 / 60-65 (G = 128). On CPUs whose AVX-512 runs on a split datapath (prefer_avx2_kernels:
 // Zen 4) the avx512 levels take it with the rest of the AVX2 set (unmeasured there).
+// So do the int4_gG_a8 rows and int8_g32_a8 (each row's exact int32 sum in its own lane where the
+// row kernels reduce 8 rows' vectors with hadds and gather their scales one by one): Zen 5, forced
+// avx2, TinyStories-110M decode, one thread, tok/s 92ecba2's parent / 92ecba2 alternating:
+// int4_g32_a8 252-299 / 352-455 (seven rounds), int4_g128_a8 342-400 / 447-473 (five),
+// int8_g32_a8 185-204 / 219-258 (two); on Zen 4 the avx512 levels take it with those rows' AVX2
+// matvec (prefer_avx2_kernels; unmeasured there).
 static void avx2_decode_layouts(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
     const std::string n = r.name;
