@@ -28,6 +28,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "engines/core/cpu.h"
 #include "engines/kernels/fmt_common.h"
 
 namespace cibench {
@@ -35,7 +36,16 @@ namespace fmt {
 namespace {
 
 constexpr int64_t kDecodeRows = 16;
-constexpr int64_t kDecodePrefetch = 3072;  // bytes ahead (fmt_decode_512.inc)
+// How far ahead (bytes) the decode kernels prefetch the layout into L2: 3 KB measured best on the
+// Intel Xeon (fmt_decode_512.inc), 6 KB on AMD Zen 5 (family 0x1A): `cibench-microbench` matvec,
+// 2048 x 768 and 5632 x 2048, one thread, three alternating rounds at 3 / 6 / 9 / 12 KB, GB/s of
+// weights 3 KB -> 6 KB: w8a8 at avx512_vnni ~45 -> ~48, int4_g32_a8 ~42 -> ~45, int8_g32_a8
+// ~44 -> ~46, int4_g32 at avx512 ~32.5 -> ~35.5 (9 KB about as 6, 12 KB below it; none at all
+// 30-31 for int4_g32). Other CPUs keep 3 KB (unmeasured).
+// Read as a plain load in the kernels' loops: a call there (a function-local static's guard) made
+// GCC spill the accumulators around it (int4_g32 at avx512 ~35 -> ~28 GB/s).
+const int64_t kDecodePrefetchBytes =
+    cpu_features().vendor == "AuthenticAMD" && cpu_features().family == 0x1A ? 6144 : 3072;
 
 // One format's units. K: Kind::int4_a8 and Kind::int4 (G = 32, 64, 128; Asym: int4 with a zero
 // point), Kind::q8_a8 (G = 32), Kind::w8a8, Kind::w8a7.
@@ -106,7 +116,8 @@ void decode_pack_512(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t k
 }
 
 inline void decode_prefetch(const uint8_t* p, int64_t n) {
-  for (int64_t l = 0; l < n; l += 64) _mm_prefetch(reinterpret_cast<const char*>(p + kDecodePrefetch + l), _MM_HINT_T1);
+  const uint8_t* a = p + kDecodePrefetchBytes;
+  for (int64_t l = 0; l < n; l += 64) _mm_prefetch(reinterpret_cast<const char*>(a + l), _MM_HINT_T1);
 }
 
 // Rows [row_begin, row_end) split on the layout's blocks: span(r0, r1, whole) for the rows before
