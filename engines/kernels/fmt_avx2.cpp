@@ -584,9 +584,7 @@ template <int G>
 void int4a8_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
                               float* y, int64_t row_begin, int64_t row_end) {
   constexpr int64_t piece = 32 + 256 * (G / 32);
-  const uint8_t* x = static_cast<const uint8_t*>(xv);
-  const int64_t ng = (k + G - 1) / G;
-  const uint8_t* a8 = x + actb_header(k, G);
+  const ActBlocks<G> a(xv, k);
   const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;  // the layout keeps the rows' bytes
   decode_blocks(
       row_begin, row_end,
@@ -595,9 +593,7 @@ void int4a8_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_b
         const uint8_t* blk = dec + b * block_bytes;
         __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
         decode_each_group<G>(k, [&](int64_t g, auto subs) {
-          int4a8_group_256<decltype(subs)::value>(blk + g * piece, a8 + g * G,
-                                                  static_cast<int32_t>(load_u32(x + 4 * ng + 4 * g)),
-                                                  load_f32(x + 4 * g), acc0, acc1);
+          int4a8_group_256<decltype(subs)::value>(blk + g * piece, a.values(g), a.sum(g), a.scale(g), acc0, acc1);
         });
         float* yb = y + (b * kDecodeRows - row_begin);
         _mm256_storeu_ps(yb, acc0);
@@ -642,9 +638,8 @@ void q8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, f
 
 void q8a8_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
                             float* y, int64_t row_begin, int64_t row_end) {
-  const uint8_t* x = static_cast<const uint8_t*>(xv);
+  const ActBlocks<kQ8Block> a(xv, k);
   const int64_t nb = actb_blocks(k, kQ8Block);
-  const uint8_t* a8 = x + actb_header(k, kQ8Block);
   const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;
   decode_blocks(
       row_begin, row_end,
@@ -652,7 +647,7 @@ void q8a8_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_byt
       [&](int64_t b) {
         const uint8_t* blk = dec + b * block_bytes;
         __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-        for (int64_t g = 0; g < nb; ++g) q8a8_block_256(blk + g * 544, a8 + g * kQ8Block, load_f32(x + 4 * g), acc0, acc1);
+        for (int64_t g = 0; g < nb; ++g) q8a8_block_256(blk + g * 544, a.values(g), a.scale(g), acc0, acc1);
         float* yb = y + (b * kDecodeRows - row_begin);
         _mm256_storeu_ps(yb, acc0);
         _mm256_storeu_ps(yb + 8, acc1);

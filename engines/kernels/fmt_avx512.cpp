@@ -125,9 +125,7 @@ void int4a8_decode_matvec_bw(const uint8_t* dec, const uint8_t* w, size_t row_by
                              float* y, int64_t row_begin, int64_t row_end) {
   static const decltype(FormatKernels::matvec) rows_matvec = kernels_avx2(Spec{Kind::int4_a8, G, false}).matvec;
   constexpr int64_t piece = 32 + 256 * (G / 32);
-  const uint8_t* x = static_cast<const uint8_t*>(xv);
-  const int64_t ng = (k + G - 1) / G;
-  const uint8_t* a8 = x + actb_header(k, G);
+  const ActBlocks<G> a(xv, k);
   const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;  // the layout keeps the rows' bytes
   decode_blocks(
       row_begin, row_end,
@@ -136,9 +134,7 @@ void int4a8_decode_matvec_bw(const uint8_t* dec, const uint8_t* w, size_t row_by
         const uint8_t* blk = dec + b * block_bytes;
         __m512 acc = _mm512_setzero_ps();
         decode_each_group<G>(k, [&](int64_t g, auto subs) {
-          acc = int4a8_group_bw<decltype(subs)::value>(blk + g * piece, a8 + g * G,
-                                                       static_cast<int32_t>(load_u32(x + 4 * ng + 4 * g)),
-                                                       load_f32(x + 4 * g), acc);
+          acc = int4a8_group_bw<decltype(subs)::value>(blk + g * piece, a.values(g), a.sum(g), a.scale(g), acc);
         });
         _mm512_storeu_ps(y + (b * kDecodeRows - row_begin), acc);
       });

@@ -165,6 +165,24 @@ inline void decode_each_group(int64_t k, const Group& group) {
   if (full * G < k) decode_ragged_group<G / 32>(full, (k - full * G + 31) / 32, group);
 }
 
+// One token's activations quantised per block of G (the int4_gG_a8 / int8_g32_a8 row: the blocks'
+// f32 scales, their int32 sums, then the int8 values from actb_header) as the layout kernels of
+// those rows read them, group g's: values(g), sum(g), scale(g).
+template <int G>
+class ActBlocks {
+ public:
+  ActBlocks(const void* x, int64_t k)
+      : x_(static_cast<const uint8_t*>(x)), ng_((k + G - 1) / G), a8_(x_ + actb_header(k, G)) {}
+  const uint8_t* values(int64_t g) const { return a8_ + g * G; }
+  int32_t sum(int64_t g) const { return static_cast<int32_t>(load_u32(x_ + 4 * ng_ + 4 * g)); }
+  float scale(int64_t g) const { return load_f32(x_ + 4 * g); }
+
+ private:
+  const uint8_t* x_;
+  int64_t ng_;
+  const uint8_t* a8_;
+};
+
 // One token's f32 activations as the int4 weight-only layout kernels read them: group(g) is x from
 // group g's first column, the ragged last group from a copy zero padded to its sub-blocks; with
 // `sums`, sum(g) is the group's activation sum in column order, as the generic twin sums it.
