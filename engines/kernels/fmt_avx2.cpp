@@ -532,128 +532,6 @@ void set_int4f_decode_256(FormatKernels& f) {
   f.matvec_decode = int4f_decode_matvec_256<G, Asym>;
 }
 
-// ---- int4_gG_a8 decode from the decode layout, at 256 bits --------------------------------------
-// fmt_avx512.cpp's int4a8_group_bw (16-row blocks read as one stream, fmt_decode_layout.h) with a
-// 64-byte vector read as two halves, rows 0..7 and rows 8..15, both in one pass so each broadcast
-// of 4 activation bytes serves 16 rows: per half the low and the high nibbles each take a
-// vpmaddubsw by their broadcast activations (int16 sums of two products, |.| <= 2 x 15 x 128),
-// the 8 of a sub-block added in int16 (<= 30720: no saturation), then one vpmaddwd by 1 into the
-// group's int32 sums, each row's in its own lane (no reduction across lanes, where the row kernel
-// int4a8_rows8 reduces 8 vectors with hadds and gathers 8 scales per group); -8 times the block sum
-// off and the generic twin's acc = fma(d_w d_a, float(sum), acc): bit for bit.
-template <int SUBS>
-inline void int4a8_group_256(const uint8_t* blk, const uint8_t* a, int32_t asum, float da, __m256& acc0,
-                             __m256& acc1) {
-  decode_prefetch(blk, 32 + 256 * SUBS);
-  const uint8_t* q = blk + 32;
-  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-#pragma GCC unroll 4
-  for (int sb = 0; sb < SUBS; ++sb) {
-    __m256i h0 = _mm256_setzero_si256(), h1 = _mm256_setzero_si256();
-#pragma GCC unroll 4
-    for (int v = 4 * sb; v < 4 * sb + 4; ++v) {  // sub-block v / 4, vector v % 4
-      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v));
-      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v + 32));
-      const uint8_t* av = a + 32 * (v / 4) + 4 * (v % 4);
-      const __m256i alo = _mm256_set1_epi32(static_cast<int32_t>(load_u32(av)));
-      const __m256i ahi = _mm256_set1_epi32(static_cast<int32_t>(load_u32(av + 16)));
-      h0 = _mm256_add_epi16(h0, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(b0, low4), alo),
-                                                 _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(b0, 4), low4), ahi)));
-      h1 = _mm256_add_epi16(h1, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(b1, low4), alo),
-                                                 _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(b1, 4), low4), ahi)));
-    }
-    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(h0, ones));
-    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(h1, ones));
-  }
-  const __m256i c = _mm256_set1_epi32(8 * asum);
-  const __m256 vda = _mm256_set1_ps(da);
-  const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
-  const __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
-  acc0 = _mm256_fmadd_ps(_mm256_mul_ps(d0, vda), _mm256_cvtepi32_ps(_mm256_sub_epi32(s0, c)), acc0);
-  acc1 = _mm256_fmadd_ps(_mm256_mul_ps(d1, vda), _mm256_cvtepi32_ps(_mm256_sub_epi32(s1, c)), acc1);
-}
-
-template <int G>
-void a8_matvec_rows(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y, int64_t row_begin,
-                    int64_t row_end);
-
-// y[r - row_begin] for r in [row_begin, row_end): the whole 16-row blocks from the decode layout,
-// group by group, the other rows with the row kernel (decode_blocks).
-template <int G>
-void int4a8_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
-                              float* y, int64_t row_begin, int64_t row_end) {
-  constexpr int64_t piece = 32 + 256 * (G / 32);
-  const ActBlocks<G> a(xv, k);
-  const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;  // the layout keeps the rows' bytes
-  decode_blocks(
-      row_begin, row_end,
-      [&](int64_t r0, int64_t r1) { a8_matvec_rows<G>(w, row_bytes, k, xv, y + (r0 - row_begin), r0, r1); },
-      [&](int64_t b) {
-        const uint8_t* blk = dec + b * block_bytes;
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-        decode_each_group<G>(k, [&](int64_t g, auto subs) {
-          int4a8_group_256<decltype(subs)::value>(blk + g * piece, a.values(g), a.sum(g), a.scale(g), acc0, acc1);
-        });
-        float* yb = y + (b * kDecodeRows - row_begin);
-        _mm256_storeu_ps(yb, acc0);
-        _mm256_storeu_ps(yb + 8, acc1);
-      });
-}
-
-template <int G>
-void set_int4a8_decode_256(FormatKernels& f) {
-  f.decode_bytes = decode_bytes_512<Kind::int4_a8, G>;  // the same layout as the AVX-512 kernels
-  f.decode_pack = decode_pack_512<Kind::int4_a8, G>;
-  f.matvec_decode = int4a8_decode_matvec_256<G>;
-}
-
-// int8_g32_a8 (Q8_0 blocks) from the same layout: per half of a 64-byte vector the signed values
-// take the sign trick, vpmaddubsw(|w|, a with w's sign) (pairs <= 2 x 127 x 127: no int16 sums
-// across vectors) and a vpmaddwd by 1 into the block's int32 sums, each row's in its own lane; then
-// acc = fma(d_w d_a, float(sum), acc) as the generic twin: bit for bit.
-inline void q8a8_block_256(const uint8_t* blk, const uint8_t* a, float da, __m256& acc0, __m256& acc1) {
-  decode_prefetch(blk, 544);
-  const uint8_t* q = blk + 32;
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-  auto dot = [&](__m256i w, __m256i av) __attribute__((always_inline)) {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(av, w)), ones);
-  };
-#pragma GCC unroll 8
-  for (int v = 0; v < 8; ++v) {
-    const __m256i av = _mm256_set1_epi32(static_cast<int32_t>(load_u32(a + 4 * v)));
-    s0 = _mm256_add_epi32(s0, dot(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v)), av));
-    s1 = _mm256_add_epi32(s1, dot(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v + 32)), av));
-  }
-  const __m256 vda = _mm256_set1_ps(da);
-  const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
-  const __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
-  acc0 = _mm256_fmadd_ps(_mm256_mul_ps(d0, vda), _mm256_cvtepi32_ps(s0), acc0);
-  acc1 = _mm256_fmadd_ps(_mm256_mul_ps(d1, vda), _mm256_cvtepi32_ps(s1), acc1);
-}
-
-void q8a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y, int64_t row_begin,
-                 int64_t row_end);
-
-void q8a8_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
-                            float* y, int64_t row_begin, int64_t row_end) {
-  const ActBlocks<kQ8Block> a(xv, k);
-  const int64_t nb = actb_blocks(k, kQ8Block);
-  const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;
-  decode_blocks(
-      row_begin, row_end,
-      [&](int64_t r0, int64_t r1) { q8a8_matvec(w, row_bytes, k, xv, y + (r0 - row_begin), r0, r1); },
-      [&](int64_t b) {
-        const uint8_t* blk = dec + b * block_bytes;
-        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-        for (int64_t g = 0; g < nb; ++g) q8a8_block_256(blk + g * 544, a.values(g), a.scale(g), acc0, acc1);
-        float* yb = y + (b * kDecodeRows - row_begin);
-        _mm256_storeu_ps(yb, acc0);
-        _mm256_storeu_ps(yb + 8, acc1);
-      });
-}
-
 // ---- int4_gG_a8: int4 weights x int8 activations per block (the Q4_0 x Q8_0 approach) ----------
 // Per 32-element sub-block: the 16 nibble bytes become 32 unsigned codes (low nibbles = elements
 // 0..15 in the low lane, high nibbles = 16..31 in the high lane), _mm256_maddubs_epi16(codes,
@@ -933,10 +811,119 @@ void a8_matvec(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, flo
   }
 }
 
+// ---- int4_gG_a8 decode from the decode layout, at 256 bits --------------------------------------
+// fmt_avx512.cpp's int4a8_group_bw (16-row blocks read as one stream, fmt_decode_layout.h) with a
+// 64-byte vector read as two halves, rows 0..7 and rows 8..15, both in one pass so each broadcast
+// of 4 activation bytes serves 16 rows: per half the low and the high nibbles each take a
+// vpmaddubsw by their broadcast activations (int16 sums of two products, |.| <= 2 x 15 x 128),
+// the 8 of a sub-block added in int16 (<= 30720: no saturation), then one vpmaddwd by 1 into the
+// group's int32 sums, each row's in its own lane (no reduction across lanes, where the row kernel
+// int4a8_rows8 reduces 8 vectors with hadds and gathers 8 scales per group); -8 times the block sum
+// off and the generic twin's acc = fma(d_w d_a, float(sum), acc): bit for bit.
+template <int SUBS>
+inline void int4a8_group_256(const uint8_t* blk, const uint8_t* a, int32_t asum, float da, __m256& acc0,
+                             __m256& acc1) {
+  decode_prefetch(blk, 32 + 256 * SUBS);
+  const uint8_t* q = blk + 32;
+  const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+  for (int sb = 0; sb < SUBS; ++sb) {
+    __m256i h0 = _mm256_setzero_si256(), h1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int v = 4 * sb; v < 4 * sb + 4; ++v) {  // sub-block v / 4, vector v % 4
+      const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v));
+      const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v + 32));
+      const uint8_t* av = a + 32 * (v / 4) + 4 * (v % 4);
+      const __m256i alo = _mm256_set1_epi32(static_cast<int32_t>(load_u32(av)));
+      const __m256i ahi = _mm256_set1_epi32(static_cast<int32_t>(load_u32(av + 16)));
+      h0 = _mm256_add_epi16(h0, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(b0, low4), alo),
+                                                 _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(b0, 4), low4), ahi)));
+      h1 = _mm256_add_epi16(h1, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(b1, low4), alo),
+                                                 _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(b1, 4), low4), ahi)));
+    }
+    s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(h0, ones));
+    s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(h1, ones));
+  }
+  const __m256i c = _mm256_set1_epi32(8 * asum);
+  const __m256 vda = _mm256_set1_ps(da);
+  const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+  const __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
+  acc0 = _mm256_fmadd_ps(_mm256_mul_ps(d0, vda), _mm256_cvtepi32_ps(_mm256_sub_epi32(s0, c)), acc0);
+  acc1 = _mm256_fmadd_ps(_mm256_mul_ps(d1, vda), _mm256_cvtepi32_ps(_mm256_sub_epi32(s1, c)), acc1);
+}
+
+// y[r - row_begin] for r in [row_begin, row_end): the whole 16-row blocks from the decode layout,
+// group by group, the other rows with the row kernel (decode_blocks).
 template <int G>
-void a8_matvec_rows(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, float* y, int64_t row_begin,
-                    int64_t row_end) {
-  a8_matvec<Int4a8Tiles<G>>(w, row_bytes, k, x, y, row_begin, row_end);
+void int4a8_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
+                              float* y, int64_t row_begin, int64_t row_end) {
+  constexpr int64_t piece = 32 + 256 * (G / 32);
+  const ActBlocks<G> a(xv, k);
+  const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;  // the layout keeps the rows' bytes
+  decode_blocks(
+      row_begin, row_end,
+      [&](int64_t r0, int64_t r1) { a8_matvec<Int4a8Tiles<G>>(w, row_bytes, k, xv, y + (r0 - row_begin), r0, r1); },
+      [&](int64_t b) {
+        const uint8_t* blk = dec + b * block_bytes;
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+        decode_each_group<G>(k, [&](int64_t g, auto subs) {
+          int4a8_group_256<decltype(subs)::value>(blk + g * piece, a.values(g), a.sum(g), a.scale(g), acc0, acc1);
+        });
+        float* yb = y + (b * kDecodeRows - row_begin);
+        _mm256_storeu_ps(yb, acc0);
+        _mm256_storeu_ps(yb + 8, acc1);
+      });
+}
+
+template <int G>
+void set_int4a8_decode_256(FormatKernels& f) {
+  f.decode_bytes = decode_bytes_512<Kind::int4_a8, G>;  // the same layout as the AVX-512 kernels
+  f.decode_pack = decode_pack_512<Kind::int4_a8, G>;
+  f.matvec_decode = int4a8_decode_matvec_256<G>;
+}
+
+// int8_g32_a8 (Q8_0 blocks) from the same layout: per half of a 64-byte vector the signed values
+// take the sign trick, vpmaddubsw(|w|, a with w's sign) (pairs <= 2 x 127 x 127: no int16 sums
+// across vectors) and a vpmaddwd by 1 into the block's int32 sums, each row's in its own lane; then
+// acc = fma(d_w d_a, float(sum), acc) as the generic twin: bit for bit.
+inline void q8a8_block_256(const uint8_t* blk, const uint8_t* a, float da, __m256& acc0, __m256& acc1) {
+  decode_prefetch(blk, 544);
+  const uint8_t* q = blk + 32;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+  auto dot = [&](__m256i w, __m256i av) __attribute__((always_inline)) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(av, w)), ones);
+  };
+#pragma GCC unroll 8
+  for (int v = 0; v < 8; ++v) {
+    const __m256i av = _mm256_set1_epi32(static_cast<int32_t>(load_u32(a + 4 * v)));
+    s0 = _mm256_add_epi32(s0, dot(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v)), av));
+    s1 = _mm256_add_epi32(s1, dot(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + 64 * v + 32)), av));
+  }
+  const __m256 vda = _mm256_set1_ps(da);
+  const __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk)));
+  const __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 16)));
+  acc0 = _mm256_fmadd_ps(_mm256_mul_ps(d0, vda), _mm256_cvtepi32_ps(s0), acc0);
+  acc1 = _mm256_fmadd_ps(_mm256_mul_ps(d1, vda), _mm256_cvtepi32_ps(s1), acc1);
+}
+
+void q8a8_decode_matvec_256(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
+                            float* y, int64_t row_begin, int64_t row_end) {
+  const ActBlocks<kQ8Block> a(xv, k);
+  const int64_t nb = actb_blocks(k, kQ8Block);
+  const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;
+  decode_blocks(
+      row_begin, row_end,
+      [&](int64_t r0, int64_t r1) { q8a8_matvec(w, row_bytes, k, xv, y + (r0 - row_begin), r0, r1); },
+      [&](int64_t b) {
+        const uint8_t* blk = dec + b * block_bytes;
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+        for (int64_t g = 0; g < nb; ++g) q8a8_block_256(blk + g * 544, a.values(g), a.scale(g), acc0, acc1);
+        float* yb = y + (b * kDecodeRows - row_begin);
+        _mm256_storeu_ps(yb, acc0);
+        _mm256_storeu_ps(yb + 8, acc1);
+      });
 }
 
 template <typename K, int NR>

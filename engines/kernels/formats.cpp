@@ -193,16 +193,22 @@ static fmt::Spec int4_weight_only_spec(const FormatRow& r) {
   return fmt::Spec{fmt::Kind::int4, static_cast<int>(r.block_size), asym};  // block_size: the group
 }
 
+// The Spec of a row with int8 activations that has a decode layout (int8_g32_a8, w8a8,
+// w8a8_static, w8a7, int4_gG_a8), or Kind::f32_sparse for any other row.
+static fmt::Spec int8_act_layout_spec(const FormatRow& r) {
+  const std::string n = r.name;
+  return n == "int8_g32_a8"                 ? fmt::Spec{fmt::Kind::q8_a8}
+         : n == "w8a8" || n == "w8a8_static" ? fmt::Spec{fmt::Kind::w8a8}
+         : n == "w8a7"                       ? fmt::Spec{fmt::Kind::w8a7}
+         : n == "int4_g32_a8"                ? fmt::Spec{fmt::Kind::int4_a8, 32}
+         : n == "int4_g64_a8"                ? fmt::Spec{fmt::Kind::int4_a8, 64}
+         : n == "int4_g128_a8"               ? fmt::Spec{fmt::Kind::int4_a8, 128}
+                                             : fmt::Spec{fmt::Kind::f32_sparse};
+}
+
 static void decode_layouts(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
-    const std::string n = r.name;
-    const fmt::Spec spec = n == "int8_g32_a8" ? fmt::Spec{fmt::Kind::q8_a8}
-                         : n == "w8a8" || n == "w8a8_static" ? fmt::Spec{fmt::Kind::w8a8}
-                         : n == "w8a7" ? fmt::Spec{fmt::Kind::w8a7}
-                         : n == "int4_g32_a8" ? fmt::Spec{fmt::Kind::int4_a8, 32}
-                         : n == "int4_g64_a8" ? fmt::Spec{fmt::Kind::int4_a8, 64}
-                         : n == "int4_g128_a8" ? fmt::Spec{fmt::Kind::int4_a8, 128}
-                                               : fmt::Spec{fmt::Kind::f32_sparse};
+    const fmt::Spec spec = int8_act_layout_spec(r);
     // the int4 _a8 rows at avx512 (CPUs without VNNI) on vpmaddubsw: Zen 5 at the forced avx512
     // level, TinyStories-110M decode, tok/s without / with, two alternating rounds: int4_g32_a8
     // one thread 281-316 / 573-579, two 479-516 / 704-923; int4_g128_a8 354-359 / 598-600 and
@@ -254,14 +260,10 @@ static void decode_layouts(std::vector<FormatRow>& t) {
 // matvec (prefer_avx2_kernels; unmeasured there).
 static void avx2_decode_layouts(std::vector<FormatRow>& t) {
   for (FormatRow& r : t) {
-    const std::string n = r.name;
-    const fmt::Spec s4 = n == "int8_g32_a8"    ? fmt::Spec{fmt::Kind::q8_a8}
-                         : n == "int4_g32_a8"  ? fmt::Spec{fmt::Kind::int4_a8, 32}
-                         : n == "int4_g64_a8"  ? fmt::Spec{fmt::Kind::int4_a8, 64}
-                         : n == "int4_g128_a8" ? fmt::Spec{fmt::Kind::int4_a8, 128}
-                                               : int4_weight_only_spec(r);
+    const fmt::Spec a8 = int8_act_layout_spec(r);  // its AVX2 kernels: int8_g32_a8 and int4_gG_a8
+    const fmt::Spec s = a8.kind == fmt::Kind::q8_a8 || a8.kind == fmt::Kind::int4_a8 ? a8 : int4_weight_only_spec(r);
     FormatKernels& k = r.kernels[static_cast<int>(Isa::avx2)];
-    if (s4.kind != fmt::Kind::f32_sparse && k.matvec) fmt::add_decode_layout_avx2(s4, k);
+    if (s.kind != fmt::Kind::f32_sparse && k.matvec) fmt::add_decode_layout_avx2(s, k);
   }
 }
 

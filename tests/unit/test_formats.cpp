@@ -1292,6 +1292,16 @@ TEST(Formats, PrefillThreadSplitsMatchOneGenericThread) {
   }
 }
 
+// The generic runner's matrix-vector product on one thread: the reference the levels' decode
+// kernels are held to.
+std::vector<float> generic_matvec(const WeightMatrix& wm, const float* x) {
+  std::vector<float> y(static_cast<size_t>(wm.rows));
+  ThreadPool one(1);
+  MatmulRunner gen(one, Isa::generic);
+  gen.matvec(wm, x, y.data());
+  return y;
+}
+
 // Four threads ask for a matrix's laid-out copy (the AMX tiles, the decode layout) at once, so
 // TSan sees the race if there is one: every one gets the same copy.
 template <class Ask>
@@ -1467,12 +1477,7 @@ TEST(Formats, Int4DecodeAtAvx2TakesRowsWiderThanItsStackCopy) {
     unpack_matrix(wm, u.data());
     for (int pass = 0; pass < 2; ++pass) {
       auto x = gauss(cols, rng);
-      std::vector<float> y0(rows);
-      {
-        ThreadPool one(1);
-        MatmulRunner gen(one, Isa::generic);
-        gen.matvec(wm, x.data(), y0.data());
-      }
+      const std::vector<float> y0 = generic_matvec(wm, x.data());
       for (int threads : {1, 2}) {
         ThreadPool pool(threads);
         MatmulRunner run(pool, Isa::avx2);
@@ -1561,12 +1566,7 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
     ASSERT_NE(got[0], nullptr);
     EXPECT_EQ(wm.decode_bytes(), kern.decode_bytes(rows, cols));
     EXPECT_EQ(wm.decode_bytes(), rows / 16 * 16 * wm.row_bytes);  // the rows' bytes, rearranged
-    std::vector<float> y0(rows);
-    {
-      ThreadPool pool(1);
-      MatmulRunner run(pool, Isa::generic);
-      run.matvec(wm, x.data(), y0.data());
-    }
+    const std::vector<float> y0 = generic_matvec(wm, x.data());
     for (int threads : {1, 2}) {
       ThreadPool pool(threads);
       MatmulRunner run(pool, level);
