@@ -1,7 +1,7 @@
 #pragma once
 // The encoder's element-wise numerics (BERT/DistilBERT): the feed-forward activations, LayerNorm
 // with its residual add, and the masked softmax of attention scores. Written once, here, and
-// compiled into every level's kernel table (kernels_generic.cpp and, with that level's flags,
+// compiled into every level's kernel table (kernels_generic.cpp and, in that level's target region,
 // simd_kernels.inc) as bias_activation, add_layer_norm and masked_softmax. LayerNorm's sums are
 // written with explicit 16-way partials (kPartials), so every level adds in the same order; the
 // softmax is written in vectors at the SIMD levels and reduces its sum as a tree there. The SIMD
@@ -12,17 +12,21 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX2__) && defined(__FMA__)
+// The level of the file including this one (isa_target.h): 0 in baseline files.
+#ifndef CIBENCH_TARGET_LEVEL
+#define CIBENCH_TARGET_LEVEL 0
+#endif
+#if CIBENCH_TARGET_LEVEL >= 1
 #include <immintrin.h>
 #endif
-#if defined(__AVX512F__)
+#if CIBENCH_TARGET_LEVEL >= 2
 #include "engines/kernels/vec_avx512.h"
 #endif
 
 #include "engines/kernels/kernels.h"
 
 namespace cibench::encoder {
-// Internal linkage: each level's kernel source compiles these with its own flags (and, below,
+// Internal linkage: each level's kernel source compiles these in its own target region (and, below,
 // its own vector code), so no two translation units may share one out-of-line copy.
 namespace {
 
@@ -87,7 +91,7 @@ inline float erf_approx(float x) {
   return std::copysign(p, x);
 }
 
-#if defined(__AVX512F__)
+#if CIBENCH_TARGET_LEVEL >= 2
 // GELU (erf form) on 16 values: the same pieces, selected per lane by vpermps.
 inline __m512 gelu_vec(__m512 v) {
   const __m512 u = _mm512_mul_ps(v, _mm512_set1_ps(0.70710678118654752f));
@@ -100,7 +104,7 @@ inline __m512 gelu_vec(__m512 v) {
   const __m512 erf = _mm512_or_ps(p, _mm512_and_ps(u, sign));  // p >= 0
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), _mm512_add_ps(_mm512_set1_ps(1.0f), erf));
 }
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif CIBENCH_TARGET_LEVEL >= 1
 // GELU (erf form) on 8 values: the same pieces, selected per lane by vpermps.
 inline __m256 gelu_vec(__m256 v) {
   const __m256 u = _mm256_mul_ps(v, _mm256_set1_ps(0.70710678118654752f));
@@ -121,7 +125,7 @@ __attribute__((always_inline)) inline void bias_activation_body(float* x, const 
   switch (act) {
     case Activation::gelu: {
       int64_t i = 0;
-#if defined(__AVX512F__)
+#if CIBENCH_TARGET_LEVEL >= 2
       // whole vectors unmasked, the tail masked (masked loads and stores issue slower)
       for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(x + i, gelu_vec(_mm512_add_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(bias + i))));
@@ -131,7 +135,7 @@ __attribute__((always_inline)) inline void bias_activation_body(float* x, const 
         _mm512_mask_storeu_ps(x + i, k, gelu_vec(v));
         i = n;
       }
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif CIBENCH_TARGET_LEVEL >= 1
       for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(x + i, gelu_vec(_mm256_add_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(bias + i))));
 #endif
@@ -193,11 +197,11 @@ inline void add_layer_norm_body(float* x, const float* a, const float* bias, con
   for (i = 0; i < n; ++i) x[i] = (x[i] - mean) * inv * w[i] + b[i];
 }
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if CIBENCH_TARGET_LEVEL >= 1
 // exp_approx on a vector: the same steps, lane by lane (the scalar form contracts the same
 // products into multiply-adds where the compiler may; each step rounds once either way). The
 // vector types are GCC vectors, so + - * and the bit casts are written once for both widths.
-#if defined(__AVX512F__)
+#if CIBENCH_TARGET_LEVEL >= 2
 using VecF = __m512;
 inline VecF vfma(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
 inline VecF vmin(VecF a, VecF b) { return _mm512_min_ps(a, b); }
@@ -237,7 +241,7 @@ inline VecF exp_vec(VecF x) {
 // to all of them would give). The scaled score is rounded once, as a separate multiply would.
 inline void masked_softmax_body(float* s, const uint8_t* mask, int64_t n, float scale = 1.0f) {
   constexpr float kMasked = -1e30f;
-#if defined(__AVX512F__)
+#if CIBENCH_TARGET_LEVEL >= 2
   // In registers, 16 lanes; the tail by masked loads and stores. The maximum is order-free; the
   // sum is reduced as a tree, which KernelTwin.EncoderNumerics bounds against the generic order.
   // (The 16 partials, spilled and added in order, with the row's scalar tail, were most of a
@@ -300,7 +304,7 @@ inline void masked_softmax_body(float* s, const uint8_t* mask, int64_t n, float 
     std::fill(s, s + n, 0.0f);
     mx = 0.0f;
   }
-#if defined(__AVX2__) && defined(__FMA__)
+#if CIBENCH_TARGET_LEVEL >= 1
   // Two 8-lane vectors hold the 16 partials; reduced as a tree at the end.
   __m256 s0 = _mm256_setzero_ps(), s1 = s0;
   const __m256 vm = _mm256_set1_ps(mx);

@@ -1,5 +1,5 @@
-// AMX kernels. This file alone is compiled with the AVX-512 VNNI/BF16 flags plus
-// -mamx-tile -mamx-int8 -mamx-bf16.
+// AMX kernels, in the amx target region (the AVX-512 VNNI/BF16 features plus AMX tiles,
+// isa_target.h): internal linkage all, reached through isa_entry::fmt_amx only.
 //   Prefill through MatmulRunner (FormatKernels::matmul_tiles) on weights laid out once per
 //   matrix as B tiles (bf16: a repack of its own; w8a8 and int8_g32_a8: the decode layout, whose
 //   vectors are B tiles; int4_gG_a8: the decode layout's nibbles, expanded per call and 32-row
@@ -14,15 +14,20 @@
 //   Their matvecs (decode: one token does not fill a tile), the calls of fewer than 16 tokens and
 //   the rows outside whole tiles of 16: the avx512_vnni kernels.
 // Every other row falls back to its AVX-512 VNNI / AVX-512 kernels.
-// Written to the Intel intrinsics documentation; dispatched only when cpuid reports AMX and the
-// kernel granted the tile permission (engines/core/cpu.cpp). The twin tests run it only on a host
-// with AMX, and skip it (saying so) on every other.
+// Written to the Intel intrinsics documentation; handed out (fmt::format_entries) only where cpuid
+// reports AMX and the kernel granted the tile permission (engines/core/cpu.cpp). The twin tests
+// run it only on a host with AMX, and skip it (saying so) on every other.
 #include <immintrin.h>
 
 #include <cstring>
 #include <vector>
 
 #include "engines/kernels/fmt_common.h"
+#include "engines/kernels/half.h"
+#include "engines/kernels/isa_entries.h"
+#include "engines/kernels/isa_target.h"
+
+CIBENCH_TARGET_BEGIN_AMX
 #include "engines/kernels/transpose_avx.h"
 
 namespace cibench {
@@ -203,7 +208,7 @@ void amx_gemm(const uint8_t* w, size_t row_bytes, int64_t w_off, int64_t w_data,
 template <Kind K, int G = 0>
 void vnni_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t xrb, int64_t m, float* y,
                  int64_t ldy, int64_t row_begin, int64_t row_end) {
-  static const FormatKernels f = kernels_avx512vnni(Spec{K, G});
+  static const FormatKernels f = lower_entries(Isa::avx512_vnni).kernels(Spec{K, G});
   f.matmul(w, row_bytes, k, x, xrb, m, y, ldy, row_begin, row_end);
 }
 
@@ -841,18 +846,17 @@ void group_a8_matmul_amx(const uint8_t* w, size_t row_bytes, int64_t k, const vo
     vnni_matmul<Kind::int4_a8, G>(w, row_bytes, k, xv, xrb, m, y, ldy, row_begin + n16, row_end);
 }
 
-}  // namespace
-
-FormatKernels kernels_amx(const Spec& s) {
+FormatKernels level_kernels(const Spec& s) {
   if (s.kind == Kind::w8a8 || s.kind == Kind::bf16) {
-    FormatKernels f = kernels_avx512vnni(s);  // the matvec, the conversion of the activations
+    // the matvec, the conversion of the activations
+    FormatKernels f = lower_entries(Isa::avx512_vnni).kernels(s);
     f.matmul = s.kind == Kind::bf16 ? bf16_matmul_amx : w8a8_matmul_amx;
     f.tiles_bytes = s.kind == Kind::bf16 ? bf16_tiles_bytes : w8a8_tiles_bytes;
     f.tiles_pack = s.kind == Kind::bf16 ? bf16_tiles_pack : w8a8_tiles_pack;
     f.matmul_tiles = s.kind == Kind::bf16 ? bf16_matmul_tiles : w8a8_matmul_tiles;
     f.tiles_min_tokens = 16;
     if (s.kind == Kind::w8a8) {  // prefill from the decode layout: one copy for both
-      add_decode_layout_avx512vnni(s, f);
+      lower_entries(Isa::avx512_vnni).add_decode_layout(s, f);
       f.tiles_bytes = f.decode_bytes;
       f.tiles_pack = f.decode_pack;
       f.matmul_tiles = w8a8_matmul_decode_tiles;
@@ -860,10 +864,10 @@ FormatKernels kernels_amx(const Spec& s) {
     return f;
   }
   if (s.kind == Kind::int4_a8) {
-    FormatKernels f = kernels_avx512vnni(s);  // the matvec, the quantiser
+    FormatKernels f = lower_entries(Isa::avx512_vnni).kernels(s);  // the matvec, the quantiser
     if (s.group == 128) f.matmul = group_a8_matmul_amx<128>;
     if (s.group == 64) f.matmul = group_a8_matmul_amx<64>;
-    add_decode_layout_avx512vnni(s, f);
+    lower_entries(Isa::avx512_vnni).add_decode_layout(s, f);
     f.tiles_bytes = f.decode_bytes;  // prefill from the decode layout, expanded per 32-row block
     f.tiles_pack = f.decode_pack;
     f.matmul_tiles = s.group == 128 ? group_matmul_tiles<Kind::int4_a8, 128, Layout::decode_int4>
@@ -873,8 +877,8 @@ FormatKernels kernels_amx(const Spec& s) {
     return f;
   }
   if (s.kind == Kind::q8_a8) {  // prefill from the decode layout too: one copy for both
-    FormatKernels f = kernels_avx512vnni(s);
-    add_decode_layout_avx512vnni(s, f);
+    FormatKernels f = lower_entries(Isa::avx512_vnni).kernels(s);
+    lower_entries(Isa::avx512_vnni).add_decode_layout(s, f);
     f.tiles_bytes = f.decode_bytes;
     f.tiles_pack = f.decode_pack;
     f.matmul_tiles = group_matmul_tiles<Kind::q8_a8, 32, Layout::decode>;
@@ -884,5 +888,12 @@ FormatKernels kernels_amx(const Spec& s) {
   return {};
 }
 
+}  // namespace
 }  // namespace fmt
+
+namespace isa_entry {
+constinit const fmt::FormatEntries fmt_amx{.kernels = fmt::level_kernels};
+}  // namespace isa_entry
+
 }  // namespace cibench
+CIBENCH_TARGET_END

@@ -1,4 +1,5 @@
-// AVX2 + FMA kernels of the packed formats. This file alone is compiled with -mavx2 -mfma -mf16c.
+// AVX2 + FMA + F16C kernels of the packed formats, in the AVX2 target region (isa_target.h): internal
+// linkage all, reached through isa_entry::fmt_avx2 only.
 //   dense f32-activation formats (bf16, int8, int4): fmt_dense.inc over VecAvx2, except the int4
 //   matvec (zero-extending nibble loads, zero point applied per group with the sum of x)
 //   w8a8: sign trick + _mm256_maddubs_epi16 + _mm256_madd_epi16, exact int32 accumulation
@@ -14,11 +15,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "engines/kernels/fmt_common.h"
-#include "engines/kernels/fmt_decode_layout.h"
 #include "engines/kernels/half.h"
+#include "engines/kernels/isa_entries.h"
+#include "engines/kernels/isa_target.h"
+
+CIBENCH_TARGET_BEGIN_AVX2
+#include "engines/kernels/fmt_decode_layout.h"
 #include "engines/kernels/transpose_avx.h"
 #include "engines/kernels/vec_avx2.h"
 
@@ -1195,7 +1201,9 @@ void int4a8_gemm256(const uint8_t* w, size_t row_bytes, int64_t k, const void* x
   auto span = [&](int64_t n) {
     return Q8 ? (n + G - 1) / G * gb : n / G * gb + (n % G ? 2 + round_up(n % G, 32) / 2 : 0);
   };
-  auto keep = [](int64_t n) {  // lanes < n (0..8) all ones
+  // [&]: a lambda without captures also gets a conversion to a function pointer, which GCC
+  // declares outside the target region (a -Wpsabi warning for its vector return)
+  auto keep = [&](int64_t n) {  // lanes < n (0..8) all ones
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), lane);
   };
@@ -1657,9 +1665,7 @@ struct Int8SparseT : Int8Sparse {
   }
 };
 
-}  // namespace
-
-void add_decode_layout_avx2(const Spec& s, FormatKernels& f) {
+void add_decode_layout(const Spec& s, FormatKernels& f) {
   if (s.kind == Kind::q8_a8) {
     f.decode_bytes = decode_bytes_512<Kind::q8_a8, kQ8Block>;
     f.decode_pack = decode_pack_512<Kind::q8_a8, kQ8Block>;
@@ -1678,7 +1684,7 @@ void add_decode_layout_avx2(const Spec& s, FormatKernels& f) {
   else s.asym ? set_int4f_decode_256<128, true>(f) : set_int4f_decode_256<128, false>(f);
 }
 
-FormatKernels kernels_avx2(const Spec& s) {
+FormatKernels level_kernels(const Spec& s) {
   switch (s.kind) {
     case Kind::w8a8: return FormatKernels{int8_matvec<W8a8Dot>, int8_matmul<W8a8Dot>, act8_quantize_avx2};
     case Kind::w8a7: return FormatKernels{int8_matvec<W8a7Dot>, int8_matmul<W8a7Dot>, act7_quantize_avx2};
@@ -1704,5 +1710,13 @@ FormatKernels kernels_avx2(const Spec& s) {
   }
 }
 
+}  // namespace
 }  // namespace fmt
+
+namespace isa_entry {
+constinit const fmt::FormatEntries fmt_avx2{.kernels = fmt::level_kernels,
+                                            .add_decode_layout = fmt::add_decode_layout};
+}  // namespace isa_entry
+
 }  // namespace cibench
+CIBENCH_TARGET_END

@@ -1,5 +1,5 @@
-// AVX-512 (F/BW/VL/DQ) kernels of the packed formats. This file alone is compiled with
-// -mavx512f -mavx512bw -mavx512vl -mavx512dq.
+// AVX-512 (F/BW/VL/DQ) kernels of the packed formats, in the AVX-512 target region (isa_target.h):
+// internal linkage all, reached through isa_entry::fmt_avx512 only.
 //   dense f32-activation formats (bf16, int8, int4): fmt_dense.inc over VecAvx512
 //   w8a8: the AVX2 sign trick at 512 bits (_mm512_maddubs_epi16 + _mm512_madd_epi16)
 //   int8_g32_a8: the same sign trick per block of 32, 16 rows per step (fmt_q8a8_512.inc)
@@ -8,8 +8,8 @@
 //   int4_gG_a8 prefill: the panel GEMM of fmt_group_gemm_512.inc on vpmaddubsw + vpmaddwd (CPUs
 //     without VNNI; a few tokens keep the AVX2 kernels), and its decode from the decode layout
 //     where AVX-512 runs full width (the row matvec: AVX2's)
-// Dispatched only when cpuid reports AVX-512; the twin tests (tests/unit/test_formats.cpp) hold
-// it to the generic kernels on such a host and skip it elsewhere.
+// Handed out only where AVX-512 is supported (fmt::format_entries); the twin tests
+// (tests/unit/test_formats.cpp) hold it to the generic kernels on such a host and skip it elsewhere.
 #include <immintrin.h>
 
 #include <cstring>
@@ -17,9 +17,13 @@
 #include <vector>
 
 #include "engines/kernels/fmt_common.h"
-#include "engines/kernels/transpose_avx.h"
-#include "engines/kernels/fmt_decode_layout.h"
 #include "engines/kernels/half.h"
+#include "engines/kernels/isa_entries.h"
+#include "engines/kernels/isa_target.h"
+
+CIBENCH_TARGET_BEGIN_AVX512
+#include "engines/kernels/fmt_decode_layout.h"
+#include "engines/kernels/transpose_avx.h"
 #include "engines/kernels/vec_avx512.h"
 
 namespace cibench {
@@ -83,7 +87,7 @@ void int4a8_matmul_bw(const uint8_t* w, size_t row_bytes, int64_t k, const void*
     group_gemm_512<Q4Panel<G>, GroupDotBw>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
-  static const decltype(FormatKernels::matmul) avx2 = kernels_avx2(Spec{Kind::int4_a8, G, false}).matmul;
+  static const decltype(FormatKernels::matmul) avx2 = avx2_kernels(Spec{Kind::int4_a8, G, false}).matmul;
   avx2(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
 }
 
@@ -123,7 +127,7 @@ inline __m512 int4a8_group_bw(const uint8_t* blk, const uint8_t* a, int32_t asum
 template <int G>
 void int4a8_decode_matvec_bw(const uint8_t* dec, const uint8_t* w, size_t row_bytes, int64_t k, const void* xv,
                              float* y, int64_t row_begin, int64_t row_end) {
-  static const decltype(FormatKernels::matvec) rows_matvec = kernels_avx2(Spec{Kind::int4_a8, G, false}).matvec;
+  static const decltype(FormatKernels::matvec) rows_matvec = avx2_kernels(Spec{Kind::int4_a8, G, false}).matvec;
   constexpr int64_t piece = 32 + 256 * (G / 32);
   const ActBlocks<G> a(xv, k);
   const int64_t block_bytes = static_cast<int64_t>(row_bytes) * kDecodeRows;  // the layout keeps the rows' bytes
@@ -147,9 +151,7 @@ void set_int4a8_decode_bw(FormatKernels& f) {
   f.matvec_decode = int4a8_decode_matvec_bw<G>;
 }
 
-}  // namespace
-
-void add_decode_layout_avx512(const Spec& s, FormatKernels& f) {
+void add_decode_layout(const Spec& s, FormatKernels& f) {
   if (s.kind == Kind::int4_a8) {
     if (s.group == 32) set_int4a8_decode_bw<32>(f);
     else if (s.group == 64) set_int4a8_decode_bw<64>(f);
@@ -162,17 +164,25 @@ void add_decode_layout_avx512(const Spec& s, FormatKernels& f) {
   else s.asym ? set_int4f_decode<128, true>(f) : set_int4f_decode<128, false>(f);
 }
 
-FormatKernels kernels_avx512(const Spec& s) {
+FormatKernels level_kernels(const Spec& s) {
   if (s.kind == Kind::w8a8)
     return FormatKernels{w8a8_matvec_512<Dot64Bw>, w8a8_matmul_512<Dot64Bw>, act8_quantize_512};
   if (s.kind == Kind::q8_a8) return FormatKernels{q8a8_matvec_512<Q8DotBw>, q8a8_matmul_512<Q8DotBw>};
   if (s.kind == Kind::int4_a8) {
-    FormatKernels f = kernels_avx2(s);  // the matvec, the quantiser and the few-token matmul
+    FormatKernels f = avx2_kernels(s);  // the matvec, the quantiser and the few-token matmul
     f.matmul = s.group == 128 ? int4a8_matmul_bw<128> : (s.group == 64 ? int4a8_matmul_bw<64> : int4a8_matmul_bw<32>);
     return f;
   }
   return dense_kernels<VecAvx512>(s);
 }
 
+}  // namespace
 }  // namespace fmt
+
+namespace isa_entry {
+constinit const fmt::FormatEntries fmt_avx512{.kernels = fmt::level_kernels,
+                                              .add_decode_layout = fmt::add_decode_layout};
+}  // namespace isa_entry
+
 }  // namespace cibench
+CIBENCH_TARGET_END

@@ -1,13 +1,14 @@
-// AVX-512 VNNI + AVX-512 BF16 kernels. This file alone is compiled with the AVX-512 flags plus
-// -mavx512vnni -mavx512bf16. w8a8 (matvec and matmul), the w8a7 matmul, the int4_gG_a8 matmuls
-// (G = 32, 64, 128) and int8_g32_a8 (matvec and matmul) have kernels of their own here (vpdpbusd):
-// for a few tokens, and for many (prefill) a register-blocked GEMM over weight panels repacked
-// per call; so has bf16
-// (vdpbf16ps, on activations rounded to bf16; on Intel CPUs its prefill takes the same products on
-// f32 FMAs, bf16_fma_matmul). Every other row falls back to its AVX-512 (w8a7: AVX2) kernels.
-// Dispatched only when cpuid reports the features; the twin tests (tests/unit/test_formats.cpp)
-// check every kernel here bit for bit against the generic ones on a host that has them (they ran
-// on an AMD Zen 5 class VM with AVX-512 VNNI) and skip the level elsewhere.
+// AVX-512 VNNI + AVX-512 BF16 kernels, in the avx512_vnni target region (isa_target.h): internal
+// linkage all, reached through isa_entry::fmt_avx512vnni only. w8a8 (matvec and matmul), the
+// w8a7 matmul, the int4_gG_a8 matmuls (G = 32, 64, 128) and int8_g32_a8 (matvec and matmul) have
+// kernels of their own here (vpdpbusd): for a few tokens, and for many (prefill) a
+// register-blocked GEMM over weight panels repacked per call; so has bf16 (vdpbf16ps, on
+// activations rounded to bf16; on Intel CPUs its prefill takes the same products on f32 FMAs,
+// bf16_fma_matmul). Every other row falls back to its AVX-512 (w8a7: AVX2) kernels.
+// Handed out only where the level is supported (fmt::format_entries); the twin tests
+// (tests/unit/test_formats.cpp) check every kernel here bit for bit against the generic ones on a
+// host that has them (they ran on an AMD Zen 5 class VM with AVX-512 VNNI) and skip the level
+// elsewhere.
 #include <immintrin.h>
 
 #include <cstring>
@@ -15,8 +16,12 @@
 #include <vector>
 
 #include "engines/kernels/fmt_common.h"
-#include "engines/kernels/fmt_decode_layout.h"
 #include "engines/kernels/half.h"
+#include "engines/kernels/isa_entries.h"
+#include "engines/kernels/isa_target.h"
+
+CIBENCH_TARGET_BEGIN_AVX512_VNNI
+#include "engines/kernels/fmt_decode_layout.h"
 #include "engines/kernels/transpose_avx.h"
 #include "engines/kernels/vec_avx512.h"
 
@@ -432,7 +437,7 @@ void w8a7_matmul_vnni(const uint8_t* w, size_t row_bytes, int64_t k, const void*
     int8_gemm_vnni<true>(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
     return;
   }
-  static const decltype(FormatKernels::matmul) few = kernels_avx2(Spec{Kind::w8a7, 0, false}).matmul;
+  static const decltype(FormatKernels::matmul) few = avx2_kernels(Spec{Kind::w8a7, 0, false}).matmul;
   few(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
 }
 
@@ -816,7 +821,7 @@ struct Int4a8Few {
   }
   static void one(const uint8_t* w, size_t row_bytes, int64_t k, const void* x, size_t x_row_bytes, int64_t m,
                   float* y, int64_t ldy, int64_t row_begin, int64_t row_end) {
-    static const decltype(FormatKernels::matmul) avx2 = kernels_avx2(Spec{Kind::int4_a8, G_, false}).matmul;
+    static const decltype(FormatKernels::matmul) avx2 = avx2_kernels(Spec{Kind::int4_a8, G_, false}).matmul;
     avx2(w, row_bytes, k, x, x_row_bytes, m, y, ldy, row_begin, row_end);
   }
 };
@@ -1298,19 +1303,7 @@ void bf16_fma_matmul(const uint8_t* w, size_t row_bytes, int64_t k, const void* 
   }
 }
 
-}  // namespace
-
-decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni() { return int4a8_matvec_512<32, true>; }
-
-decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni() { return bf16_fma_matmul; }
-
-decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni() { return bf16_matmul_t<2>; }
-
-decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni() { return int8_matmul_layout<false>; }
-
-decltype(FormatKernels::matmul_tiles) w8a7_matmul_layout_avx512vnni() { return int8_matmul_layout<true>; }
-
-void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f) {
+void add_decode_layout(const Spec& s, FormatKernels& f) {
   auto set = [&f](auto bytes, auto pack, auto matvec) {
     f.decode_bytes = bytes;
     f.decode_pack = pack;
@@ -1331,7 +1324,7 @@ void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f) {
         decode_matvec_512<Kind::int4_a8, 128>);
 }
 
-FormatKernels kernels_avx512vnni(const Spec& s) {
+FormatKernels level_kernels(const Spec& s) {
   if (s.kind == Kind::bf16) {
     FormatKernels f{bf16dp_matvec, bf16_matmul, bf16_convert};
     f.act_variant = &bf16_act_variant();
@@ -1339,7 +1332,7 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
   }
   if (s.kind == Kind::w8a8) return FormatKernels{w8a8_matvec_512<Dot64Vnni>, w8a8_matmul_vnni, act8_quantize_512};
   if (s.kind == Kind::w8a7) {
-    FormatKernels f = kernels_avx2(s);  // the AVX2 matvec; the matmul below, the quantiser at 512 bits
+    FormatKernels f = avx2_kernels(s);  // the AVX2 matvec; the matmul below, the quantiser at 512 bits
     f.matmul = w8a7_matmul_vnni;
     f.quantize = act7_quantize_512;
     return f;
@@ -1347,7 +1340,7 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
   if (s.kind == Kind::q8_a8)
     return FormatKernels{q8a8_matvec_512<Q8DotVnni>, a8_few_matmul_vnni<Q8a8Few>, actb_quantize_512<kQ8Block>};
   if (s.kind == Kind::int4_a8) {
-    FormatKernels f = kernels_avx2(s);  // the matvec, matmuls and quantiser here
+    FormatKernels f = avx2_kernels(s);  // the matvec, matmuls and quantiser here
     f.quantize = s.group == 128 ? actb_quantize_512<128> : (s.group == 64 ? actb_quantize_512<64> : actb_quantize_512<32>);
     f.matvec = s.group == 128 ? int4a8_matvec_512<128> : (s.group == 64 ? int4a8_matvec_512<64> : int4a8_matvec_512<32>);
     f.matmul = s.group == 128 ? int4g128a8_matmul_vnni
@@ -1357,5 +1350,18 @@ FormatKernels kernels_avx512vnni(const Spec& s) {
   return {};
 }
 
+}  // namespace
 }  // namespace fmt
+
+namespace isa_entry {
+constinit const fmt::FormatEntries fmt_avx512vnni{.kernels = fmt::level_kernels,
+                                                  .add_decode_layout = fmt::add_decode_layout,
+                                                  .int4g32a8_streams_matvec = fmt::int4a8_matvec_512<32, true>,
+                                                  .bf16_fma_matmul = fmt::bf16_fma_matmul,
+                                                  .bf16_matmul_32_token_blocks = fmt::bf16_matmul_t<2>,
+                                                  .w8a8_matmul_layout = fmt::int8_matmul_layout<false>,
+                                                  .w8a7_matmul_layout = fmt::int8_matmul_layout<true>};
+}  // namespace isa_entry
+
 }  // namespace cibench
+CIBENCH_TARGET_END

@@ -1,10 +1,11 @@
 #pragma once
-// Byte layouts of the packed weight formats and the per-ISA kernel getters.
+// Byte layouts of the packed weight formats, and how the format table reaches each level's kernels.
 //
 // The rows of the format table (formats.cpp) are built from these layouts; the kernels live in
 // one source per ISA (fmt_generic.cpp, fmt_avx2.cpp, fmt_avx512.cpp, fmt_avx512vnni.cpp,
-// fmt_amx.cpp), the SIMD ones generated from shared templates (fmt_dense.inc, fmt_int8act.inc,
-// fmt_sparse.inc) over a vector-traits type, each compiled with its own ISA flags only.
+// fmt_amx.cpp), the SIMD ones partly generated from shared templates (fmt_dense.inc, the *_512.inc
+// files) over a vector-traits type, each above the baseline in a target region of its own
+// level (isa_target.h) and reached only through its entry table (FormatEntries below).
 //
 // Layouts (all little-endian, rows packed independently; K = columns):
 //   bf16         uint16 x K (upper half of the IEEE float, round-to-nearest-even)
@@ -228,42 +229,63 @@ inline size_t actbf16_row_bytes(int64_t k) { return static_cast<size_t>(2 * roun
 // The reference conversion and the generic kernels on such rows (fmt_generic.cpp).
 const ActVariant& bf16_act_variant();
 
-// ---- per-ISA kernel getters: {nullptr, nullptr} when that level has nothing of its own -----
+// ---- the kernels of each level ---------------------------------------------------------------
+// The generic ones, baseline code (fmt_generic.cpp): {nullptr, nullptr} for a Spec it has none of.
 FormatKernels kernels_generic(const Spec& s);
-FormatKernels kernels_avx2(const Spec& s);
-FormatKernels kernels_avx512(const Spec& s);
-FormatKernels kernels_avx512vnni(const Spec& s);
-FormatKernels kernels_amx(const Spec& s);
-// int4_g32_a8's avx512_vnni matvec over 16 long row streams (fmt_int4a8_512.inc), the one
-// format_table() gives that row on Intel CPUs (formats.cpp).
-decltype(FormatKernels::matvec) int4g32a8_streams_matvec_avx512vnni();
-// bf16's avx512_vnni matmul on f32 FMAs (the same products and f32 sums as vdpbf16ps, which runs
-// at half the FMA rate on Intel's cores), the one format_table() gives that row on Intel CPUs.
-decltype(FormatKernels::matmul) bf16_fma_matmul_avx512vnni();
-// bf16's avx512_vnni matmul with the lane-form GEMM on blocks of 32 tokens (2 x 12 register tiles)
-// instead of 64 (4 x 6), the one format_table() gives that row on AMD CPUs from Zen 5 (formats.cpp).
-decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks_avx512vnni();
-// w8a8's avx512_vnni prefill reading its whole 16-row blocks from the decode layout in place
-// (FormatKernels::matmul_tiles), the one format_table() gives the row with the layout (formats.cpp).
-// Its VNNI GEMM takes over from kW8a8GemmMinTokens tokens (fewer: the few-token kernels), w8a7's
-// from kW8a7GemmMinTokens: 2048 x 2048 matrices, one thread, crossovers measured at 12-16 tokens
-// for w8a8 and below 8 for w8a7 against its AVX2 kernel.
+
+// What the kernel file of a level above the baseline (fmt_avx2.cpp, fmt_avx512.cpp,
+// fmt_avx512vnni.cpp, fmt_amx.cpp) gives out: a constant table of pointers into code compiled for
+// that level (engines/kernels/isa_entries.h, isa_target.h). Reading it runs none of that code;
+// format_entries() hands it out only where the level is supported.
+struct FormatEntries {
+  // The level's kernels of a row ({} where the level has none of its own for that Spec).
+  FormatKernels (*kernels)(const Spec& s) = nullptr;
+  // Decode from the rows laid out in 16-row blocks: sets decode_bytes, decode_pack and
+  // matvec_decode. avx512_vnni (fmt_decode_512.inc): int8_g32_a8 (Kind::q8_a8), w8a8 (and
+  // w8a8_static), w8a7 and int4_gG_a8, over the row matvecs format_table() gives those rows on Intel
+  // CPUs; avx512: the int4 gG weight-only rows (Kind::int4, f32 activations;
+  // fmt_int4_decode_512.inc) over their AVX-512 row matvec, and int4_gG_a8 on AVX-512 BW (no VNNI)
+  // over the AVX2 row matvec; avx2: the same layout read at 256 bits over the AVX2 row matvec
+  // (int4 gG, int4_gG_a8, int8_g32_a8). Nothing for other kinds. format_table() adds it where it
+  // measured faster (formats.cpp). nullptr where the level has none.
+  void (*add_decode_layout)(const Spec& s, FormatKernels& f) = nullptr;
+  // avx512_vnni only (nullptr elsewhere), the kernels format_table() swaps in on some CPUs:
+  // int4_g32_a8's matvec over 16 long row streams (fmt_int4a8_512.inc), on Intel's;
+  decltype(FormatKernels::matvec) int4g32a8_streams_matvec = nullptr;
+  // bf16's matmul on f32 FMAs (the same products and f32 sums as vdpbf16ps, which runs at half
+  // the FMA rate on Intel's cores), on Intel's;
+  decltype(FormatKernels::matmul) bf16_fma_matmul = nullptr;
+  // bf16's matmul with the lane-form GEMM on blocks of 32 tokens (2 x 12 register tiles) instead
+  // of 64 (4 x 6), on AMD's from Zen 5;
+  decltype(FormatKernels::matmul) bf16_matmul_32_token_blocks = nullptr;
+  // w8a8's prefill reading its whole 16-row blocks from the decode layout in place
+  // (FormatKernels::matmul_tiles), and w8a7's (its weights signed in the layout, the row sums
+  // beside the scales), where the row has the layout.
+  decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout = nullptr;
+  decltype(FormatKernels::matmul_tiles) w8a7_matmul_layout = nullptr;
+};
+// The gate between baseline code and code above the baseline: the entry table of `level`'s
+// kernel file, or nullptr when that level is not supported (isa_supported: the CPU lacks it, or it
+// is above CIBENCH_ISA) or has no kernel file (generic). Defined in isa_entries.cpp, the only file
+// that names the tables.
+const FormatEntries* format_entries(Isa level);
+
+// The same for the kernel files above `level` that run some of its kernels: format_entries(level),
+// throwing Error where it gives nullptr (never, for a caller above that level).
+const FormatEntries& lower_entries(Isa level);
+// The avx2 level's kernels of a row (the AVX-512 files run some of them: a matvec, a quantiser, a
+// few-token matmul).
+inline FormatKernels avx2_kernels(const Spec& s) { return lower_entries(Isa::avx2).kernels(s); }
+
+// w8a8's VNNI GEMM (avx512_vnni) takes over from kW8a8GemmMinTokens tokens (fewer: the few-token
+// kernels), w8a7's from kW8a7GemmMinTokens: 2048 x 2048 matrices, one thread, crossovers measured
+// at 12-16 tokens for w8a8 and below 8 for w8a7 against its AVX2 kernel.
 constexpr int64_t kW8a8GemmMinTokens = 16;
 constexpr int64_t kW8a7GemmMinTokens = 8;
-decltype(FormatKernels::matmul_tiles) w8a8_matmul_layout_avx512vnni();
-// The same for w8a7 (its weights signed in the layout, the row sums beside the scales).
-decltype(FormatKernels::matmul_tiles) w8a7_matmul_layout_avx512vnni();
-// Decode from the rows laid out in 16-row blocks (fmt_decode_512.inc): sets decode_bytes,
-// decode_pack and matvec_decode for int8_g32_a8 (Kind::q8_a8), w8a8 (and w8a8_static), w8a7 and
-// int4_gG_a8; the row matvecs they fall back to are the ones format_table() gives those rows on
-// Intel CPUs. format_table() adds the layout where AVX-512 runs full width (formats.cpp).
-void add_decode_layout_avx512vnni(const Spec& s, FormatKernels& f);
-// The same for the int4 gG weight-only rows (Kind::int4, f32 activations; fmt_int4_decode_512.inc),
-// over their AVX-512 row matvec, and for int4_gG_a8 on AVX-512 BW (no VNNI) over the AVX2 row
-// matvec (fmt_avx512.cpp); nothing for other kinds.
-void add_decode_layout_avx512(const Spec& s, FormatKernels& f);
-// The same layout read at 256 bits (fmt_avx2.cpp), over the AVX2 row matvec; nothing for other kinds.
-void add_decode_layout_avx2(const Spec& s, FormatKernels& f);
+
+// How far ahead (bytes) the decode-layout kernels prefetch into L2 (fmt_decode_layout.h): set
+// once, in baseline code, from the CPU (formats.cpp).
+extern const int64_t kDecodePrefetchBytes;
 
 // Appends every row but f32 to the format table (fmt_pack.cpp).
 void append_packed_rows(std::vector<FormatRow>& table);

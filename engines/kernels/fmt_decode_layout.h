@@ -3,8 +3,8 @@
 // token's matvec reads them as one stream, with no reduction across vector lanes. Its kernels:
 // fmt_decode_512.inc (the int8-activation rows, vpdpbusd, fmt_avx512vnni.cpp) and
 // fmt_int4_decode_512.inc (the int4 weight-only rows, f32 activations, fmt_avx512.cpp); why one
-// stream: fmt_decode_512.inc. Scalar code and a prefetch only; each AVX-512 source includes it
-// into an anonymous namespace of its own, as vec_avx512.h.
+// stream: fmt_decode_512.inc. Scalar code and a prefetch only; each kernel file includes it in its
+// target region, into an anonymous namespace of its own, as vec_avx512.h.
 //
 // Layout (WeightMatrix::decode_for keeps it beside the rows): a row is a sequence of units, each
 // a header (the scales) and data (a multiple of 4 bytes): per group its header and codes (int4
@@ -36,16 +36,10 @@ namespace fmt {
 namespace {
 
 constexpr int64_t kDecodeRows = 16;
-// How far ahead (bytes) the decode kernels prefetch the layout into L2: 3 KB measured best on the
-// Intel Xeon (fmt_decode_512.inc), 6 KB on AMD Zen 5 (family 0x1A): `cibench-microbench` matvec,
-// 2048 x 768 and 5632 x 2048, one thread, three alternating rounds at 3 / 6 / 9 / 12 KB, GB/s of
-// weights 3 KB -> 6 KB: w8a8 at avx512_vnni ~45 -> ~48, int4_g32_a8 ~42 -> ~45, int8_g32_a8
-// ~44 -> ~46, int4_g32 at avx512 ~32.5 -> ~35.5 (9 KB about as 6, 12 KB below it; none at all
-// 30-31 for int4_g32). Other CPUs keep 3 KB (unmeasured).
-// Read as a plain load in the kernels' loops: a call there (a function-local static's guard) made
-// GCC spill the accumulators around it (int4_g32 at avx512 ~35 -> ~28 GB/s).
-const int64_t kDecodePrefetchBytes =
-    cpu_features().vendor == "AuthenticAMD" && cpu_features().family == 0x1A ? 6144 : 3072;
+// How far ahead (bytes) the decode kernels prefetch the layout into L2: kDecodePrefetchBytes
+// (fmt_common.h), set in baseline code from the CPU (formats.cpp, where the figures are). Read as
+// a plain load in the kernels' loops: a call there (a function-local static's guard) made GCC
+// spill the accumulators around it (int4_g32 at avx512 ~35 -> ~28 GB/s).
 
 // One format's units. K: Kind::int4_a8 and Kind::int4 (G = 32, 64, 128; Asym: int4 with a zero
 // point), Kind::q8_a8 (G = 32), Kind::w8a8, Kind::w8a7.

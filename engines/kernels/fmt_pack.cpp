@@ -463,10 +463,10 @@ FormatRow base_row(const char* name, const char* description, const Spec& spec) 
   r.description = description;
   r.act = ActType::f32;
   r.kernels[static_cast<int>(Isa::generic)] = kernels_generic(spec);
-  r.kernels[static_cast<int>(Isa::avx2)] = kernels_avx2(spec);
-  r.kernels[static_cast<int>(Isa::avx512)] = kernels_avx512(spec);
-  r.kernels[static_cast<int>(Isa::avx512_vnni)] = kernels_avx512vnni(spec);
-  r.kernels[static_cast<int>(Isa::amx)] = kernels_amx(spec);
+  // The levels above the baseline that the process may use; the others stay empty (their code is
+  // never entered on a CPU without them, nor above CIBENCH_ISA).
+  for (Isa level : {Isa::avx2, Isa::avx512, Isa::avx512_vnni, Isa::amx})
+    if (const FormatEntries* e = format_entries(level)) r.kernels[static_cast<int>(level)] = e->kernels(spec);
   return r;
 }
 

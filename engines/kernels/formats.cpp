@@ -53,9 +53,10 @@ std::vector<FormatRow> build_table() {
     r.row_bytes = f32_row_bytes;
     r.pack_row = f32_pack;
     r.unpack_row = f32_unpack;
+    // (the levels the process may use only: kernels_for() refuses the others)
     r.kernels[static_cast<int>(Isa::generic)] = f32_kernels<Isa::generic>();
-    r.kernels[static_cast<int>(Isa::avx2)] = f32_kernels<Isa::avx2>();
-    r.kernels[static_cast<int>(Isa::avx512)] = f32_kernels<Isa::avx512>();
+    if (isa_supported(Isa::avx2)) r.kernels[static_cast<int>(Isa::avx2)] = f32_kernels<Isa::avx2>();
+    if (isa_supported(Isa::avx512)) r.kernels[static_cast<int>(Isa::avx512)] = f32_kernels<Isa::avx512>();
     t.push_back(r);
   }
   fmt::append_packed_rows(t);  // bf16, int8, w8a8, int4 group-wise, sparse (fmt_pack.cpp)
@@ -165,10 +166,12 @@ static void intel_matvecs(std::vector<FormatRow>& t) {
           r.kernels[static_cast<int>(level)].matvec = r.kernels[static_cast<int>(Isa::avx2)].matvec;
     } else if (n == "int4_g32_a8") {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
-      if (k.matvec) k.matvec = fmt::int4g32a8_streams_matvec_avx512vnni();
+      if (const fmt::FormatEntries* vnni = fmt::format_entries(Isa::avx512_vnni); vnni && k.matvec)
+        k.matvec = vnni->int4g32a8_streams_matvec;
     } else if (n == "bf16") {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
-      if (k.matmul) k.matmul = fmt::bf16_fma_matmul_avx512vnni();
+      if (const fmt::FormatEntries* vnni = fmt::format_entries(Isa::avx512_vnni); vnni && k.matmul)
+        k.matmul = vnni->bf16_fma_matmul;
     }
   }
 }
@@ -207,6 +210,8 @@ static fmt::Spec int8_act_layout_spec(const FormatRow& r) {
 }
 
 static void decode_layouts(std::vector<FormatRow>& t) {
+  const fmt::FormatEntries* avx512 = fmt::format_entries(Isa::avx512);
+  const fmt::FormatEntries* avx512vnni = fmt::format_entries(Isa::avx512_vnni);
   for (FormatRow& r : t) {
     const fmt::Spec spec = int8_act_layout_spec(r);
     // the int4 _a8 rows at avx512 (CPUs without VNNI) on vpmaddubsw: Zen 5 at the forced avx512
@@ -215,11 +220,11 @@ static void decode_layouts(std::vector<FormatRow>& t) {
     // 606-646 / 737-957
     if (spec.kind == fmt::Kind::int4_a8) {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512)];
-      if (k.matvec) fmt::add_decode_layout_avx512(spec, k);
+      if (avx512 && k.matvec) avx512->add_decode_layout(spec, k);
     }
     if (spec.kind != fmt::Kind::f32_sparse) {
       FormatKernels& vnni = r.kernels[static_cast<int>(Isa::avx512_vnni)];
-      if (vnni.matvec) fmt::add_decode_layout_avx512vnni(spec, vnni);
+      if (avx512vnni && vnni.matvec) avx512vnni->add_decode_layout(spec, vnni);
       // w8a8's prefill reads the same copy in place of its per-call repack (matmul_tiles): on Zen 5,
       // binaries alternating three rounds, one thread, DistilBERT (`cibench classify --bench`) 128
       // tokens 15.0-15.4 -> 14.4-14.6 ms, 16 tokens 2.77-2.82 -> 2.53-2.70; TinyLlama-1.1B prefill
@@ -227,11 +232,11 @@ static void decode_layouts(std::vector<FormatRow>& t) {
       // slower (DistilBERT 16 tokens 2.4-2.5 -> 3.8-4.1 ms): fmt_avx512vnni.cpp, int8_gemm_vnni.
       // w8a7's too, from 8 tokens: DistilBERT 64 tokens 6.90 -> 6.02 ms, 128 13.58 -> 12.48
       // (five rounds, one thread, with its quantiser at 512 bits).
-      if (vnni.matvec && (spec.kind == fmt::Kind::w8a8 || spec.kind == fmt::Kind::w8a7)) {
+      if (avx512vnni && vnni.matvec && (spec.kind == fmt::Kind::w8a8 || spec.kind == fmt::Kind::w8a7)) {
         const bool a7 = spec.kind == fmt::Kind::w8a7;
         vnni.tiles_bytes = vnni.decode_bytes;
         vnni.tiles_pack = vnni.decode_pack;
-        vnni.matmul_tiles = a7 ? fmt::w8a7_matmul_layout_avx512vnni() : fmt::w8a8_matmul_layout_avx512vnni();
+        vnni.matmul_tiles = a7 ? avx512vnni->w8a7_matmul_layout : avx512vnni->w8a8_matmul_layout;
         vnni.tiles_min_tokens = a7 ? fmt::kW8a7GemmMinTokens : fmt::kW8a8GemmMinTokens;  // where each GEMM takes over
       }
       FormatKernels& amx = r.kernels[static_cast<int>(Isa::amx)];
@@ -240,7 +245,7 @@ static void decode_layouts(std::vector<FormatRow>& t) {
     const fmt::Spec s4 = int4_weight_only_spec(r);
     if (s4.kind == fmt::Kind::int4) {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512)];
-      if (k.matvec) fmt::add_decode_layout_avx512(s4, k);
+      if (avx512 && k.matvec) avx512->add_decode_layout(s4, k);
     }
   }
 }
@@ -259,11 +264,13 @@ static void decode_layouts(std::vector<FormatRow>& t) {
 // int8_g32_a8 185-204 / 219-258 (two); on Zen 4 the avx512 levels take it with those rows' AVX2
 // matvec (prefer_avx2_kernels; unmeasured there).
 static void avx2_decode_layouts(std::vector<FormatRow>& t) {
+  const fmt::FormatEntries* avx2 = fmt::format_entries(Isa::avx2);
+  if (!avx2) return;
   for (FormatRow& r : t) {
     const fmt::Spec a8 = int8_act_layout_spec(r);  // its AVX2 kernels: int8_g32_a8 and int4_gG_a8
     const fmt::Spec s = a8.kind == fmt::Kind::q8_a8 || a8.kind == fmt::Kind::int4_a8 ? a8 : int4_weight_only_spec(r);
     FormatKernels& k = r.kernels[static_cast<int>(Isa::avx2)];
-    if (s.kind != fmt::Kind::f32_sparse && k.matvec) fmt::add_decode_layout_avx2(s, k);
+    if (s.kind != fmt::Kind::f32_sparse && k.matvec) avx2->add_decode_layout(s, k);
   }
 }
 
@@ -273,12 +280,26 @@ static void avx2_decode_layouts(std::vector<FormatRow>& t) {
 // two alternating rounds, tok/s 64 / 32-token blocks) one thread 2015 / 2075, 1941 / 2196, two
 // 3712 / 4253, 3883 / 4221; TinyLlama-1.1B one thread 219 / 215, 217 / 227.
 static void amd_full_width_kernels(std::vector<FormatRow>& t) {
+  const fmt::FormatEntries* vnni = fmt::format_entries(Isa::avx512_vnni);
+  if (!vnni) return;
   for (FormatRow& r : t)
     if (std::string(r.name) == "bf16") {
       FormatKernels& k = r.kernels[static_cast<int>(Isa::avx512_vnni)];
-      if (k.matmul) k.matmul = fmt::bf16_matmul_32_token_blocks_avx512vnni();
+      if (k.matmul) k.matmul = vnni->bf16_matmul_32_token_blocks;
     }
 }
+
+namespace fmt {
+// How far ahead (bytes) the decode layout's kernels prefetch into L2 (fmt_decode_layout.h): 3 KB
+// measured best on the Intel Xeon (fmt_decode_512.inc), 6 KB on AMD Zen 5 (family 0x1A):
+// `cibench-microbench` matvec, 2048 x 768 and 5632 x 2048, one thread, three alternating rounds at
+// 3 / 6 / 9 / 12 KB, GB/s of weights 3 KB -> 6 KB: w8a8 at avx512_vnni ~45 -> ~48, int4_g32_a8
+// ~42 -> ~45, int8_g32_a8 ~44 -> ~46, int4_g32 at avx512 ~32.5 -> ~35.5 (9 KB about as 6, 12 KB
+// below it; none at all 30-31 for int4_g32). Other CPUs keep 3 KB (unmeasured). A constant of this
+// baseline file, initialised at start-up: the kernels read it as a plain load.
+extern const int64_t kDecodePrefetchBytes =
+    cpu_features().vendor == "AuthenticAMD" && cpu_features().family == 0x1A ? 6144 : 3072;
+}  // namespace fmt
 
 const std::vector<FormatRow>& format_table() {
   static const std::vector<FormatRow> t = [] {

@@ -3,7 +3,8 @@
 // allocate, log or throw (front ends in engines/core/ops.h validate shapes first).
 //
 // Every table entry has a generic twin (kernels_generic.cpp) that is the oracle in the tests.
-// Each ISA's table lives in its own source file compiled with that ISA's flags only.
+// Each level's table lives in its own source file, in a target region of that level
+// (isa_target.h), and is reached through kernels_for() only.
 #include <cstddef>
 #include <cmath>
 #include <cstdint>
@@ -103,14 +104,14 @@ inline void soft_cap(float* x, int64_t n, float cap) {
   for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
 }
 
-// The table for a level; levels without their own file fall back to the next lower one.
+// The table for a level (levels without a file of their own run the next lower one's); throws
+// Error when the level is not supported (the CPU lacks it, or CIBENCH_ISA caps below it). The
+// gate to the tables of the levels above the baseline (isa_entries.cpp).
 const KernelTable& kernels_for(Isa isa);
 // The table for active_isa().
 const KernelTable& active_kernels();
 
-// Per-ISA tables (defined in kernels_<isa>.cpp).
+// The generic table, baseline code (kernels_generic.cpp): the oracle of the others.
 const KernelTable& kernels_generic();
-const KernelTable& kernels_avx2();
-const KernelTable& kernels_avx512();
 
 }  // namespace cibench

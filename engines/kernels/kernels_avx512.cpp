@@ -1,13 +1,24 @@
-// AVX-512 kernels. This file alone is compiled with -mavx512f -mavx512bw -mavx512vl -mavx512dq.
+// AVX-512 (F/BW/VL/DQ) kernels: the f32 and element-wise table at the avx512 level, which
+// avx512_vnni and amx run too. Everything below the standard and baseline headers is in the
+// AVX-512 target region (isa_target.h) with internal linkage; the table,
+// isa_entry::kernels_avx512, is a constant handed out by kernels_for() only.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
-#include "engines/kernels/encoder_math.h"
+#include "engines/kernels/isa_entries.h"
+#include "engines/kernels/isa_target.h"
 #include "engines/kernels/kernels.h"
-#include "engines/kernels/vec_avx512.h"
+
+#define CIBENCH_TARGET_LEVEL 2
+CIBENCH_TARGET_BEGIN_AVX512
+#include "engines/kernels/encoder_math.h"
 #include "engines/kernels/transpose_avx.h"
+#include "engines/kernels/vec_avx512.h"
 
 namespace cibench {
 namespace {
@@ -16,9 +27,9 @@ namespace {
 
 }  // namespace
 
-const KernelTable& kernels_avx512() {
-  static const KernelTable t = make_table<VecAvx512>(Isa::avx512);
-  return t;
-}
+namespace isa_entry {
+constinit const KernelTable kernels_avx512 = make_table<VecAvx512>(Isa::avx512);
+}  // namespace isa_entry
 
 }  // namespace cibench
+CIBENCH_TARGET_END

@@ -1,9 +1,9 @@
 #pragma once
 // Float (or any 32-bit) transposes in AVX registers, shared by simd_kernels.inc (the f32 GEMM with
-// the tokens along the lanes) and fmt_avx512vnni.cpp (its bf16 twin). Include only from sources
-// compiled with at least -mavx2. Internal linkage (anonymous namespace): each of those files gets
-// its own copy, so no inline function compiled for one level can be picked up by another.
-// Data movement only: the bits of every element arrive unchanged (NaNs included).
+// the tokens along the lanes) and fmt_avx512vnni.cpp (its bf16 twin). Include only inside an AVX2
+// (or higher) target region (isa_target.h). Internal linkage (anonymous namespace): each of those
+// files gets its own copy, so no inline function compiled for one level can be picked up by
+// another. Data movement only: the bits of every element arrive unchanged (NaNs included).
 #include <immintrin.h>
 
 #include <cstdint>

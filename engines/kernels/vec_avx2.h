@@ -1,8 +1,9 @@
 #pragma once
 // The AVX2 + FMA + F16C vector-traits type shared by kernels_avx2.cpp (f32 kernels,
-// simd_kernels.inc) and fmt_avx2.cpp (packed formats, fmt_dense.inc). Include only from sources
-// compiled with -mavx2 -mfma -mf16c. Internal linkage (anonymous namespace): each of those files
-// gets its own copy, so no inline function compiled for this level can be picked up elsewhere.
+// simd_kernels.inc) and fmt_avx2.cpp (packed formats, fmt_dense.inc). Include only inside an AVX2
+// (or higher) target region (isa_target.h), after the standard headers. Internal linkage
+// (anonymous namespace): each of those files gets its own copy, so no inline function compiled
+// for this level can be picked up elsewhere.
 #include <immintrin.h>
 
 #include <cstdint>

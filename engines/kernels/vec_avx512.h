@@ -1,8 +1,8 @@
 #pragma once
 // The AVX-512 (F/BW/VL/DQ) vector-traits type shared by kernels_avx512.cpp (f32 kernels,
-// simd_kernels.inc) and fmt_avx512.cpp (packed formats, fmt_dense.inc). Include only from
-// sources compiled with the AVX-512 flags. Internal linkage (anonymous namespace), as in
-// vec_avx2.h.
+// simd_kernels.inc) and fmt_avx512.cpp (packed formats, fmt_dense.inc). Include only inside an
+// AVX-512 target region (isa_target.h), after the standard headers. Internal linkage (anonymous
+// namespace), as in vec_avx2.h.
 #include <immintrin.h>
 
 #include <cstdint>

@@ -702,38 +702,45 @@ TEST(Formats, GenericKernelsEqualUnpackPlusF32Math) {
 }
 
 // The generic kernels of every activation variant (bf16 activations) against unpack + f32 math
-// on the activations the variant makes.
+// on the activations the variant makes: bf16's (baseline code, on every CPU), and any other a
+// level of the table uses here.
 TEST(Formats, VariantGenericKernelsEqualUnpackPlusF32Math) {
   std::mt19937 rng(32);
-  int variants = 0;
+  std::vector<std::pair<const FormatRow*, const ActVariant*>> variants = {
+      {&format_by_name("bf16"), &fmt::bf16_act_variant()}};
   for (const FormatRow& f : format_table())
     for (int l = 0; l < kIsaCount; ++l) {
       const ActVariant* v = f.kernels[l].act_variant;
-      if (!v) continue;
-      ++variants;
-      SCOPED_TRACE(std::string(f.name) + " at " + isa_name(static_cast<Isa>(l)));
-      for (int64_t k : {1, 7, 64, 172}) {
-        const int64_t rows = 9, m = 3;
-        auto w = gauss(rows * k, rng);
-        Packed p = pack_rows(f, w, rows, k);
-        auto x = gauss(m * k, rng);
-        Acts a = make_variant_acts(*v, x, m, k);
-        std::vector<float> y(m * rows), yv(rows);
-        v->generic.matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y.data(), rows, 0, rows);
-        v->generic.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), yv.data(), 0, rows);
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t r = 0; r < rows; ++r) {
-            double s = 0;
-            for (int64_t c = 0; c < k; ++c) s += double(p.unpacked[r * k + c]) * a.dequantised[i * k + c];
-            ASSERT_NEAR(y[i * rows + r], s, tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
-                << "k=" << k << " i=" << i << " r=" << r;
-            if (i == 0) {
-              ASSERT_EQ(yv[r], y[r]) << "matvec and matmul of the generic twin";
-            }
-          }
-      }
+      if (v && std::find(variants.begin(), variants.end(), std::make_pair(&f, v)) == variants.end())
+        variants.push_back({&f, v});
     }
-  EXPECT_GE(variants, 1) << "bf16 at avx512_vnni takes bf16 activations";
+  for (const auto& [row, v] : variants) {
+    const FormatRow& f = *row;
+    SCOPED_TRACE(std::string(f.name) + " with " + act_type_name(v->type) + " activations");
+    for (int64_t k : {1, 7, 64, 172}) {
+      const int64_t rows = 9, m = 3;
+      auto w = gauss(rows * k, rng);
+      Packed p = pack_rows(f, w, rows, k);
+      auto x = gauss(m * k, rng);
+      Acts a = make_variant_acts(*v, x, m, k);
+      std::vector<float> y(m * rows), yv(rows);
+      v->generic.matmul(p.bytes.data(), p.row_bytes, k, a.bytes.data(), a.row_bytes, m, y.data(), rows, 0, rows);
+      v->generic.matvec(p.bytes.data(), p.row_bytes, k, a.bytes.data(), yv.data(), 0, rows);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t r = 0; r < rows; ++r) {
+          double s = 0;
+          for (int64_t c = 0; c < k; ++c) s += double(p.unpacked[r * k + c]) * a.dequantised[i * k + c];
+          ASSERT_NEAR(y[i * rows + r], s, tol(&p.unpacked[r * k], &a.dequantised[i * k], k))
+              << "k=" << k << " i=" << i << " r=" << r;
+          if (i == 0) {
+            ASSERT_EQ(yv[r], y[r]) << "matvec and matmul of the generic twin";
+          }
+        }
+    }
+  }
+  // bf16 at avx512_vnni takes bf16 activations, wherever the process may use that level
+  EXPECT_EQ(format_by_name("bf16").kernels_at(Isa::avx512_vnni).act_variant,
+            isa_supported(Isa::avx512_vnni) ? &fmt::bf16_act_variant() : nullptr);
 }
 
 // The conversion to bf16 activations, at the reference and at every level that has one of its
@@ -749,11 +756,12 @@ TEST(Formats, Bf16ActivationsRoundToNearestEven) {
   auto g = gauss(77, rng);
   x.insert(x.end(), g.begin(), g.end());  // k = 95: a ragged last block of 32
   const int64_t k = static_cast<int64_t>(x.size());
-  std::vector<const ActVariant*> seen;
-  for (int l = 0; l < kIsaCount; ++l)
-    if (f.kernels[l].act_variant) seen.push_back(f.kernels[l].act_variant);
-  ASSERT_FALSE(seen.empty());
-  const ActVariant& v = *seen.front();
+  const ActVariant& v = fmt::bf16_act_variant();  // the reference conversion, baseline code
+  for (int l = 0; l < kIsaCount; ++l) {  // the one every level with bf16 activations takes
+    if (f.kernels[l].act_variant) {
+      EXPECT_EQ(f.kernels[l].act_variant, &v) << isa_name(static_cast<Isa>(l));
+    }
+  }
   ASSERT_EQ(v.row_bytes(k), 2u * 96);
   std::vector<uint8_t> ref(v.row_bytes(k), 0xcd);
   v.convert(x.data(), k, ref.data());
@@ -1385,10 +1393,21 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
   const FormatRow& q8 = format_by_name("int8_g32_a8");
   const FormatRow& i4 = format_by_name("int4_g32_a8");
   const FormatRow& w8 = format_by_name("w8a8");
-  const auto streams = fmt::int4g32a8_streams_matvec_avx512vnni();
   const auto lvl = [](Isa i) { return static_cast<int>(i); };
+  if (!isa_supported(Isa::avx512)) {  // the table holds no kernels of a level the process may not use
+    for (const FormatRow* r : {&q8, &i4, &w8})
+      for (Isa level : {Isa::avx512, Isa::avx512_vnni, Isa::amx}) {
+        EXPECT_EQ(r->kernels[lvl(level)].matvec, nullptr) << r->name << " at " << isa_name(level);
+        EXPECT_EQ(r->kernels[lvl(level)].matmul, nullptr) << r->name << " at " << isa_name(level);
+      }
+    EXPECT_EQ(fmt::format_entries(Isa::avx512_vnni), nullptr);
+    std::printf("[ cpu ] no avx512 here (%s): the empty levels above are the test\n",
+                isa_unavailable_reason(Isa::avx512).c_str());
+    return;
+  }
   for (Isa level : {Isa::avx512, Isa::avx512_vnni}) {
     SCOPED_TRACE(isa_name(level));
+    if (!isa_supported(level)) continue;
     EXPECT_EQ(q8.kernels[lvl(level)].matvec == q8.kernels[lvl(Isa::avx2)].matvec,
               intel || cpu.avx512_split_datapath());
     EXPECT_NE(q8.kernels[lvl(level)].matmul, q8.kernels[lvl(Isa::avx2)].matmul);
@@ -1396,15 +1415,24 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
       EXPECT_NE(w8.kernels[lvl(level)].matvec, w8.kernels[lvl(Isa::avx2)].matvec);
     }
   }
+  const fmt::FormatEntries* vnni = fmt::format_entries(Isa::avx512_vnni);
+  if (!vnni) {
+    std::printf("[ cpu ] no avx512_vnni here (%s): the table check above is the test\n",
+                isa_unavailable_reason(Isa::avx512_vnni).c_str());
+    return;
+  }
+  const auto streams = vnni->int4g32a8_streams_matvec;
+  ASSERT_NE(streams, nullptr);
   EXPECT_EQ(i4.kernels[lvl(Isa::avx512_vnni)].matvec == streams, intel);
   // the amx level (prefill on the tiles) decodes with avx512_vnni's matvec, whichever that is
-  for (const FormatRow* r : {&q8, &i4}) {
-    EXPECT_NE(r->kernels[lvl(Isa::amx)].matmul_tiles, nullptr) << r->name;
-    EXPECT_EQ(r->kernels[lvl(Isa::amx)].matvec, r->kernels[lvl(Isa::avx512_vnni)].matvec) << r->name;
-  }
+  if (isa_supported(Isa::amx))
+    for (const FormatRow* r : {&q8, &i4}) {
+      EXPECT_NE(r->kernels[lvl(Isa::amx)].matmul_tiles, nullptr) << r->name;
+      EXPECT_EQ(r->kernels[lvl(Isa::amx)].matvec, r->kernels[lvl(Isa::avx512_vnni)].matvec) << r->name;
+    }
   // the streams matvec against the generic twin on a range of 16 x 3 rows (three streams steps)
-  // and a ragged last group, bit for bit, wherever the host has avx512_vnni
-  if (isa_supported(Isa::avx512_vnni)) {
+  // and a ragged last group, bit for bit
+  {
     std::mt19937 rng(41);
     const int64_t rows = 53, k = 200;
     Packed p = pack_rows(i4, gauss(rows * k, rng), rows, k);
@@ -1424,15 +1452,19 @@ TEST(Formats, IntelCpusDecodeInt8G32A8WithTheAvx2MatvecAndInt4G32A8OverRowStream
 TEST(Formats, Bf16PrefillOn32TokenBlocksTakesTheChainsOf64AndRunsOnAmdFullWidthCpus) {
   const CpuFeatures& cpu = cpu_features();
   const FormatRow& f = format_by_name("bf16");
-  const auto narrow = fmt::bf16_matmul_32_token_blocks_avx512vnni();
-  const auto wide = fmt::kernels_avx512vnni(fmt::Spec{fmt::Kind::bf16}).matmul;
+  const fmt::FormatEntries* vnni = fmt::format_entries(Isa::avx512_vnni);
+  if (!vnni) {
+    EXPECT_EQ(f.kernels[static_cast<int>(Isa::avx512_vnni)].matmul, nullptr);
+    std::printf("[ cpu ] no avx512_vnni here (%s): its empty table entry is the test\n",
+                isa_unavailable_reason(Isa::avx512_vnni).c_str());
+    return;
+  }
+  const auto narrow = vnni->bf16_matmul_32_token_blocks;
+  const auto wide = vnni->kernels(fmt::Spec{fmt::Kind::bf16}).matmul;
+  ASSERT_NE(narrow, nullptr);
   ASSERT_NE(narrow, wide);
   const bool amd_full = cpu.vendor == "AuthenticAMD" && cpu.avx512_full_width();
   EXPECT_EQ(f.kernels[static_cast<int>(Isa::avx512_vnni)].matmul == narrow, amd_full);
-  if (!isa_supported(Isa::avx512_vnni)) {
-    std::printf("[ cpu ] no avx512_vnni here: the table check above is the test\n");
-    return;
-  }
   const ActVariant* variant = f.kernels_at(Isa::avx512_vnni).act_variant;
   ASSERT_NE(variant, nullptr);
   std::mt19937 rng(31);
@@ -1524,9 +1556,10 @@ TEST(Formats, DecodeLayoutIsMadeOnceAndShared) {
                         ((n == "int4_g32_a8" || n == "int8_g32_a8") && split &&
                          (level == static_cast<int>(Isa::avx512) || level == static_cast<int>(Isa::avx512_vnni)));
       const FormatKernels& k = r.kernels[level];
-      EXPECT_EQ(k.matvec_decode != nullptr, want) << r.name << " at " << isa_name(static_cast<Isa>(level));
-      EXPECT_EQ(k.decode_pack != nullptr, want) << r.name;
-      EXPECT_EQ(k.decode_bytes != nullptr, want) << r.name;
+      const bool here = want && isa_supported(static_cast<Isa>(level));  // empty above what the process may use
+      EXPECT_EQ(k.matvec_decode != nullptr, here) << r.name << " at " << isa_name(static_cast<Isa>(level));
+      EXPECT_EQ(k.decode_pack != nullptr, here) << r.name;
+      EXPECT_EQ(k.decode_bytes != nullptr, here) << r.name;
     }
   const Isa best = isa_supported(Isa::amx) ? Isa::amx : Isa::avx512_vnni;
   std::vector<std::pair<const char*, Isa>> runs;
@@ -1610,6 +1643,14 @@ TEST(Formats, SplitDatapathCpusDecodeInt8ActivationsWithTheAvx2Matvec) {
   const bool split = cpu_features().avx512_split_datapath();
   std::printf("[ cpu ] family 0x%x model 0x%x, AVX-512 split datapath: %s\n", cpu_features().family,
               cpu_features().model, split ? "yes" : "no");
+  if (!isa_supported(Isa::avx512)) {
+    for (const FormatRow& r : format_table())
+      for (Isa level : {Isa::avx512, Isa::avx512_vnni})
+        EXPECT_EQ(r.kernels[static_cast<int>(level)].matvec, nullptr) << r.name << " at " << isa_name(level);
+    std::printf("[ cpu ] no avx512 here (%s): its empty table entries are the test\n",
+                isa_unavailable_reason(Isa::avx512).c_str());
+    return;
+  }
   int rows = 0, whole = 0, bw_gemms = 0;
   for (const FormatRow& r : format_table()) {
     const FormatKernels& avx2 = r.kernels[static_cast<int>(Isa::avx2)];
