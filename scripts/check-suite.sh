@@ -4,6 +4,7 @@
 #   - cibench, cibench-gui and cibench-microbench exist, and the configure summary says every
 #     optional part was built;
 #   - every dashboard and report test (gui.*, report.*) ran and passed: none missing, none skipped;
+#   - isa.isolation and isa.emulated_cpus (docs/isa.md) ran and passed;
 #   - a table of the ISA levels: per level, the tests that ran and those skipped (with the reason).
 # usage: scripts/check-suite.sh BUILD_DIR JUNIT_XML
 set -euo pipefail
@@ -45,6 +46,13 @@ while IFS= read -r t; do
   n_gui=$((n_gui + 1))
 done <<<"$registered"
 echo "cibench check: $n_gui dashboard and report tests ran and passed (none skipped)"
+
+# Every x86-64 CPU (docs/isa.md): the static check and the emulated lower CPUs ran and passed.
+for required in isa.isolation isa.emulated_cpus; do
+  st=$(printf '%s\n' "$cases" | awk -F'\t' -v n="$required" '$2 == n { print $1 }')
+  [ "$st" = run ] || fail "the test $required did not pass (status: ${st:-missing})"
+done
+echo "cibench check: isa.isolation and isa.emulated_cpus ran and passed (nothing above the baseline outside dispatch; AVX2, SSE4.2 and baseline CPUs emulated)"
 
 # ISA levels: a test's name carries its level when it runs at one (…/avx2, …_avx512_vnni_t1).
 level_of() {

@@ -2,16 +2,18 @@
 # Runs the tests that are not instantiated per ISA level (those named …/generic, …_avx2_t1 etc.
 # already ran at every level) again at each level below the best this host has, with CIBENCH_ISA
 # as the ceiling, so the harness, the end-to-end runs and everything else that takes the
-# process's level are exercised as a lower host would run them. Not repeated: the fuzz smokes and
-# the hostile-input run (they test the parsers' error paths, which take no ISA level) and the
-# dashboard and report-rendering tests (synthetic stores, no engine).
+# process's level are exercised at each lower level's kernels (on this CPU: that cibench runs on a
+# lower CPU is scripts/test-emulated.sh's to show). Not repeated: the fuzz smokes and
+# the hostile-input run (they test the parsers' error paths, which take no ISA level), the
+# dashboard and report-rendering tests (synthetic stores, no engine) and the isa.* checks (the
+# build's objects and programs, and CPUs emulated whatever this one is).
 # usage: scripts/test-lower-isas.sh BUILD_DIR   (after scripts/test.sh has built it)
 set -euo pipefail
 build=${1:-build/release}
 levels=$(env -u CIBENCH_ISA "$build/bin/cibench" sysinfo | sed -n 's/^isa .*supported: \([^(]*\).*/\1/p' | xargs)
 top=$(printf '%s\n' $levels | tail -n1)
 per_level='(/|_)(generic|avx2|avx512|avx512_vnni|amx)($|_t[0-9])'
-level_free='^(fuzz\.|gui\.|report\.chromium_render$|e2e\.hostile_inputs$)'
+level_free='^(fuzz\.|gui\.|report\.chromium_render$|e2e\.hostile_inputs$|isa\.)'
 for level in $levels; do
   [ "$level" = "$top" ] && continue
   echo "cibench: the tests that take the process's level, at CIBENCH_ISA=$level (host: $levels)"
