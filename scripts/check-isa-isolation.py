@@ -240,16 +240,17 @@ def check_objects(sources, rep):
         stem = os.path.splitext(os.path.basename(src))[0]
         syms = symbols(obj)
         names = demangle([s[0] for s in syms])
-        sections = run(["objdump", "-h", "-w", obj])
-        for sec in (".init_array", ".ctors", ".preinit_array"):
-            if re.search(r"\s" + re.escape(sec) + r"(\.\d+)?\s", sections):
-                rep.fail("objects", f"{src}: has a static initialiser ({sec}): code of this file runs at start-up on every CPU")
+        sanitizer_ctors = check_initialisers(src, obj, syms, rep)
         by_section_addr = {}
         weak_ok = 0
         for name, binding, kind, addr, section in syms:
             pretty = names.get(name, name)
             if binding == "g":
                 if whole_file and pretty == f"cibench::isa_entry::{stem}" and kind == "O" and stem in entries:
+                    continue
+                # AddressSanitizer's one-byte ODR indicator of that table (-fsanitize=address)
+                entry_mangled = next((n for n, p in names.items() if p == f"cibench::isa_entry::{stem}"), None)
+                if entry_mangled and name == "__odr_asan." + entry_mangled and kind == "O":
                     continue
                 if not whole_file and kind == "F":
                     continue  # a baseline file with target attributes: its global functions go to `binaries`
@@ -271,8 +272,51 @@ def check_objects(sources, rep):
                 else:
                     weak_ok += 1
         if whole_file:
+            ctors = f"; {sanitizer_ctors} sanitizer constructor(s), baseline code" if sanitizer_ctors else ""
             rep.note("objects", f"{src}: exports cibench::isa_entry::{stem} only; {weak_ok} weak copies (inline "
-                                f"functions and templates from headers), all baseline code; no static initialiser")
+                                f"functions and templates from headers), all baseline code; no static initialiser{ctors}")
+
+
+# Constructors a sanitizer adds to every object (they register its globals with the runtime):
+# GCC's _sub_I_00099_N at priority 99, Clang's asan.module_ctor / tsan.module_ctor.
+SANITIZER_CTOR = re.compile(r"^(_sub_I_00099_\d+|[a-z]+san\.module_ctor|sancov\.module_ctor.*)$")
+
+
+def check_initialisers(src, obj, syms, rep):
+    """Fails on every start-up function of a kernel file (.init_array, .ctors, .preinit_array) but a
+    sanitizer's constructor holding baseline instructions only; returns how many of those there are."""
+    relocs = run(["objdump", "-r", "-w", obj])
+    targets = []
+    current = None
+    for line in relocs.splitlines():
+        m = re.match(r"^RELOCATION RECORDS FOR \[(\S+)\]:", line)
+        if m:
+            current = m.group(1)
+            continue
+        if current and re.match(r"^\.(init_array|ctors|preinit_array)(\.\d+)?$", current):
+            r = re.match(r"^[0-9a-f]+\s+\S+\s+(\S+?)(?:\+0x([0-9a-f]+))?$", line.strip())
+            if r:
+                targets.append((current, r.group(1), int(r.group(2) or "0", 16)))
+    if not targets:
+        return 0
+    by_place = {(sec, addr): name for name, binding, kind, addr, sec in syms if kind == "F"}
+    by_name = {name: (sec, addr) for name, binding, kind, addr, sec in syms if kind == "F"}
+    code = disassembly_by_section(obj)
+    ok = 0
+    for init_sec, value, offset in targets:
+        if value in by_name:
+            place, fn = by_name[value], value
+        else:
+            place, fn = (value, offset), by_place.get((value, offset), f"{value}+0x{offset:x}")
+        hit = code.get(place, (None, 0))[0]
+        if not SANITIZER_CTOR.match(fn):
+            rep.fail("objects", f"{src}: has a static initialiser ({init_sec}: {fn}): code of this file runs at "
+                                f"start-up on every CPU")
+        elif hit:
+            rep.fail("objects", f"{src}: its sanitizer constructor {fn} holds '{hit}' and runs at start-up on every CPU")
+        else:
+            ok += 1
+    return ok
 
 
 def disassembly_by_section(obj):
