@@ -356,7 +356,7 @@ void TradeoffView::refresh(const Selection& s) {
   sel_ = s;
   if (runs_changed && s.db && !s.runs.empty()) {
     // New runs: start from the axes that have data.
-    const auto [dx, dy] = s.db->default_axes(s.runs);
+    const auto [dx, dy] = reports::default_axes(*s.db, s.runs);
     QSignalBlocker bx(x_), by(y_);
     x_->setCurrentIndex(std::max(0, x_->findData(q(dx))));
     y_->setCurrentIndex(std::max(0, y_->findData(q(dy))));
@@ -447,7 +447,7 @@ void TradeoffView::rebuild() {
     bool shared_name = false;
     for (size_t o = 0; o < keys.size(); ++o) shared_name |= o != g && keys[o].first == scenario;
     gr.name = q(scenario.empty() ? "(no scenario)" : scenario) + (shared_name ? q(", " + model) : QString());
-    gr.t = user_floor_ ? sel_.db->tradeoff(gr.runs, xk, yk, floor, false) : sel_.db->tradeoff(gr.runs, xk, yk);
+    gr.t = user_floor_ ? reports::tradeoff(*sel_.db, gr.runs, xk, yk, floor, false) : reports::tradeoff(*sel_.db, gr.runs, xk, yk);
     gr.offset = data_.points.size();
     if (g == 0) {
       data_.x = gr.t.x, data_.y = gr.t.y;
@@ -781,7 +781,7 @@ void LatencyView::refresh(const Selection& s) {
   double x0 = INFINITY, x1 = 0;
   size_t with_metric = 0;
   for (const auto& v : vs) {
-    auto cdf = s.db->latency_cdf(v.variant_id, metric);
+    auto cdf = reports::latency_cdf(*s.db, v.variant_id, metric);
     if (cdf.points.empty()) continue;
     ++with_metric;
     if (cdfs_.size() >= kMaxCdfs) continue;
@@ -839,7 +839,7 @@ void LatencyView::refresh(const Selection& s) {
   QStringList other_slos;
   std::optional<int> slo_percentile;
   for (int64_t run : s.runs) {
-    auto sweep = s.db->load_sweep(run, metric);
+    auto sweep = reports::load_sweep(*s.db, run, metric);
     if (!sweep.has_steps()) continue;
     for (const auto& slo : sweep.slos) {
       if (slo.metric == metric) {
@@ -997,7 +997,7 @@ void ScalingView::refresh(const Selection& s) {
     l->setTitle(l->title() + ": " + nothing_selected(s));
     return;
   }
-  const auto series = s.db->scaling(s.runs);
+  const auto series = reports::scaling(*s.db, s.runs);
   const bool decode = reports::scaling_plots_decode(series);
   if (decode) t->setTitle("Decode rate (cibench bench) against threads x workers");
   // One core count only: the points are shown, and the titles say nothing was scaled.
@@ -1118,7 +1118,7 @@ void CountersView::refresh(const Selection& s) {
   numbers_ = {};
   empty_reason_ = "Counters: " + nothing_selected(s);
   if (s.db && !s.runs.empty()) {
-    data_ = s.db->counters(s.runs);
+    data_ = reports::counters(*s.db, s.runs);
     variants_ = s.db->variants(s.runs);
     numbers_ = VariantNumbers(variants_);
     empty_reason_ = data_.empty() ? "Counters: no variant of the selected runs completed"
@@ -1368,7 +1368,7 @@ void ServingView::refresh(const Selection& s) {
     rebuildTimeline();
     return;
   }
-  data_ = s.db->serving(s.runs);
+  data_ = reports::serving(*s.db, s.runs);
   if (data_.empty()) {
     for (QChart* c : {lc[0], lc[1], g, o})
       c->setTitle(c->title() + ": no serving data (a decoder under open-loop load) in the selected runs");
@@ -1553,7 +1553,7 @@ void ServingView::rebuildTimeline() {
     c->setTitle("Requests of one step: " + (sel_.db && !sel_.runs.empty() ? QString("no serving data") : nothing_selected(sel_)));
     return;
   }
-  tl_ = sel_.db->timeline(step->v, shown_->value());
+  tl_ = reports::timeline(*sel_.db, step->v, shown_->value());
   tl_.name = cibench::str(series->name, " @", reports::fmt_num(step->offered_qps, 3), " qps");
   tl_.why = step == series->knee_step() ? (series->knee().reached ? "knee step" : "highest step: every rate tried met the SLOs")
             : step == series->timeline_step() ? "highest step: no knee"
@@ -1749,7 +1749,7 @@ void SpeculativeView::refresh(const Selection& s) {
     notes_->clear();
     return;
   }
-  data_ = s.db->speculative(s.runs);
+  data_ = reports::speculative(*s.db, s.runs);
   if (data_.empty()) {
     for (QChart* c : {sc, tc, pc}) c->setTitle(c->title() + ": no speculative data in the selected runs");
     QStringList notes{"No speculative data in the selected runs: this view shows decoders run with a drafter "
@@ -1985,7 +1985,7 @@ void CompareView::refresh(const Selection& s) {
       // B is never a run of another scenario or model picked silently: the newest comparable run,
       // else B = A and the view asks for a run B.
       ra = s.runs[0];
-      const auto same = s.db->comparable_runs(ra);
+      const auto same = reports::comparable_runs(*s.db, ra);
       rb = same.empty() ? ra : same.front();
     }
     a_->setCurrentIndex(std::max(0, a_->findData(QVariant::fromValue<qint64>(ra))));
@@ -2018,7 +2018,7 @@ void CompareView::recompute() {
                        .arg(q(sel_.db->run(ra).origin()), q(sel_.db->run(ra).model_spec)));
     return;
   }
-  cmp_ = sel_.db->compare(ra, rb);
+  cmp_ = reports::compare_runs(*sel_.db, ra, rb);
   const auto& cmp = *cmp_;
   QString info = QString("A = run %1 on %2 (%3); B = run %4 on %5 (%6). Differences B - A with %7% percentile-bootstrap "
                          "intervals as <tt>cibench compare %1 %4</tt> computes them (%8 resamples, seed %9); "

@@ -1066,23 +1066,23 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
     d.runs.push_back(db.run(id));
     d.provenance.push_back(db.provenance(id));
     d.slos.push_back(db.slos(id));
-    d.sweeps.push_back(db.load_sweep(id));
+    d.sweeps.push_back(reports::load_sweep(db, id));
     // The load chart plots what the SLOs bound: one sweep per SLO metric (latency when none).
     std::vector<LoadSweep> per_metric;
     std::vector<std::string> metrics;
     for (const Slo& s : d.slos.back())
       if (std::find(metrics.begin(), metrics.end(), s.metric) == metrics.end()) metrics.push_back(s.metric);
     if (metrics.empty()) metrics.push_back("latency");
-    for (const auto& m : metrics) per_metric.push_back(m == "latency" ? d.sweeps.back() : db.load_sweep(id, m));
+    for (const auto& m : metrics) per_metric.push_back(m == "latency" ? d.sweeps.back() : reports::load_sweep(db, id, m));
     d.metric_sweeps.push_back(std::move(per_metric));
     d.floors.push_back(db.floors(id));
   }
-  auto [dx, dy] = db.default_axes(runs);
-  d.tradeoff = db.tradeoff(runs, opt.x_axis.empty() ? dx : opt.x_axis, opt.y_axis.empty() ? dy : opt.y_axis, opt.floor);
+  auto [dx, dy] = reports::default_axes(db, runs);
+  d.tradeoff = reports::tradeoff(db, runs, opt.x_axis.empty() ? dx : opt.x_axis, opt.y_axis.empty() ? dy : opt.y_axis, opt.floor);
   d.variants = db.variants(runs);
   for (const Variant& v : d.variants) {
     if (v.status != "ok") continue;
-    CdfSeries s = db.latency_cdf(v.variant_id);
+    CdfSeries s = reports::latency_cdf(db, v.variant_id);
     if (s.points.empty()) continue;
     s.name = (runs.size() > 1 ? "run " + std::to_string(v.run_id) + ": " : "") + v.short_name();
     d.cdfs.push_back(std::move(s));
@@ -1091,23 +1091,23 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
     if (v.status != "ok") continue;
     for (size_t i = 0; i < runs.size(); ++i)
       if (runs[i] == v.run_id) {
-          if (auto g = db.goodput(v, d.slos[i])) d.goodput[v.variant_id] = *g;
-          if (auto a = db.slo_attainment(v, d.slos[i])) d.slo_attainment[v.variant_id] = *a;
+          if (auto g = reports::goodput(db, v, d.slos[i])) d.goodput[v.variant_id] = *g;
+          if (auto a = reports::slo_attainment(db, v, d.slos[i])) d.slo_attainment[v.variant_id] = *a;
         }
   }
-  d.serving = db.serving(runs);
+  d.serving = reports::serving(db, runs);
   for (const ServingSeries& ss : d.serving.series)
     if (const ServingStep* st = ss.timeline_step()) {
-      Timeline tl = db.timeline(st->v);
+      Timeline tl = reports::timeline(db, st->v);
       tl.name = str(ss.name, " @", fmt_num(st->offered_qps, 3), " qps");
       tl.why = ss.knee_step() ? (ss.knee().reached ? "knee step" : "highest step: every rate tried met the SLOs")
                               : "highest step: no knee";
       d.timelines.push_back(std::move(tl));
     }
-  d.speculative = db.speculative(runs);
-  d.scaling = db.scaling(runs);
-  d.counters = db.counters(runs);
-  if (runs.size() == 2) d.comparison = db.compare(runs[0], runs[1], opt.compare_resamples);
+  d.speculative = reports::speculative(db, runs);
+  d.scaling = reports::scaling(db, runs);
+  d.counters = reports::counters(db, runs);
+  if (runs.size() == 2) d.comparison = reports::compare_runs(db, runs[0], runs[1], opt.compare_resamples);
   return d;
 }
 

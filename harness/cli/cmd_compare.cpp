@@ -7,7 +7,15 @@
 
 #include "harness/cli/command.h"
 #include "harness/lib/text_table.h"
-#include "reports/query.h"
+#include "reports/analysis/compare.h"
+#include "reports/analysis/counters.h"
+#include "reports/analysis/labels.h"
+#include "reports/analysis/latency.h"
+#include "reports/analysis/serving.h"
+#include "reports/analysis/speculative.h"
+#include "reports/analysis/tradeoff.h"
+#include "reports/db.h"
+#include "reports/format.h"
 
 namespace cibench::cli {
 namespace cmd_compare {
@@ -72,7 +80,7 @@ RegisterCommand reg{Command{
       return [a]() {
         reports::Db db(a->db);
         const int64_t ra = db.resolve_run(a->a), rb = db.resolve_run(a->b);
-        const reports::Comparison c = db.compare(ra, rb, a->resamples, a->seed);
+        const reports::Comparison c = reports::compare_runs(db, ra, rb, a->resamples, a->seed);
         if (a->json) {
           for (const auto& w : c.warnings) std::cerr << "cibench compare: WARNING: " << w << "\n";
           std::cout << reports::comparison_json(c).dump(2) << "\n";

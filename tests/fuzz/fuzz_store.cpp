@@ -12,7 +12,15 @@
 
 #include "engines/core/error.h"
 #include "harness/lib/store.h"
-#include "reports/query.h"
+#include "reports/analysis/compare.h"
+#include "reports/analysis/counters.h"
+#include "reports/analysis/labels.h"
+#include "reports/analysis/latency.h"
+#include "reports/analysis/serving.h"
+#include "reports/analysis/speculative.h"
+#include "reports/analysis/tradeoff.h"
+#include "reports/db.h"
+#include "reports/format.h"
 #include "reports/report.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -45,14 +53,14 @@ void read_as_readers_do(const std::string& path) {
     rejecting_errors([&] { db.provenance(run.run_id); });
     rejecting_errors([&] { db.slos(run.run_id); });
     rejecting_errors([&] { db.floors(run.run_id); });
-    rejecting_errors([&] { db.load_sweep(run.run_id); });
+    rejecting_errors([&] { cibench::reports::load_sweep(db, run.run_id); });
   }
   rejecting_errors([&] {
-    for (const r::Variant& v : db.variants(ids)) rejecting_errors([&] { db.latency_cdf(v.variant_id); });
+    for (const r::Variant& v : db.variants(ids)) rejecting_errors([&] { cibench::reports::latency_cdf(db, v.variant_id); });
   });
-  rejecting_errors([&] { db.scaling(ids); });
-  rejecting_errors([&] { db.counters(ids); });
-  if (ids.size() >= 2) rejecting_errors([&] { db.compare(ids[0], ids[1], 20); });
+  rejecting_errors([&] { cibench::reports::scaling(db, ids); });
+  rejecting_errors([&] { cibench::reports::counters(db, ids); });
+  if (ids.size() >= 2) rejecting_errors([&] { cibench::reports::compare_runs(db, ids[0], ids[1], 20); });
   rejecting_errors([&] {
     r::ReportOptions opt;
     opt.compare_resamples = 20;

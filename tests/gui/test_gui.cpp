@@ -203,7 +203,7 @@ TEST(Gui, TradeoffViewDrawsFloorFrontierAndGreyedPoints) {
   EXPECT_TRUE(t->unplottedLabel()->text().contains("failed"));
   EXPECT_EQ(t->unplottedLabel()->text().count("<br>"), 2) << t->unplottedLabel()->text().toStdString();
   // The same frontier as the query layer (and so as the report).
-  const auto q = w.db()->tradeoff({fx().ids.run_formats}, "latency_p95_ms", "top1_agreement");
+  const auto q = reports::tradeoff(*w.db(), {fx().ids.run_formats}, "latency_p95_ms", "top1_agreement");
   ASSERT_EQ(q.frontier.size(), t->data().frontier.size());
   for (size_t i = 0; i < q.frontier.size(); ++i)
     EXPECT_EQ(q.points[q.frontier[i]].v.variant_id, t->data().points[t->data().frontier[i]].v.variant_id);

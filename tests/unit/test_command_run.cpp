@@ -10,7 +10,15 @@
 #include "engines/quant/recipe.h"
 #include "harness/lib/recipe_results.h"
 #include "harness/lib/run_record.h"
-#include "reports/query.h"
+#include "reports/analysis/compare.h"
+#include "reports/analysis/counters.h"
+#include "reports/analysis/labels.h"
+#include "reports/analysis/latency.h"
+#include "reports/analysis/serving.h"
+#include "reports/analysis/speculative.h"
+#include "reports/analysis/tradeoff.h"
+#include "reports/db.h"
+#include "reports/format.h"
 #include "tests/gui/reports_fixture.h"
 
 namespace cibench {
@@ -64,12 +72,12 @@ TEST(CommandRun, StoresKindCommandProvenanceAndOneRowPerResult) {
   EXPECT_EQ(info.model_spec, "synthetic:a b");
   EXPECT_EQ(info.origin(), "cibench bench --models 'synthetic:a b' -T 1");
   EXPECT_EQ(info.variants, 2);
-  EXPECT_EQ(db.default_axes({run}).first, "decode_tokens_per_s");
-  const reports::Tradeoff t = db.tradeoff({run}, "decode_tokens_per_s", "top1_agreement");
+  EXPECT_EQ(reports::default_axes(db, {run}).first, "decode_tokens_per_s");
+  const reports::Tradeoff t = reports::tradeoff(db, {run}, "decode_tokens_per_s", "top1_agreement");
   EXPECT_TRUE(t.points.empty());
   EXPECT_EQ(t.unplotted.size(), 2u);  // no accuracy measured: listed, not plotted at 0
   // Scaling plots the decode rate when no point has queries/s.
-  const auto sc = db.scaling({run});
+  const auto sc = reports::scaling(db, {run});
   EXPECT_TRUE(reports::scaling_plots_decode(sc));
   ASSERT_EQ(sc.size(), 2u);
   ASSERT_EQ(sc[1].points.size(), 1u);
@@ -117,10 +125,10 @@ TEST(CommandRun, AStoredFloorIsTheDashboardsDefaultAxisAndFloor) {
     r.finish();
   }
   reports::Db db(path);
-  const auto axes = db.default_axes({run});
+  const auto axes = reports::default_axes(db, {run});
   EXPECT_EQ(axes.first, "latency_p50_ms");  // p95 not measured by the command
   EXPECT_EQ(axes.second, "accuracy_delta");  // the floor's column, not the first accuracy axis
-  const reports::Tradeoff t = db.tradeoff({run}, axes.first, axes.second);
+  const reports::Tradeoff t = reports::tradeoff(db, {run}, axes.first, axes.second);
   ASSERT_TRUE(t.floor);
   EXPECT_DOUBLE_EQ(*t.floor, -0.01);
   ASSERT_EQ(t.points.size(), 3u);

@@ -16,7 +16,15 @@
 #include "harness/lib/scenario.h"
 #include "harness/lib/store.h"
 #include "harness/lib/suite.h"
-#include "reports/query.h"
+#include "reports/analysis/compare.h"
+#include "reports/analysis/counters.h"
+#include "reports/analysis/labels.h"
+#include "reports/analysis/latency.h"
+#include "reports/analysis/serving.h"
+#include "reports/analysis/speculative.h"
+#include "reports/analysis/tradeoff.h"
+#include "reports/db.h"
+#include "reports/format.h"
 
 namespace cibench {
 namespace {
@@ -417,7 +425,7 @@ p99_ms = 40
   reports::Db db(o.db_path);
   const auto vars = db.variants({res.run_id});
   ASSERT_EQ(vars.size(), 1u);
-  EXPECT_DOUBLE_EQ(*db.goodput(vars[0], db.slos(res.run_id)), n_met / duration);
+  EXPECT_DOUBLE_EQ(*reports::goodput(db, vars[0], db.slos(res.run_id)), n_met / duration);
 
   // Without SLOs: NULL with the reason.
   const SuiteResult nos = run_suite(

@@ -17,7 +17,15 @@
 
 #include "harness/lib/compare.h"
 #include "harness/lib/store.h"
-#include "reports/query.h"
+#include "reports/analysis/compare.h"
+#include "reports/analysis/counters.h"
+#include "reports/analysis/labels.h"
+#include "reports/analysis/latency.h"
+#include "reports/analysis/serving.h"
+#include "reports/analysis/speculative.h"
+#include "reports/analysis/tradeoff.h"
+#include "reports/db.h"
+#include "reports/format.h"
 #include "reports/report.h"
 #include "reports/svg.h"
 #include "tests/gui/reports_fixture.h"
@@ -223,7 +231,7 @@ TEST(Reports, StoredSlosAndEveryFloorKindReadBackTyped) {
   EXPECT_DOUBLE_EQ(drop->second, -0.07);  // the sixth floor: value 0.07, a drop of at most 0.07
   EXPECT_DOUBLE_EQ(db.scenario_floor(run, "top1_agreement")->second, 0.02);  // not the TOML's 0.5
   // The trade-off on the stored delta: the floor from the run, the delta as stored.
-  const Tradeoff t = db.tradeoff({run}, "latency_p95_ms", "accuracy_delta");
+  const Tradeoff t = reports::tradeoff(db, {run}, "latency_p95_ms", "accuracy_delta");
   EXPECT_EQ(t.floor_source, "scenario: max_accuracy_drop");
   ASSERT_EQ(t.points.size(), 2u);
   for (const auto& pt : t.points) {
@@ -317,7 +325,7 @@ TEST(Reports, StoreFromTheLastReleaseOpensAndReadsBeforeAndAfterMigration) {
   ASSERT_TRUE(drop);
   EXPECT_EQ(drop->first, "max_accuracy_drop");
   EXPECT_DOUBLE_EQ(drop->second, -0.01);
-  const Tradeoff t = db.tradeoff({classifier}, "latency_p95_ms", "accuracy_delta");
+  const Tradeoff t = reports::tradeoff(db, {classifier}, "latency_p95_ms", "accuracy_delta");
   EXPECT_EQ(t.floor_source, "scenario: max_accuracy_drop");
   EXPECT_FALSE(t.points.empty());
   fs::remove_all(dir);
@@ -383,8 +391,8 @@ TEST(Reports, TomlScalarsSlosAndFloor) {
 TEST(Reports, TradeoffFloorFrontierAndUnplotted) {
   const auto& fx = fixture();
   Db db(fixture_path());
-  EXPECT_EQ(db.default_axes({fx.run_formats}), (std::pair<std::string, std::string>{"latency_p95_ms", "top1_agreement"}));
-  const Tradeoff t = db.tradeoff({fx.run_formats}, "latency_p95_ms", "top1_agreement");
+  EXPECT_EQ(reports::default_axes(db, {fx.run_formats}), (std::pair<std::string, std::string>{"latency_p95_ms", "top1_agreement"}));
+  const Tradeoff t = reports::tradeoff(db, {fx.run_formats}, "latency_p95_ms", "top1_agreement");
   ASSERT_TRUE(t.floor);
   EXPECT_DOUBLE_EQ(*t.floor, 0.95);
   EXPECT_EQ(t.floor_source, "scenario: min_top1_agreement");
@@ -406,17 +414,17 @@ TEST(Reports, TradeoffFloorFrontierAndUnplotted) {
     }
   }
   // A floor set by the user moves points across it and changes the frontier.
-  const Tradeoff t2 = db.tradeoff({fx.run_formats}, "latency_p95_ms", "top1_agreement", 0.985);
+  const Tradeoff t2 = reports::tradeoff(db, {fx.run_formats}, "latency_p95_ms", "top1_agreement", 0.985);
   EXPECT_EQ(t2.floor_source, "set by the user");
   EXPECT_EQ(frontier_names(t2), (std::set<std::string>{"bf16 t2 w1", "f32 t2 w1"}));
   // Lower-is-better y: the floor is a ceiling (ppl_ratio <= 1.05 from the scenario).
-  const Tradeoff t3 = db.tradeoff({fx.run_formats}, "achieved_qps", "ppl_ratio");
+  const Tradeoff t3 = reports::tradeoff(db, {fx.run_formats}, "achieved_qps", "ppl_ratio");
   EXPECT_DOUBLE_EQ(*t3.floor, 1.05);
   // Every floor of the run applies: ppl_ratio <= 1.05 on the axis and top-1 agreement >= 0.95.
   for (const auto& p : t3.points)
     EXPECT_EQ(p.meets_floor, p.y <= 1.05 && *p.v.get("top1_agreement") >= 0.95) << p.v.short_name();
   // Memory axis in MiB.
-  const Tradeoff t4 = db.tradeoff({fx.run_formats}, "peak_rss_bytes", "top1_agreement");
+  const Tradeoff t4 = reports::tradeoff(db, {fx.run_formats}, "peak_rss_bytes", "top1_agreement");
   EXPECT_DOUBLE_EQ(t4.points[0].x, 64.0);
   // Hover text carries the full configuration.
   const std::string cfg = t.points[t.frontier[0]].v.config();
@@ -432,7 +440,7 @@ TEST(Reports, TradeoffFloorFrontierAndUnplotted) {
 TEST(Reports, LatencyCdfFromRequestsOrHistogram) {
   const auto& fx = fixture();
   Db db(fixture_path());
-  const CdfSeries r = db.latency_cdf(fx.v_f32);
+  const CdfSeries r = reports::latency_cdf(db, fx.v_f32);
   EXPECT_EQ(r.source, "requests");
   EXPECT_EQ(r.count, 200);
   ASSERT_FALSE(r.points.empty());
@@ -441,20 +449,20 @@ TEST(Reports, LatencyCdfFromRequestsOrHistogram) {
   // The 190th of 200 latencies is the nearest-rank p95 (the fixture puts it at 100 ms).
   const auto at95 = std::find_if(r.points.begin(), r.points.end(), [](const Point& p) { return p.y >= 0.95; });
   EXPECT_NEAR(at95->x, 100.0, 1e-9);
-  const CdfSeries h = db.latency_cdf(fx.v_int8);
+  const CdfSeries h = reports::latency_cdf(db, fx.v_int8);
   EXPECT_EQ(h.source, "histogram");
   EXPECT_EQ(h.count, 100);
   ASSERT_EQ(h.points.size(), 10u);
   EXPECT_DOUBLE_EQ(h.points[0].x, 24.0);
   EXPECT_DOUBLE_EQ(h.points[0].y, 0.1);
   EXPECT_DOUBLE_EQ(h.points[9].x, 60.0);
-  EXPECT_TRUE(db.latency_cdf(fx.v_w8a8).points.empty());  // neither stored
+  EXPECT_TRUE(reports::latency_cdf(db, fx.v_w8a8).points.empty());  // neither stored
 }
 
 TEST(Reports, LoadSweepAndScaling) {
   const auto& fx = fixture();
   Db db(fixture_path());
-  const LoadSweep ls = db.load_sweep(fx.run_stepped);
+  const LoadSweep ls = reports::load_sweep(db, fx.run_stepped);
   ASSERT_EQ(ls.curves.size(), 1u);
   ASSERT_EQ(ls.curves[0].steps.size(), 4u);
   EXPECT_EQ(ls.curves[0].steps[2].offered_qps, 4);
@@ -464,15 +472,15 @@ TEST(Reports, LoadSweepAndScaling) {
   EXPECT_EQ(ls.slos[0].limit_ms, 100);
   EXPECT_EQ(ls.curves[0].name, "f32 t2 w1");  // the curve, without a rate
   // Another metric: the fixture stores ttft p95/p99 (0.3 / 0.35 x latency p95) but no ttft p50.
-  const LoadSweep tt = db.load_sweep(fx.run_stepped, "ttft");
+  const LoadSweep tt = reports::load_sweep(db, fx.run_stepped, "ttft");
   EXPECT_EQ(tt.metric, "ttft");
   ASSERT_EQ(tt.curves[0].steps.size(), 4u);
   EXPECT_NEAR(*tt.curves[0].steps[3].p95_ms, 90, 1e-9);
   EXPECT_FALSE(tt.curves[0].steps[3].p50_ms.has_value());
-  EXPECT_THROW(db.load_sweep(fx.run_stepped, "latency_p95_ms; DROP TABLE runs"), DbError);
+  EXPECT_THROW(reports::load_sweep(db, fx.run_stepped, "latency_p95_ms; DROP TABLE runs"), DbError);
 
   // One line per worker count: 1x1 and 2x1 on "f32 w1", 1x2 and 2x2 on "f32 w2".
-  const auto sc = db.scaling({fx.run_threads});
+  const auto sc = reports::scaling(db, {fx.run_threads});
   ASSERT_EQ(sc.size(), 2u);
   EXPECT_EQ(sc[0].name, "f32 w1");
   EXPECT_EQ(sc[1].name, "f32 w2");
@@ -489,7 +497,7 @@ TEST(Reports, LoadSweepAndScaling) {
 TEST(Reports, CountersUnavailableStayUnavailable) {
   const auto& fx = fixture();
   Db db(fixture_path());
-  const auto cs = db.counters({fx.run_formats});
+  const auto cs = reports::counters(db, {fx.run_formats});
   const CounterSummary* f32 = nullptr;
   const CounterSummary* bf16 = nullptr;
   for (const auto& c : cs) {
@@ -535,7 +543,7 @@ TEST(Reports, BootstrapOfAKnownShift) {
 TEST(Reports, CompareTwoRuns) {
   const auto& fx = fixture();
   Db db(fixture_path());
-  const Comparison c = db.compare(fx.run_formats, fx.run_formats_b, 300);
+  const Comparison c = reports::compare_runs(db, fx.run_formats, fx.run_formats_b, 300);
   EXPECT_EQ(c.a.hostname, "hostA");
   EXPECT_EQ(c.b.hostname, "hostB");
   EXPECT_TRUE(c.only_in_a.empty());
@@ -575,7 +583,7 @@ TEST(Reports, CompareCommandGivesTheNumbersOfDbCompare) {
   if (!fs::exists(exe)) GTEST_SKIP() << exe << " not built";
   const auto& fx = fixture();
   Db db(fixture_path());
-  const Comparison c = db.compare(fx.run_formats, fx.run_formats_b, 400, 9);
+  const Comparison c = reports::compare_runs(db, fx.run_formats, fx.run_formats_b, 400, 9);
   const std::string out = temp_path("compare.json");
   const std::string cmd = exe + " compare " + std::to_string(fx.run_formats) + " " + std::to_string(fx.run_formats_b) +
                           " --resamples 400 --seed 9 --json --db " + fixture_path() + " > " + out + " 2>" + out + ".err";
@@ -607,7 +615,7 @@ TEST(Reports, CompareCommandGivesTheNumbersOfDbCompare) {
 TEST(Reports, CompareIntervalDoesNotDependOnTheOrderOfTheRows) {
   const auto& fx = fixture();
   Db db(fixture_path());
-  const Comparison c = db.compare(fx.run_formats, fx.run_formats_b, 300, 5);
+  const Comparison c = reports::compare_runs(db, fx.run_formats, fx.run_formats_b, 300, 5);
   Store st(fixture_path(), false);
   auto rows_as_stored = [&](int64_t run) {
     const auto q = st.query("SELECT r.tpot_ms FROM requests r JOIN variants v ON v.variant_id = r.variant_id "
@@ -676,7 +684,7 @@ TEST(Reports, CompareShowsNAndChangeAndWarnsWhenP95IsTheMaximum) {
     }
   }
   Db db(path);
-  const Comparison c = db.compare(runs[0], runs[1], 200, 1);
+  const Comparison c = reports::compare_runs(db, runs[0], runs[1], 200, 1);
   EXPECT_TRUE(c.warnings.empty());
   const CompareRow *p95 = nullptr, *p50 = nullptr, *rss = nullptr;
   for (const auto& r : c.rows) {
@@ -709,18 +717,18 @@ TEST(Reports, CompareShowsNAndChangeAndWarnsWhenP95IsTheMaximum) {
 TEST(Reports, CompareWarnsAcrossScenariosAndNamesFailedVariants) {
   const auto& fx = fixture();
   Db db(fixture_path());
-  const Comparison same = db.compare(fx.run_formats, fx.run_formats_b, 100);
+  const Comparison same = reports::compare_runs(db, fx.run_formats, fx.run_formats_b, 100);
   EXPECT_TRUE(same.warnings.empty());
   ASSERT_EQ(same.failed.size(), 2u);  // int4_sym_g32 failed in both runs
   EXPECT_NE(same.failed[0].find("A: int4_sym_g32 t2 w1"), std::string::npos) << same.failed[0];
   EXPECT_NE(same.failed[0].find("no kernel for this format"), std::string::npos) << same.failed[0];
-  const Comparison other = db.compare(fx.run_formats, fx.run_threads, 100);
+  const Comparison other = reports::compare_runs(db, fx.run_formats, fx.run_threads, 100);
   ASSERT_FALSE(other.warnings.empty());
   EXPECT_FALSE(other.same_scenario);
   EXPECT_NE(other.warnings[0].find("fixture-formats"), std::string::npos);
   EXPECT_NE(other.warnings[0].find("fixture-threads"), std::string::npos);
-  EXPECT_EQ(db.comparable_runs(fx.run_formats), std::vector<int64_t>{fx.run_formats_b});
-  EXPECT_TRUE(db.comparable_runs(fx.run_threads).empty());
+  EXPECT_EQ(reports::comparable_runs(db, fx.run_formats), std::vector<int64_t>{fx.run_formats_b});
+  EXPECT_TRUE(reports::comparable_runs(db, fx.run_threads).empty());
   const ReportData d = collect_report(db, {fx.run_formats, fx.run_threads}, resamples(50));
   const std::string html = render_html(d), mdn = render_markdown(d);
   const size_t warn_md = mdn.find("**WARNING (compare): different scenarios");
@@ -760,7 +768,7 @@ TEST(Reports, HtmlAndMarkdownCarryTheSameFrontier) {
   // The frontier's configuration cells keep one line per key, the variant numbered from 1.
   EXPECT_NE(html.find("<td>run " + std::to_string(fx.run_formats) + ", variant 3<br>label: int8 t2 w1"), std::string::npos);
   // The frontier table of both documents lists exactly the query layer's frontier.
-  const Tradeoff t = db.tradeoff({fx.run_formats}, "latency_p95_ms", "top1_agreement");
+  const Tradeoff t = reports::tradeoff(db, {fx.run_formats}, "latency_p95_ms", "top1_agreement");
   auto section = [](const std::string& s, const std::string& from, const std::string& to) {
     const size_t a = s.find(from);
     return a == std::string::npos ? std::string() : s.substr(a, s.find(to, a) - a);
@@ -845,7 +853,7 @@ TEST(Reports, VariantSetTextNamesTheVariantsExactly) {
 TEST(Reports, CounterGapsNameTheVariantsOfEachCounter) {
   const auto& fx = fixture();
   Db db(fixture_path());
-  const auto rows = db.counters({fx.run_formats});
+  const auto rows = reports::counters(db, {fx.run_formats});
   const auto gaps = counter_gaps(rows, db.variants({fx.run_formats}));
   std::vector<std::string> lines;
   for (const auto& g : gaps) lines.push_back(g.text());
@@ -1046,9 +1054,9 @@ TEST(Reports, MissingEmptyOldAndCorruptDatabasesGiveClearMessages) {
   try {
     Db db(broken);
     for (const auto& r : db.runs()) {
-      db.tradeoff({r.run_id}, "latency_p95_ms", "top1_agreement");
-      db.counters({r.run_id});
-      for (const auto& v : db.variants({r.run_id})) db.latency_cdf(v.variant_id);
+      reports::tradeoff(db, {r.run_id}, "latency_p95_ms", "top1_agreement");
+      reports::counters(db, {r.run_id});
+      for (const auto& v : db.variants({r.run_id})) reports::latency_cdf(db, v.variant_id);
     }
   } catch (const DbError& e) {
     err = e.what();
@@ -1060,7 +1068,7 @@ TEST(Reports, MissingEmptyOldAndCorruptDatabasesGiveClearMessages) {
   { Store s(none); }
   Db db(none);
   EXPECT_TRUE(db.runs().empty());
-  EXPECT_TRUE(db.tradeoff({}, "latency_p95_ms", "top1_agreement").points.empty());
+  EXPECT_TRUE(reports::tradeoff(db, {}, "latency_p95_ms", "top1_agreement").points.empty());
   EXPECT_THROW(db.resolve_run("last"), DbError);
 }
 

@@ -12,7 +12,15 @@
 #include <string>
 
 #include "harness/lib/store.h"
-#include "reports/query.h"
+#include "reports/analysis/compare.h"
+#include "reports/analysis/counters.h"
+#include "reports/analysis/labels.h"
+#include "reports/analysis/latency.h"
+#include "reports/analysis/serving.h"
+#include "reports/analysis/speculative.h"
+#include "reports/analysis/tradeoff.h"
+#include "reports/db.h"
+#include "reports/format.h"
 #include "reports/report.h"
 #include "reports/svg.h"
 #include "tests/gui/reports_fixture.h"
@@ -77,7 +85,7 @@ TEST(ReportsScenario, ClassifierFloorAxesRankingAndTaskAccuracyInterval) {
                                     {"accuracy_delta_lo", r.delta - 0.01}, {"accuracy_delta_hi", r.delta + 0.005}}));
   }
   Db db(path);
-  EXPECT_EQ(db.default_axes({run}), (std::pair<std::string, std::string>{"latency_p99_ms", "accuracy_delta"}));
+  EXPECT_EQ(reports::default_axes(db, {run}), (std::pair<std::string, std::string>{"latency_p99_ms", "accuracy_delta"}));
   const ReportData d = collect_report(db, {run});
   EXPECT_EQ(d.tradeoff.floor_source, "scenario: max_accuracy_drop");
   EXPECT_DOUBLE_EQ(*d.tradeoff.floor, -0.01);
@@ -123,14 +131,14 @@ TEST(ReportsScenario, EveryFloorKindIsJudged) {
     Db db(path);
     const auto vs = db.variants({run});
     ASSERT_EQ(vs.size(), 2u);
-    const FloorsVerdict bad = db.judge_floors(vs[0]);
+    const FloorsVerdict bad = reports::judge_floors(db, vs[0]);
     ASSERT_EQ(vs[0].variant_id, vid);
     ASSERT_TRUE(bad.met) << k.key;
     EXPECT_FALSE(*bad.met) << k.key;
     EXPECT_NE(bad.summary().find(k.key), std::string::npos) << bad.summary();
-    EXPECT_TRUE(db.judge_floors(vs[1]).met.value_or(false)) << k.key;  // exactly on the bound
+    EXPECT_TRUE(reports::judge_floors(db, vs[1]).met.value_or(false)) << k.key;  // exactly on the bound
     // The trade-off on latency and top-1 agreement (not this floor's column) still greys it.
-    const Tradeoff t = db.tradeoff({run}, "latency_p95_ms", k.column);
+    const Tradeoff t = reports::tradeoff(db, {run}, "latency_p95_ms", k.column);
     for (const auto& p : t.points) EXPECT_EQ(p.meets_floor, p.v.variant_id != vid) << k.key;
   }
 }
@@ -156,7 +164,7 @@ TEST(ReportsScenario, WithoutAccuracyThroughputIsRankedAgainstTheSloLatency) {
     }
   }
   Db db(path);
-  EXPECT_EQ(db.default_axes({run}), (std::pair<std::string, std::string>{"tpot_p95_ms", "tokens_per_s"}));
+  EXPECT_EQ(reports::default_axes(db, {run}), (std::pair<std::string, std::string>{"tpot_p95_ms", "tokens_per_s"}));
   const ReportData d = collect_report(db, {run});
   const auto ranked = rank_variants(d);
   ASSERT_EQ(ranked.size(), 4u);
@@ -204,7 +212,7 @@ TEST(ReportsScenario, SteppedRunJudgesEveryStepStatesTheKneeAndChartsTheSloMetri
   for (const auto& r : ranked) missed += r.slo_verdict.rfind("missed", 0) == 0;
   EXPECT_EQ(missed, 1u);  // the 4 qps step, judged on its own
   EXPECT_EQ(ranked.back().v.get("offered_qps"), 4.0);
-  const LoadSweep ls = db.load_sweep(run, "ttft");
+  const LoadSweep ls = reports::load_sweep(db, run, "ttft");
   EXPECT_EQ(*ls.curves[0].knee(), 2.0);
   const std::string html = render_html(d), mdn = render_markdown(d);
   EXPECT_NE(mdn.find("knee 2 qps: the highest offered rate meeting every SLO (the next, 4 qps, missed: ttft_p99_ms 1500 &gt; 1000)"),
@@ -354,7 +362,7 @@ TEST(ReportsScenario, ScalingKeepsCacheOffAndOnApart) {
       }
   }
   Db db(path);
-  const auto sc = db.scaling({run});
+  const auto sc = reports::scaling(db, {run});
   std::vector<std::string> names;
   for (const auto& s : sc) {
     names.push_back(s.name);

@@ -12,7 +12,15 @@
 #include <sstream>
 
 #include "harness/lib/store.h"
-#include "reports/query.h"
+#include "reports/analysis/compare.h"
+#include "reports/analysis/counters.h"
+#include "reports/analysis/labels.h"
+#include "reports/analysis/latency.h"
+#include "reports/analysis/serving.h"
+#include "reports/analysis/speculative.h"
+#include "reports/analysis/tradeoff.h"
+#include "reports/db.h"
+#include "reports/format.h"
 #include "reports/report.h"
 #include "reports/svg.h"
 #include "tests/gui/reports_fixture.h"
@@ -58,7 +66,7 @@ const svg::Chart* chart_titled(const std::vector<svg::Chart>& cs, const std::str
 
 TEST(ReportsServing, SeriesKneesAndSloMetrics) {
   Db db(fx().path);
-  const Serving sv = db.serving({fx().serving.run});
+  const Serving sv = reports::serving(db, {fx().serving.run});
   ASSERT_EQ(sv.series.size(), 3u);
   EXPECT_EQ(sv.common, "w8a8 t1 w1");
   EXPECT_EQ(sv.series[0].name, "batching=none");
@@ -89,7 +97,7 @@ TEST(ReportsServing, SeriesKneesAndSloMetrics) {
   EXPECT_EQ(*k2.qps, 4);
   EXPECT_TRUE(k2.reached);
   // The same knee as the load sweep's curves (the verdicts and the load charts).
-  const LoadSweep ls = db.load_sweep(fx().serving.run);
+  const LoadSweep ls = reports::load_sweep(db, fx().serving.run);
   ASSERT_EQ(ls.curves.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_EQ(ls.curves[i].knee(), sv.series[i].knee().qps) << i;
@@ -123,7 +131,7 @@ TEST(ReportsServing, RunsWithoutServingRowsHaveNoServingViews) {
   Db db(fx().path);
   const auto& ids = fx().ids;
   for (int64_t run : {ids.run_formats, ids.run_formats_b, ids.run_threads, ids.run_stepped})
-    EXPECT_TRUE(db.serving({run}).empty()) << run;
+    EXPECT_TRUE(reports::serving(db, {run}).empty()) << run;
   for (const Variant& v : db.variants({ids.run_formats, ids.run_stepped})) EXPECT_FALSE(is_serving_row(v)) << v.label;
   const ReportData d = collect_report(db, {ids.run_formats});
   EXPECT_TRUE(d.timelines.empty());
@@ -132,17 +140,17 @@ TEST(ReportsServing, RunsWithoutServingRowsHaveNoServingViews) {
   EXPECT_EQ(render_html(d).find("Serving"), std::string::npos);
   EXPECT_EQ(render_markdown(d).find("## Serving"), std::string::npos);
   // With another run, the serving run's series carry its number.
-  const Serving both = db.serving({ids.run_stepped, fx().serving.run});
+  const Serving both = reports::serving(db, {ids.run_stepped, fx().serving.run});
   ASSERT_EQ(both.series.size(), 3u);
   EXPECT_EQ(both.series[2].name, "run " + std::to_string(fx().serving.run) + ": b8 batching=continuous");
 }
 
 TEST(ReportsServing, TimelineBarsAreTheStoredRequests) {
   Db db(fx().path);
-  const Serving sv = db.serving({fx().serving.run});
+  const Serving sv = reports::serving(db, {fx().serving.run});
   const ServingStep* st = sv.series[2].timeline_step();
   ASSERT_TRUE(st);
-  const Timeline tl = db.timeline(st->v);
+  const Timeline tl = reports::timeline(db, st->v);
   ASSERT_EQ(tl.requests.size(), static_cast<size_t>(test::kServingRequests));
   EXPECT_EQ(tl.stored, test::kServingRequests);
   EXPECT_EQ(tl.coverage(), "all 12 requests");
@@ -170,12 +178,12 @@ TEST(ReportsServing, TimelineBarsAreTheStoredRequests) {
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("the queue wait of 1 was not measured"), std::string::npos) << notes[0];
   // Capped: the first requests by arrival, and it says so.
-  const Timeline five = db.timeline(st->v, 5);
+  const Timeline five = reports::timeline(db, st->v, 5);
   ASSERT_EQ(five.requests.size(), 5u);
   EXPECT_EQ(five.requests.back().scheduled_ms, test::serving_request(4).scheduled);
   EXPECT_EQ(five.coverage(), "the first 5 of 12 requests by arrival");
   // A step whose requests were not kept.
-  const Timeline none = db.timeline(sv.series[2].steps[0].v);
+  const Timeline none = reports::timeline(db, sv.series[2].steps[0].v);
   EXPECT_TRUE(none.requests.empty());
   EXPECT_EQ(none.coverage(), "no per-request rows stored");
 }
@@ -298,7 +306,7 @@ TEST(ReportsServing, XIsTheOfferedRateWhenAchievedIsNotMeasured) {
     st.update("variants", "variant_id", s.cont_top, {{"achieved_qps", sql_null()}});
   }
   Db db(path);
-  const Serving sv = db.serving({s.run});
+  const Serving sv = reports::serving(db, {s.run});
   EXPECT_FALSE(sv.x_achieved);
   EXPECT_EQ(sv.x_title(), "offered rate (req/s; achieved not measured)");
   const ReportData d = collect_report(db, {s.run});
@@ -330,7 +338,7 @@ TEST(ReportsServing, SeriesDifferingInABatchingSettingAreToldApart) {
     }
   }
   Db db(path);
-  const Serving sv = db.serving({s.run});
+  const Serving sv = reports::serving(db, {s.run});
   ASSERT_EQ(sv.series.size(), 3u);
   EXPECT_EQ(sv.series[0].name, "batching=none");
   EXPECT_EQ(sv.series[1].name, "b8 batching=continuous tok32");
@@ -353,7 +361,7 @@ TEST(ReportsServing, PrefixCacheOffAndOnAreToldApart) {
     }
   }
   Db db(path);
-  const Serving sv = db.serving({s.run});
+  const Serving sv = reports::serving(db, {s.run});
   ASSERT_EQ(sv.series.size(), 3u);
   EXPECT_EQ(sv.series[1].name, "b8 batching=continuous no-prefix-cache");
   EXPECT_EQ(sv.series[2].name, "b8 batching=continuous prefix-cache");

@@ -12,7 +12,15 @@
 #include <sstream>
 
 #include "harness/lib/store.h"
-#include "reports/query.h"
+#include "reports/analysis/compare.h"
+#include "reports/analysis/counters.h"
+#include "reports/analysis/labels.h"
+#include "reports/analysis/latency.h"
+#include "reports/analysis/serving.h"
+#include "reports/analysis/speculative.h"
+#include "reports/analysis/tradeoff.h"
+#include "reports/db.h"
+#include "reports/format.h"
 #include "reports/report.h"
 #include "reports/svg.h"
 #include "tests/gui/reports_fixture.h"
@@ -56,7 +64,7 @@ bool has(const std::vector<std::string>& lines, const std::string& l) {
 
 TEST(ReportsSpeculative, SeriesPerDrafterOverKWithTheOffBaselineAndTheBest) {
   Db db(fx().path);
-  const Speculative sp = db.speculative({fx().spec.run});
+  const Speculative sp = reports::speculative(db, {fx().spec.run});
   ASSERT_FALSE(sp.empty());
   EXPECT_FALSE(sp.several_builds);
   // One baseline: the off row.
@@ -122,7 +130,7 @@ TEST(ReportsSpeculative, RunsWithoutADrafterHaveNoSpeculativeData) {
   Db db(fx().path);
   const auto& ids = fx().ids;
   for (int64_t run : {ids.run_formats, ids.run_formats_b, ids.run_threads, ids.run_stepped}) {
-    const Speculative sp = db.speculative({run});
+    const Speculative sp = reports::speculative(db, {run});
     EXPECT_TRUE(sp.empty()) << run;
     EXPECT_TRUE(sp.notes().empty()) << run;
   }
@@ -140,7 +148,7 @@ TEST(ReportsSpeculative, RunsWithoutADrafterHaveNoSpeculativeData) {
   std::vector<int64_t> runs;
   for (const RunInfo& r : v4.runs()) runs.push_back(r.run_id);
   ASSERT_FALSE(runs.empty());
-  EXPECT_TRUE(v4.speculative(runs).empty());
+  EXPECT_TRUE(speculative(v4, runs).empty());
   // Only off rows: nothing to show either.
   const std::string path = test::fresh_db_path("reports_speculative", "off-only.sqlite");
   const test::SpeculativeFixture s = test::make_speculative_fixture(path);
@@ -149,7 +157,8 @@ TEST(ReportsSpeculative, RunsWithoutADrafterHaveNoSpeculativeData) {
     for (int64_t id : {s.self_k2, s.self_k4, s.lookup_k2, s.lookup_k4})
       st.update("variants", "variant_id", id, {{"speculative", std::string("off")}});
   }
-  EXPECT_TRUE(Db(path).speculative({s.run}).empty());
+  Db off_only(path);
+  EXPECT_TRUE(speculative(off_only, {s.run}).empty());
 }
 
 TEST(ReportsSpeculative, ChartsLeaveOutWhatWasNotMeasuredAndMarkTheBest) {
@@ -254,7 +263,7 @@ TEST(ReportsSpeculative, SeveralRunsAreToldApartAndJudgedEachOnItsOwn) {
     st.update("variants", "variant_id", b.self_k4, {{"tpot_p95_ms", 30.0}, {"spec_speedup_p95", 2.0}});
   }
   Db db(path);
-  const Speculative sp = db.speculative({a.run, b.run});
+  const Speculative sp = reports::speculative(db, {a.run, b.run});
   ASSERT_EQ(sp.series.size(), 4u);
   EXPECT_EQ(sp.series[0].name, "run " + std::to_string(a.run) + ": lookup:1-3");
   EXPECT_EQ(sp.series[3].name, "run " + std::to_string(b.run) + ": self:int4_g128_a8");
@@ -288,7 +297,7 @@ TEST(ReportsSpeculative, SeveralBuildsEachAgainstItsOwnOffVariant) {
                                                    {"spec_speedup_reason", sql_null()}});
   }
   Db db(path);
-  const Speculative sp = db.speculative({s.run});
+  const Speculative sp = reports::speculative(db, {s.run});
   EXPECT_TRUE(sp.several_builds);
   ASSERT_EQ(sp.series.size(), 3u);
   EXPECT_EQ(sp.series[0].name, "lookup:1-3 (w8a8 t1 w1)");
@@ -322,7 +331,7 @@ TEST(ReportsSpeculative, FailedRowsAreNamedAndABadPositionListIsRefused) {
   }
   {
     Db db(path);
-    const Speculative sp = db.speculative({s.run});
+    const Speculative sp = reports::speculative(db, {s.run});
     EXPECT_EQ(sp.series.size(), 2u);  // the failed drafter has no series
     EXPECT_TRUE(has(sp.unplotted, "draft:stories260K k=8: failed: vocabulary mismatch: 512 vs 32000"));
   }
@@ -335,7 +344,7 @@ TEST(ReportsSpeculative, FailedRowsAreNamedAndABadPositionListIsRefused) {
   }
   Db db(path);
   try {
-    db.speculative({s.run});
+    reports::speculative(db, {s.run});
     FAIL() << "a position list with a string was accepted";
   } catch (const DbError& e) {
     const std::string m = e.what();
