@@ -40,7 +40,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "reports/svg.h"
+#include "reports/render/svg.h"
 
 namespace cibench::gui {
 

@@ -1,8 +1,10 @@
 #pragma once
-// `cibench report RUN... --out DIR`: a self-contained HTML page (inline SVG charts drawn here, no
-// script, no network) and a Markdown summary with the same tables: the variants ranked, the
-// Pareto frontier, SLO and quality-floor verdicts, counters, provenance, and the compare of two
-// runs. Everything comes from the query layer (query.h), as in cibench-gui.
+// `cibench report RUN... --out DIR`: what a report shows, collected once from the analysis
+// (reports/analysis/) over the store (reports/db.h), as cibench-gui shows it: the variants ranked,
+// the Pareto frontier, SLO and quality-floor verdicts, latency and load, serving, speculative
+// decoding, counters, provenance, and the compare of two runs. The two reporters render it:
+// render/html_report.h (a self-contained page, inline SVG charts, no script, no network) and
+// render/markdown_report.h (the same tables).
 #include <map>
 #include <optional>
 #include <string>
@@ -16,7 +18,6 @@
 #include "reports/analysis/speculative.h"
 #include "reports/analysis/tradeoff.h"
 #include "reports/format.h"
-#include "reports/svg.h"
 
 namespace cibench::reports {
 
@@ -72,31 +73,12 @@ std::vector<RankedVariant> rank_variants(const ReportData& d);
 // (the harness's judgement, harness/schema/slo.h, on the stored columns).
 std::string slo_verdict(const Variant& v, const std::vector<Slo>& slos);
 
-// The serving section: its charts (HTML): one throughput-latency chart per metric of
-// Serving::metrics with the SLO lines and each series' knee, goodput against the offered rate, TPOT
-// (or ITL) against the mean batch occupancy (when some step measured it), and one request timeline
-// per series; and its notes
-// (both documents): each series' knee, and every value not measured with the reason. Empty without
-// serving data.
-std::vector<svg::Chart> serving_charts(const ReportData& d);
-std::vector<std::string> serving_notes(const ReportData& d);
-
-// The speculative-decoding section: its charts (HTML): speed-up against acceptance rate (one line
-// per drafter over k, the points labelled "k=N", a dashed line at 1.0 = no gain), TPOT p95 against k
-// with each build's off variant as a dashed line and the lowest TPOT p95 marked, and acceptance by
-// draft position at each drafter's best k; its notes (both documents): the lowest TPOT p95 per run
-// and build, the rows left out and why. Empty without speculative data.
-std::vector<svg::Chart> speculative_charts(const ReportData& d);
-std::vector<std::string> speculative_notes(const ReportData& d);
-
-std::string render_html(const ReportData& d);
-std::string render_markdown(const ReportData& d);
-
 struct ReportFiles {
   std::string html;      // DIR/report.html
   std::string markdown;  // DIR/report.md
 };
-// Creates DIR when needed; throws Error naming the file that cannot be written.
+// DIR/report.html and DIR/report.md from collect_report. Creates DIR when needed; throws Error
+// naming the file that cannot be written.
 ReportFiles write_report(Db& db, const std::vector<int64_t>& runs, const std::string& out_dir,
                          const ReportOptions& opt = {});
 

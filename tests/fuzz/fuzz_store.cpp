@@ -22,6 +22,8 @@
 #include "reports/db.h"
 #include "reports/format.h"
 #include "reports/report.h"
+#include "reports/render/html_report.h"
+#include "reports/render/markdown_report.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

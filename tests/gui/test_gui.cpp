@@ -39,7 +39,7 @@
 
 #include "gui/main_window.h"
 #include "harness/lib/store.h"
-#include "reports/svg.h"
+#include "reports/render/svg.h"
 #include "tests/gui/reports_fixture.h"
 
 namespace cibench::gui {

@@ -22,7 +22,11 @@
 #include "reports/db.h"
 #include "reports/format.h"
 #include "reports/report.h"
-#include "reports/svg.h"
+#include "reports/render/charts.h"
+#include "reports/render/html_report.h"
+#include "reports/render/markdown_report.h"
+#include "reports/render/sections.h"
+#include "reports/render/svg.h"
 #include "tests/gui/reports_fixture.h"
 
 namespace cibench::reports {

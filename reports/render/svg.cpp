@@ -1,4 +1,4 @@
-#include "reports/svg.h"
+#include "reports/render/svg.h"
 
 #include <algorithm>
 #include <cmath>
