@@ -218,7 +218,7 @@ class CountersView : public View {
   bool many_runs_ = false;
 };
 
-// Decoders serving open-loop traffic (reports::Db::serving): the run's latency SLO metrics (TTFT
+// Decoders serving open-loop traffic (reports::serving): the run's latency SLO metrics (TTFT
 // p99 and TPOT p99 by default) against achieved throughput with the SLO lines and each series'
 // knee, goodput against the offered rate, TPOT (or ITL) against the mean batch occupancy, and the
 // requests of one step as a timeline (queued, to the first token, decode), the step chosen in a
@@ -257,7 +257,7 @@ class ServingView : public View {
   QString notes_base_;  // the series' notes (the timeline's follow)
 };
 
-// Speculative decoding (reports::Db::speculative): speed-up against acceptance rate (one line per
+// Speculative decoding (reports::speculative): speed-up against acceptance rate (one line per
 // drafter through its k, each point labelled "k=N", a dashed line at 1.0x = no gain), TPOT p95
 // against k with each build's off variant as a dashed line and the lowest TPOT p95 marked, and
 // acceptance by draft position at each drafter's lowest-TPOT-p95 k beside a table of the rows;

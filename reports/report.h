@@ -22,7 +22,7 @@
 namespace cibench::reports {
 
 struct ReportOptions {
-  std::string x_axis;              // "" = Db::default_axes
+  std::string x_axis;              // "" = reports::default_axes
   std::string y_axis;
   std::optional<double> floor;     // nullopt = the scenario's floor
   int compare_resamples = 2000;    // bootstrap resamples when exactly two runs are given (as cibench compare)
@@ -41,12 +41,12 @@ struct ReportData {
   std::vector<CounterSummary> counters;
   std::optional<Comparison> comparison;
   std::vector<Variant> variants;       // every variant row of the runs, every step
-  std::map<int64_t, double> goodput;   // variant_id -> requests/s meeting every SLO (Db::goodput)
+  std::map<int64_t, double> goodput;   // variant_id -> requests/s meeting every SLO (reports::goodput)
   std::map<int64_t, double> slo_attainment;  // variant_id -> share of requests meeting every SLO
-  // Decoders serving open-loop traffic (Db::serving): empty for runs without serving rows.
+  // Decoders serving open-loop traffic (reports::serving): empty for runs without serving rows.
   Serving serving;
   std::vector<Timeline> timelines;  // one per serving series: its knee step, else its highest
-  // Speculative decoding (Db::speculative): empty for runs without a drafter.
+  // Speculative decoding (reports::speculative): empty for runs without a drafter.
   Speculative speculative;
 };
 

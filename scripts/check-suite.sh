@@ -5,6 +5,7 @@
 #     optional part was built;
 #   - every dashboard and report test (gui.*, report.*) ran and passed: none missing, none skipped;
 #   - isa.isolation and isa.emulated_cpus (docs/isa.md) ran and passed;
+#   - layers.imports (scripts/check-layers.py) ran and passed;
 #   - a table of the ISA levels: per level, the tests that ran and those skipped (with the reason).
 # usage: scripts/check-suite.sh BUILD_DIR JUNIT_XML
 set -euo pipefail
@@ -53,6 +54,11 @@ for required in isa.isolation isa.emulated_cpus; do
   [ "$st" = run ] || fail "the test $required did not pass (status: ${st:-missing})"
 done
 echo "cibench check: isa.isolation and isa.emulated_cpus ran and passed (nothing above the baseline outside dispatch; AVX2, SSE4.2 and baseline CPUs emulated)"
+
+# The layers import only downward (engines <- harness <- reports <- gui; docs/harness.md).
+st=$(printf '%s\n' "$cases" | awk -F'\t' '$2 == "layers.imports" { print $1 }')
+[ "$st" = run ] || fail "the test layers.imports did not pass (status: ${st:-missing})"
+echo "cibench check: layers.imports ran and passed (every include and link points down; no file under gui/ or reports/ above 1,200 lines)"
 
 # ISA levels: a test's name carries its level when it runs at one (…/avx2, …_avx512_vnni_t1).
 level_of() {

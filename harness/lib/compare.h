@@ -1,6 +1,6 @@
 #pragma once
 // Comparing two runs. The compare itself (matching variants, the samples, the bootstrap) is
-// reports::Db::compare, the one implementation behind `cibench compare`, `cibench report` and
+// reports::compare_runs, the one implementation behind `cibench compare`, `cibench report` and
 // cibench-gui; its statistics are harness/schema/stats.h's percentile_diff. This header keeps the
 // harness's name for one percentile's difference with its verdict.
 #include <cstdint>

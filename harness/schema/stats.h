@@ -1,7 +1,7 @@
 #pragma once
 // The statistics every stored figure is defined by, once for the harness (which computes them
 // when it runs) and the readers (`cibench compare`, the reports and the GUI, which all compare
-// runs through reports::Db::compare): the nearest-rank percentile and the percentile-bootstrap
+// runs through reports::compare_runs): the nearest-rank percentile and the percentile-bootstrap
 // interval of a difference.
 #include <cstddef>
 #include <cstdint>

@@ -37,7 +37,7 @@ std::string counter_title(const std::string& name);  // "IPC", "L1D misses / 100
 // step) of the run is in `subset`.
 std::string variant_set_text(const std::vector<Variant>& subset, const std::vector<Variant>& all);
 
-// Counters unavailable for some of `rows` (Db::counters), one entry per distinct reason, in the
+// Counters unavailable for some of `rows` (reports::counters), one entry per distinct reason, in the
 // order of counter_names() then software_counter_names(); within a reason the counters that
 // share the same variants are named together with those variants (variant_set_text against `all`).
 struct CounterGap {

@@ -16,7 +16,7 @@ struct ServingStep {
   Variant v;
   double offered_qps = 0;
   std::optional<double> achieved_qps;  // completed requests / duration
-  std::optional<double> goodput_qps;   // Db::goodput: requests meeting every SLO per second
+  std::optional<double> goodput_qps;   // reports::goodput: requests meeting every SLO per second
   std::optional<double> slo_attainment;
   std::string goodput_reason;          // why goodput_qps is nullopt
   SloVerdict verdict;                  // this step against every SLO of the run (LoadCurve's)
@@ -24,7 +24,7 @@ struct ServingStep {
   std::optional<double> x(bool achieved) const { return achieved ? achieved_qps : std::optional<double>(offered_qps); }
 };
 
-// One variant of a run across its offered rates (a LoadCurve of Db::load_sweep, same steps, same
+// One variant of a run across its offered rates (a LoadCurve of reports::load_sweep, same steps, same
 // knee), with the serving measures of each step.
 struct ServingSeries {
   int64_t run_id = 0;

@@ -167,7 +167,7 @@ Table counters_table(const ReportData& d) {
 }
 
 // Unavailable counters, one line per distinct reason naming the counters that share it and the
-// variants each lacks it for (query.h's counter_gaps, as cibench-gui shows them).
+// variants each lacks it for (analysis/counters.h counter_gaps, as cibench-gui shows them).
 std::vector<std::string> counter_gap_lines(const ReportData& d) {
   std::vector<std::string> out;
   for (const CounterGap& g : counter_gaps(d.counters, d.variants)) out.push_back(g.text());
@@ -333,7 +333,7 @@ std::vector<SpecTable> speculative_tables(const ReportData& d) {
     auto ms = [&](const std::optional<double>& v, const std::string& column) {
       return v ? fmt_num(*v, 4) : dash(column, "not measured");
     };
-    // The off rows of the run first, then each build's drafters by k (as Db::speculative orders them).
+    // The off rows of the run first, then each build's drafters by k (as reports::speculative orders them).
     for (const SpecBaseline& b : sp.baselines) {
       if (b.v.run_id != run) continue;
       const std::string off = b.v.text_of("spec_reason").empty() ? "speculative off" : b.v.text_of("spec_reason");

@@ -1,4 +1,4 @@
-// The read side of the store (reports/query.h) and `cibench report`: runs and filters, the
+// The read side of the store (reports/db.h, reports/analysis/) and `cibench report`: runs and filters, the
 // quality floor and Pareto frontier, latency CDFs, load sweeps, scaling, counters that stay
 // unavailable, the compare's bootstrap, HTML/Markdown reports, and clear errors for empty, old
 // and corrupt databases.
@@ -580,7 +580,7 @@ TEST(Reports, CompareTwoRuns) {
   EXPECT_TRUE(saw_f32_p95 && saw_int8 && saw_qps && saw_w8a8);
 }
 
-// The numbers of `cibench compare --json` (its own code path, run as the command) are Db::compare's,
+// The numbers of `cibench compare --json` (its own code path, run as the command) are reports::compare_runs's,
 // which the report and the GUI show: identical intervals for the same samples, seed and resamples.
 TEST(Reports, CompareCommandGivesTheNumbersOfDbCompare) {
   const std::string exe = std::string(CIBENCH_BINARY_DIR) + "/bin/cibench";

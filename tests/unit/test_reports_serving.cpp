@@ -1,5 +1,5 @@
-// The serving views of the query layer and of `cibench report` (reports/query.h Db::serving and
-// Db::timeline, reports/report.h serving_charts and serving_notes) on the fixture's serving run:
+// The serving analysis and `cibench report` (reports/analysis/serving.h reports::serving and
+// reports::timeline, reports/render/ serving_charts and serving_notes) on the fixture's serving run:
 // the series and their knees, the SLO lines, unmeasured values kept unmeasured, the timeline bars'
 // extents from the stored request rows, and nothing at all for runs without serving rows.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-// The speculative-decoding view of the query layer and of `cibench report` (reports/query.h
-// Db::speculative, reports/report.h speculative_charts and speculative_notes) on the fixture's
+// The speculative-decoding analysis and `cibench report` (reports/analysis/speculative.h
+// reports::speculative, reports/render/ speculative_charts and speculative_notes) on the fixture's
 // speculative run (tests/gui/reports_fixture.h make_speculative_fixture): the series per drafter
 // over k, the off baseline, the lowest TPOT p95, the row without a speed-up left off the speed-up
 // chart and named with its reason, "—" (never 0) for what was not measured, and nothing at all for

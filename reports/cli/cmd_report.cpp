@@ -6,15 +6,7 @@
 #include <vector>
 
 #include "harness/cli/command.h"
-#include "reports/analysis/compare.h"
-#include "reports/analysis/counters.h"
-#include "reports/analysis/labels.h"
-#include "reports/analysis/latency.h"
-#include "reports/analysis/serving.h"
-#include "reports/analysis/speculative.h"
-#include "reports/analysis/tradeoff.h"
 #include "reports/db.h"
-#include "reports/format.h"
 #include "reports/report.h"
 
 namespace cibench::cli {

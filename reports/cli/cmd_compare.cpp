@@ -1,6 +1,6 @@
 // cibench compare RUN_A RUN_B [--db PATH] [--json]: per variant, B - A of the median and p95
 // with n per side, the change in %, and bootstrap 95 % intervals. The numbers are
-// reports::Db::compare's, the same as the report's and the GUI's.
+// reports::compare_runs's, the same as the report's and the GUI's.
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -8,12 +8,6 @@
 #include "harness/cli/command.h"
 #include "harness/lib/text_table.h"
 #include "reports/analysis/compare.h"
-#include "reports/analysis/counters.h"
-#include "reports/analysis/labels.h"
-#include "reports/analysis/latency.h"
-#include "reports/analysis/serving.h"
-#include "reports/analysis/speculative.h"
-#include "reports/analysis/tradeoff.h"
 #include "reports/db.h"
 #include "reports/format.h"
 
