@@ -41,6 +41,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "reports/analysis/labels.h"
 #include "reports/render/svg.h"
 
 #include "gui/chart_kit.h"
@@ -365,17 +366,24 @@ void TradeoffView::rebuild() {
                                          "#17becf", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39",
                                          "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#d62728",
                                          "#636363", "#f7b6d2"};
+  // The colour key of each point: its format when the points hold several formats, otherwise what
+  // varies between them (a speculative run's drafter and k, a batching sweep's batching), so a
+  // run of one format is not one colour under one name (reports::colour_keys).
+  std::vector<const reports::Variant*> shown;
+  for (const auto& p : data_.points) shown.push_back(&p.v);
+  const std::vector<std::string> key_of = reports::colour_keys(shown);
   std::vector<std::string> formats;  // in the legend: those with a point above the floor
   std::map<std::string, QColor> colour;
   std::set<QRgb> used;
-  for (const auto& p : data_.points) {
-    if (p.meets_floor && std::find(formats.begin(), formats.end(), p.v.format) == formats.end())
-      formats.push_back(p.v.format);
-    if (colour.count(p.v.format)) continue;
-    QColor col(q(reports::format_color(p.v.format)));
-    for (size_t i = 0; used.count(col.rgb()) && i < std::size(kFormatPalette); ++i) col = QColor(kFormatPalette[i]);
+  for (size_t i = 0; i < data_.points.size(); ++i) {
+    const auto& p = data_.points[i];
+    const std::string& key = key_of[i];
+    if (p.meets_floor && std::find(formats.begin(), formats.end(), key) == formats.end()) formats.push_back(key);
+    if (colour.count(key)) continue;
+    QColor col(key == p.v.format ? q(reports::format_color(p.v.format)) : QString(kFormatPalette[colour.size() % std::size(kFormatPalette)]));
+    for (size_t j = 0; used.count(col.rgb()) && j < std::size(kFormatPalette); ++j) col = QColor(kFormatPalette[j]);
     used.insert(col.rgb());
-    colour[p.v.format] = col;
+    colour[key] = col;
   }
   static const QScatterSeries::MarkerShape kGroupShapes[] = {
       QScatterSeries::MarkerShapeCircle, QScatterSeries::MarkerShapeRectangle, QScatterSeries::MarkerShapeTriangle,
@@ -393,7 +401,7 @@ void TradeoffView::rebuild() {
       any_cache |= cache;
       any_below |= !p.meets_floor;
       const std::string sp = p.v.sparsity && *p.v.sparsity > 0 ? " sparsity " + reports::fmt_num(*p.v.sparsity, 3) : "";
-      const std::string name = (p.meets_floor ? p.v.format : "below floor") + sp + (cache ? " cache" : "") +
+      const std::string name = (p.meets_floor ? key_of[i] : "below floor") + sp + (cache ? " cache" : "") +
                                (many_groups ? ": " + groups_[g].name.toStdString() : "");
       QScatterSeries*& s = series[std::to_string(g) + "\n" + name];
       if (!s) {
@@ -401,7 +409,7 @@ void TradeoffView::rebuild() {
         s->setName(q(name));
         s->setMarkerShape(shape_by_group ? group_shape(g) : shape_of(reports::sparsity_marker(p.v.sparsity)));
         s->setMarkerSize(13);
-        const QColor col = p.meets_floor ? colour.at(p.v.format) : QColor(reports::kBelowFloorColor);
+        const QColor col = p.meets_floor ? colour.at(key_of[i]) : QColor(reports::kBelowFloorColor);
         QPen border(cache ? col : QColor(p.meets_floor ? "#333333" : "#999999"));
         border.setWidthF(cache ? 2.5 : 1);
         s->setPen(border);

@@ -12,15 +12,6 @@
 namespace cibench::reports {
 // ---- speculative decoding ----------------------------------------------------------------------
 
-std::string drafter_name(const std::string& speculative) {
-  if (speculative.rfind("draft:", 0) != 0) return speculative;
-  std::string file = speculative.substr(6);
-  if (const size_t slash = file.find_last_of('/'); slash != std::string::npos && slash + 1 < file.size())
-    file = file.substr(slash + 1);
-  if (const size_t dot = file.find_last_of('.'); dot != std::string::npos && dot > 0) file = file.substr(0, dot);
-  return "draft:" + file;
-}
-
 std::string SpecPoint::k_text() const { return k ? "k=" + std::to_string(*k) : std::string("k=?"); }
 
 std::string SpecPoint::summary() const {
@@ -120,7 +111,9 @@ Speculative speculative(Db& db, const std::vector<int64_t>& run_ids) {
   const auto drafter_of = [](const Variant& v) { return v.text_of("speculative"); };
   if (std::none_of(all.begin(), all.end(), [&](const Variant& v) { return !drafter_of(v).empty() && drafter_of(v) != "off"; }))
     return sp;
-  const auto build_of = [](const Variant& v) { return v.format.empty() ? compact_label(v.label) : v.short_name(true); };
+  const auto build_of = [](const Variant& v) {
+    return v.format.empty() ? compact_label(v.label) : name_without(v, {"speculative", "draft_tokens"});
+  };
   // The off rows: the baselines.
   for (const Variant& v : all) {
     if (drafter_of(v) != "off") continue;

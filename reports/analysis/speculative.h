@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 #include <vector>
+#include "reports/analysis/labels.h"  // drafter_name
 #include "reports/db.h"
 
 namespace cibench::reports {
@@ -83,9 +84,6 @@ struct Speculative {
   std::vector<std::pair<size_t, size_t>> speedup_labels(size_t max_series, double wx, double wy) const;
 };
 
-// The drafter as a legend shows it: a draft model by its file name without the extension
-// ("draft:/models/stories260K.bin" -> "draft:stories260K"); the others as stored.
-std::string drafter_name(const std::string& speculative);
 
 // The speculative-decoding views' data for these runs: one series per (run, target build,
 // drafter) over its rows with a drafter (variants.speculative not NULL and not "off"), the off

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "reports/analysis/labels.h"
 #include "reports/render/sections.h"
 
 namespace cibench::reports {
@@ -17,17 +18,27 @@ svg::Chart tradeoff_chart(const ReportData& d) {
   c.title = "Trade-off: " + t.y.label + " against " + t.x.label;
   c.x_title = t.x.title();
   c.y_title = t.y.title();
+  // Colour by format when the run holds several, else by what varies (drafter, batching, threads):
+  // a speculative run's points are not ten of one colour all named "f32".
+  std::vector<const Variant*> vs;
+  for (const auto& p : t.points) vs.push_back(&p.v);
+  const std::vector<std::string> colour_of = colour_keys(vs);
+  const std::vector<std::string> names = distinguishing_names(vs);
+  bool by_format = true;
+  for (size_t i = 0; i < vs.size(); ++i) by_format &= colour_of[i] == vs[i]->format;
   std::map<std::string, size_t> at;
-  for (const auto& p : t.points) {
+  size_t others = 0;  // colours handed out to keys that are not formats
+  for (size_t i = 0; i < t.points.size(); ++i) {
+    const auto& p = t.points[i];
     const std::string marker = sparsity_marker(p.v.sparsity);
     const std::string sp = p.v.sparsity && *p.v.sparsity > 0 ? " sparsity " + fmt_num(*p.v.sparsity, 3) : "";
-    const std::string key = p.meets_floor ? p.v.format + sp : "below floor" + sp;
+    const std::string key = p.meets_floor ? colour_of[i] + sp : "below floor" + sp;
     auto it = at.find(key);
     if (it == at.end()) {
       it = at.emplace(key, c.series.size()).first;
       svg::Series s;
       s.name = key;
-      s.color = p.meets_floor ? format_color(p.v.format) : kBelowFloorColor;
+      s.color = !p.meets_floor ? kBelowFloorColor : by_format ? format_color(p.v.format) : palette(others++);
       s.marker = marker;
       c.series.push_back(s);
     }
@@ -35,7 +46,7 @@ svg::Chart tradeoff_chart(const ReportData& d) {
     s.pts.push_back({p.x, p.y});
     s.tips.push_back(display_name(d, p.v) + "\n" + t.x.title() + ": " + fmt_num(p.x) + "\n" + t.y.title() + ": " +
                      fmt_num(p.y) + "\n" + p.v.config());
-    s.labels.push_back(p.on_frontier ? display_name(d, p.v) : "");
+    s.labels.push_back(p.on_frontier ? run_prefix(d, p.v) + names[i] : "");
   }
   if (!t.frontier.empty()) {
     svg::Series f;

@@ -1140,6 +1140,47 @@ TEST(Gui, SpeculativeViewDrawsSpeedUpTpotAndAcceptanceByPosition) {
     EXPECT_TRUE(files.contains(dir + f)) << f;
 }
 
+// The trade-off view of a run of one format tells its variants apart by what varies: each drafter
+// and k its own colour and legend entry, the frontier list naming the drafter, not five "w8a8".
+TEST(Gui, TradeoffOfASpeculativeRunColoursAndNamesByDrafterAndK) {
+  MainWindow w;
+  w.resize(1400, 900);
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(speculative_fx().path)));
+  w.selectRuns({speculative_fx().spec.run});
+  w.showView("tradeoff");
+  settle(w);
+  TradeoffView* t = w.tradeoffView();
+  ASSERT_EQ(t->data().points.size(), 5u);
+  QChart* c = t->chart();
+  std::set<QRgb> colours;
+  int drawn = 0;
+  for (auto* s : scatter(c)) {
+    if (s->count() == 0 || s->name() == "selected") continue;
+    drawn += s->count();
+    colours.insert(s->color().rgb());
+    EXPECT_NE(s->name(), "w8a8");
+  }
+  EXPECT_EQ(drawn, 5);
+  EXPECT_EQ(colours.size(), 5u);
+  for (const char* name : {"spec=off", "spec=self:int4_g128_a8 k=2", "spec=self:int4_g128_a8 k=4",
+                           "spec=lookup:1-3 k=2", "spec=lookup:1-3 k=4"}) {
+    auto* s = qobject_cast<QScatterSeries*>(series_named(c, name));
+    ASSERT_TRUE(s) << name;
+    EXPECT_EQ(s->count(), 1) << name;
+    // Its legend entry (a marker-less twin) is shown.
+    bool entry = false;
+    for (auto* e : scatter(c))
+      if (e != s && e->name() == name && e->count() == 0) entry = c->legend()->markers(e).value(0)->isVisible();
+    EXPECT_TRUE(entry) << name;
+  }
+  // The frontier list names the drafter of each frontier variant.
+  QStringList listed;
+  for (int i = 0; i < t->frontierList()->count(); ++i) listed << t->frontierList()->item(i)->text();
+  ASSERT_FALSE(listed.isEmpty());
+  for (const auto& l : listed)
+    if (l.contains("w8a8")) EXPECT_TRUE(l.contains("spec=")) << l.toStdString();
+}
+
 TEST(Gui, SpeculativeTabOnlyForRunsWithADrafter) {
   MainWindow w;
   ASSERT_TRUE(w.openDatabase(QString::fromStdString(speculative_fx().path)));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "harness/lib/store.h"
@@ -209,6 +210,61 @@ TEST(ReportsSpeculative, ChartsLeaveOutWhatWasNotMeasuredAndMarkTheBest) {
   EXPECT_EQ(lp->pts[0].y, 0.6);
   EXPECT_EQ(lp->pts[1].y, 0.4);
   EXPECT_TRUE(series_named(pos, "self:int4_g128_a8 k=2"));
+}
+
+// Variants are named by what varies in the run: the drafter and k of a speculative run, not
+// five points all named "w8a8".
+TEST(ReportsSpeculative, VariantsAreNamedAndColouredByWhatVariesInTheRun) {
+  Db db(fx().path);
+  const std::vector<Variant> vs = db.variants({fx().spec.run});
+  ASSERT_EQ(vs.size(), 5u);
+  std::vector<const Variant*> ptrs;
+  for (const auto& v : vs) ptrs.push_back(&v);
+  // The short name carries the drafter (a draft model by its file name) and k.
+  EXPECT_EQ(vs[0].short_name(), "w8a8 t1 w1 spec=off");
+  EXPECT_EQ(vs[1].short_name(), "w8a8 t1 w1 spec=self:int4_g128_a8 k=2");
+  EXPECT_EQ(vs[4].short_name(), "w8a8 t1 w1 spec=lookup:1-3 k=4");
+  EXPECT_EQ(name_without(vs[1], {"speculative", "draft_tokens"}), "w8a8 t1 w1");
+  // Distinguishing names: the format, then only what differs (threads and workers do not).
+  EXPECT_EQ(distinguishing_names(ptrs), (std::vector<std::string>{"w8a8 spec=off", "w8a8 spec=self:int4_g128_a8 k=2",
+                                                                   "w8a8 spec=self:int4_g128_a8 k=4",
+                                                                   "w8a8 spec=lookup:1-3 k=2", "w8a8 spec=lookup:1-3 k=4"}));
+  // One format: the colour is what varies (five keys, all different).
+  const std::vector<std::string> keys = colour_keys(ptrs);
+  EXPECT_EQ(keys[0], "spec=off");
+  EXPECT_EQ(keys[3], "spec=lookup:1-3 k=2");
+  EXPECT_EQ(std::set<std::string>(keys.begin(), keys.end()).size(), 5u);
+  // A set of several formats keeps colouring by format (the report's colours per format).
+  Variant f32 = vs[0], int8 = vs[0];
+  f32.format = "f32";
+  int8.format = "int8";
+  int8.threads = 2;
+  EXPECT_EQ(colour_keys({&f32, &int8}), (std::vector<std::string>{"f32", "int8"}));
+  EXPECT_EQ(distinguishing_names({&f32, &int8}), (std::vector<std::string>{"f32 t1", "int8 t2"}));
+  // Nothing varies: the format alone.
+  EXPECT_EQ(distinguishing_names({&f32, &f32}), (std::vector<std::string>{"f32", "f32"}));
+  EXPECT_EQ(colour_keys({&f32}), std::vector<std::string>{"f32"});
+
+  // The report's trade-off chart: one series (and colour) per drafter and k, frontier points
+  // labelled by what varies, every tooltip with the full name.
+  const ReportData d = collect_report(db, {fx().spec.run});
+  ASSERT_EQ(d.tradeoff.points.size(), 5u);
+  const svg::Chart c = tradeoff_chart(d);
+  std::set<std::string> colours;
+  size_t scatter = 0;
+  for (const auto& s : c.series)
+    if (s.kind == svg::Series::Kind::scatter) {
+      ++scatter;
+      colours.insert(s.color);
+      EXPECT_EQ(s.pts.size(), 1u) << s.name;
+      EXPECT_NE(s.name, "w8a8");
+      for (size_t i = 0; i < s.labels.size(); ++i)
+        if (!s.labels[i].empty()) EXPECT_EQ(s.labels[i].rfind("w8a8 spec=", 0), 0u) << s.labels[i];
+      EXPECT_NE(s.tips[0].find(" t1 w1 spec="), std::string::npos) << s.tips[0];
+    }
+  EXPECT_EQ(scatter, 5u);
+  EXPECT_EQ(colours.size(), 5u);
+  EXPECT_TRUE(series_named(c, "spec=self:int4_g128_a8 k=4"));
 }
 
 TEST(ReportsSpeculative, HtmlAndMarkdownTablesMarkTheBestAndDashWhatWasNotMeasured) {
