@@ -10,6 +10,12 @@
 namespace cibench::reports {
 namespace {
 
+// Appends `word` to a space-separated name.
+void add_word(std::string& s, const std::string& word) {
+  if (!s.empty()) s += ' ';
+  s += word;
+}
+
 // Variant columns that describe the configuration (shown in hover text and tables).
 const std::vector<std::string>& config_columns() {
   static const std::vector<std::string> c{
@@ -44,44 +50,44 @@ std::vector<NamePart> name_parts(const Variant& v, bool with_rate) {
   p.push_back({"format", v.format.empty() ? v.label : v.format});
   const std::string recipe = v.text_of("recipe");  // schema 2; "" when none
   if (!recipe.empty()) p.push_back({"recipe", recipe});
-  if (v.sparsity && *v.sparsity > 0) p.push_back({"sparsity", "sp" + fmt_num(*v.sparsity, 3)});
-  if (v.threads) p.push_back({"threads", "t" + std::to_string(*v.threads)});
-  if (v.workers) p.push_back({"workers", "w" + std::to_string(*v.workers)});
+  if (v.sparsity && *v.sparsity > 0) p.push_back({"sparsity", str("sp", fmt_num(*v.sparsity, 3))});
+  if (v.threads) p.push_back({"threads", str("t", *v.threads)});
+  if (v.workers) p.push_back({"workers", str("w", *v.workers)});
   const std::string kv = v.text_of("kv_mode");
-  if (!kv.empty() && kv != "preallocated") p.push_back({"kv_mode", "kv=" + kv});
+  if (!kv.empty() && kv != "preallocated") p.push_back({"kv_mode", str("kv=", kv)});
   const std::string isa = v.text_of("isa_requested");
-  if (!isa.empty() && isa != "auto") p.push_back({"isa_requested", "isa=" + isa});
+  if (!isa.empty() && isa != "auto") p.push_back({"isa_requested", str("isa=", isa)});
   // Classifier serving (schema 3): shape, batch and cache, so cache off/on are told apart.
   const std::string shape = v.text_of("shape");
   if (!shape.empty() && shape != "dynamic") p.push_back({"shape", shape});
-  if (auto b = v.get("max_batch"); b && *b > 1) p.push_back({"max_batch", "b" + fmt_num(*b, 3)});
+  if (auto b = v.get("max_batch"); b && *b > 1) p.push_back({"max_batch", str("b", fmt_num(*b, 3))});
   if (auto c = v.get("cache_enabled"); c && *c > 0) p.push_back({"cache_enabled", "cache"});
   // Decoder batching (schema 8): static and continuous batching of the same engine told apart.
-  if (const std::string b = v.text_of("batching"); !b.empty() && b != "none") p.push_back({"batching", "batching=" + b});
+  if (const std::string b = v.text_of("batching"); !b.empty() && b != "none") p.push_back({"batching", str("batching=", b)});
   if (auto c = v.get("prefix_cache"); c && *c > 0) p.push_back({"prefix_cache", "prefix-cache"});  // schema 9
   // Speculative decoding (schema 10): the drafter and its draft length; "spec=off" is the baseline.
   if (const std::string d = v.text_of("speculative"); !d.empty()) {
-    p.push_back({"speculative", "spec=" + drafter_name(d)});
-    if (auto k = v.get("draft_tokens")) p.push_back({"draft_tokens", "k=" + fmt_num(*k, 3)});
+    p.push_back({"speculative", str("spec=", drafter_name(d))});
+    if (auto k = v.get("draft_tokens")) p.push_back({"draft_tokens", str("k=", fmt_num(*k, 3))});
   }
-  if (const std::string e = v.text_of("peer_engine"); !e.empty()) p.push_back({"peer_engine", "peer=" + e});  // schema 11
+  if (const std::string e = v.text_of("peer_engine"); !e.empty()) p.push_back({"peer_engine", str("peer=", e)});  // schema 11
   if (with_rate && (v.step_index > 0 || v.text_of("pattern") == "stepped")) {
     auto q = v.get("offered_qps");
-    p.push_back({"offered_qps", q ? "@" + fmt_num(*q, 3) + "qps" : "step" + std::to_string(v.step_index)});
+    p.push_back({"offered_qps", q ? str("@", fmt_num(*q, 3), "qps") : str("step", v.step_index)});
   }
   return p;
 }
 
 std::string Variant::short_name(bool with_rate) const {
   std::string s;
-  for (const auto& part : name_parts(*this, with_rate)) s += (s.empty() ? "" : " ") + part.text;
+  for (const auto& part : name_parts(*this, with_rate)) add_word(s, part.text);
   return s;
 }
 
 std::string name_without(const Variant& v, const std::vector<std::string>& keys, bool with_rate) {
   std::string s;
   for (const auto& part : name_parts(v, with_rate))
-    if (std::find(keys.begin(), keys.end(), part.key) == keys.end()) s += (s.empty() ? "" : " ") + part.text;
+    if (std::find(keys.begin(), keys.end(), part.key) == keys.end()) add_word(s, part.text);
   return s;
 }
 
@@ -108,22 +114,13 @@ std::vector<std::string> varying_names(const std::vector<const Variant*>& vs, bo
   for (const auto& ps : parts) {
     std::string s;
     for (const auto& p : ps)
-      if (!skip.count(p.key) && values[p.key].size() > 1) s += (s.empty() ? "" : " ") + p.text;
+      if (!skip.count(p.key) && values[p.key].size() > 1) add_word(s, p.text);
     names.push_back(s);
   }
   return names;
 }
 
 }  // namespace
-
-std::vector<std::string> distinguishing_names(const std::vector<const Variant*>& vs, bool with_rate) {
-  std::vector<std::string> names = varying_names(vs, with_rate, {"format"});
-  for (size_t i = 0; i < vs.size(); ++i) {
-    const std::string f = name_parts(*vs[i], false).front().text;  // format (the label without one)
-    names[i] = names[i].empty() ? f : f + " " + names[i];
-  }
-  return names;
-}
 
 std::vector<std::string> colour_keys(const std::vector<const Variant*>& vs) {
   std::set<std::string> formats;

@@ -29,12 +29,6 @@ std::vector<NamePart> name_parts(const Variant& v, bool with_rate = true);
 // a drafter speeds up).
 std::string name_without(const Variant& v, const std::vector<std::string>& keys, bool with_rate = true);
 
-// Names that tell the variants of a set apart by what varies in the set: the format, then only
-// the settings whose value differs between them (a speculative run: "w8a8 spec=off",
-// "w8a8 spec=self:int4_g128_a8 k2", ...; a format sweep at one thread count: "f32", "int8").
-// Variants that differ in nothing shown get the same name. Chart legends and point labels.
-std::vector<std::string> distinguishing_names(const std::vector<const Variant*>& vs, bool with_rate = true);
-
 // What colours a trade-off chart's points: the format when the set holds more than one format
 // (the report's colour per format), otherwise the settings that vary within it other than
 // sparsity and cache, which the marker shows (the drafter and draft length of a speculative run,

@@ -23,7 +23,6 @@ svg::Chart tradeoff_chart(const ReportData& d) {
   std::vector<const Variant*> vs;
   for (const auto& p : t.points) vs.push_back(&p.v);
   const std::vector<std::string> colour_of = colour_keys(vs);
-  const std::vector<std::string> names = distinguishing_names(vs);
   bool by_format = true;
   for (size_t i = 0; i < vs.size(); ++i) by_format &= colour_of[i] == vs[i]->format;
   std::map<std::string, size_t> at;
@@ -46,7 +45,7 @@ svg::Chart tradeoff_chart(const ReportData& d) {
     s.pts.push_back({p.x, p.y});
     s.tips.push_back(display_name(d, p.v) + "\n" + t.x.title() + ": " + fmt_num(p.x) + "\n" + t.y.title() + ": " +
                      fmt_num(p.y) + "\n" + p.v.config());
-    s.labels.push_back(p.on_frontier ? run_prefix(d, p.v) + names[i] : "");
+    s.labels.push_back(p.on_frontier ? display_name(d, p.v) : "");
   }
   if (!t.frontier.empty()) {
     svg::Series f;

@@ -1178,7 +1178,9 @@ TEST(Gui, TradeoffOfASpeculativeRunColoursAndNamesByDrafterAndK) {
   for (int i = 0; i < t->frontierList()->count(); ++i) listed << t->frontierList()->item(i)->text();
   ASSERT_FALSE(listed.isEmpty());
   for (const auto& l : listed)
-    if (l.contains("w8a8")) EXPECT_TRUE(l.contains("spec=")) << l.toStdString();
+    if (l.contains("w8a8")) {
+      EXPECT_TRUE(l.contains("spec=")) << l.toStdString();
+    }
 }
 
 TEST(Gui, SpeculativeTabOnlyForRunsWithADrafter) {

@@ -225,10 +225,6 @@ TEST(ReportsSpeculative, VariantsAreNamedAndColouredByWhatVariesInTheRun) {
   EXPECT_EQ(vs[1].short_name(), "w8a8 t1 w1 spec=self:int4_g128_a8 k=2");
   EXPECT_EQ(vs[4].short_name(), "w8a8 t1 w1 spec=lookup:1-3 k=4");
   EXPECT_EQ(name_without(vs[1], {"speculative", "draft_tokens"}), "w8a8 t1 w1");
-  // Distinguishing names: the format, then only what differs (threads and workers do not).
-  EXPECT_EQ(distinguishing_names(ptrs), (std::vector<std::string>{"w8a8 spec=off", "w8a8 spec=self:int4_g128_a8 k=2",
-                                                                   "w8a8 spec=self:int4_g128_a8 k=4",
-                                                                   "w8a8 spec=lookup:1-3 k=2", "w8a8 spec=lookup:1-3 k=4"}));
   // One format: the colour is what varies (five keys, all different).
   const std::vector<std::string> keys = colour_keys(ptrs);
   EXPECT_EQ(keys[0], "spec=off");
@@ -240,13 +236,12 @@ TEST(ReportsSpeculative, VariantsAreNamedAndColouredByWhatVariesInTheRun) {
   int8.format = "int8";
   int8.threads = 2;
   EXPECT_EQ(colour_keys({&f32, &int8}), (std::vector<std::string>{"f32", "int8"}));
-  EXPECT_EQ(distinguishing_names({&f32, &int8}), (std::vector<std::string>{"f32 t1", "int8 t2"}));
   // Nothing varies: the format alone.
-  EXPECT_EQ(distinguishing_names({&f32, &f32}), (std::vector<std::string>{"f32", "f32"}));
+  EXPECT_EQ(colour_keys({&f32, &f32}), (std::vector<std::string>{"f32", "f32"}));
   EXPECT_EQ(colour_keys({&f32}), std::vector<std::string>{"f32"});
 
   // The report's trade-off chart: one series (and colour) per drafter and k, frontier points
-  // labelled by what varies, every tooltip with the full name.
+  // labelled and every tooltip headed by the full name.
   const ReportData d = collect_report(db, {fx().spec.run});
   ASSERT_EQ(d.tradeoff.points.size(), 5u);
   const svg::Chart c = tradeoff_chart(d);
@@ -259,7 +254,9 @@ TEST(ReportsSpeculative, VariantsAreNamedAndColouredByWhatVariesInTheRun) {
       EXPECT_EQ(s.pts.size(), 1u) << s.name;
       EXPECT_NE(s.name, "w8a8");
       for (size_t i = 0; i < s.labels.size(); ++i)
-        if (!s.labels[i].empty()) EXPECT_EQ(s.labels[i].rfind("w8a8 spec=", 0), 0u) << s.labels[i];
+        if (!s.labels[i].empty()) {
+          EXPECT_EQ(s.labels[i].rfind("w8a8 t1 w1 spec=", 0), 0u) << s.labels[i];
+        }
       EXPECT_NE(s.tips[0].find(" t1 w1 spec="), std::string::npos) << s.tips[0];
     }
   EXPECT_EQ(scatter, 5u);
