@@ -1,11 +1,104 @@
 #include "harness/lib/run_record.h"
 
+#include <sched.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <random>
 
 #include "harness/lib/build_info.h"
 #include "harness/lib/scenario.h"
 
 namespace cibench {
+namespace {
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+}  // namespace
+
+std::string new_run_uid() {
+  std::random_device rd;  // /dev/urandom on Linux
+  std::string out;
+  static const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 4; ++i) {  // 128 bits
+    const uint32_t w = rd();
+    for (int b = 0; b < 4; ++b) out += hex[(w >> (8 * b + 4)) & 15], out += hex[(w >> (8 * b)) & 15];
+  }
+  return out;
+}
+
+std::string cpu_list_text(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) out += '-' + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+Fields placement_fields() {
+  Fields f;
+  const auto text_or_null = [](const std::string& s) { return s.empty() ? sql_null() : SqlValue(s); };
+  const auto int_or_null = [](const std::string& s) -> SqlValue {
+    char* end = nullptr;
+    const long long v = s.empty() ? 0 : std::strtoll(s.c_str(), &end, 10);
+    return s.empty() || *end ? sql_null() : SqlValue(static_cast<int64_t>(v));
+  };
+  f.push_back({"host_type", text_or_null(env_or_empty("CIBENCH_HOST_TYPE"))});
+  f.push_back({"slurm_job_id", text_or_null(env_or_empty("SLURM_JOB_ID"))});
+  f.push_back({"slurm_array_job_id", text_or_null(env_or_empty("SLURM_ARRAY_JOB_ID"))});
+  f.push_back({"slurm_array_task_id", int_or_null(env_or_empty("SLURM_ARRAY_TASK_ID"))});
+  f.push_back({"slurm_partition", text_or_null(env_or_empty("SLURM_JOB_PARTITION"))});
+  f.push_back({"slurm_node", text_or_null(env_or_empty("SLURMD_NODENAME"))});
+  f.push_back({"slurm_cpus_per_task", int_or_null(env_or_empty("SLURM_CPUS_PER_TASK"))});
+  // Set by the batch scripts `cibench fleet slurm` writes (Slurm itself does not export it).
+  f.push_back({"slurm_exclusive", int_or_null(env_or_empty("CIBENCH_SLURM_EXCLUSIVE"))});
+  // The binding asked for: Slurm's (SLURM_CPU_BIND, set under srun --cpu-bind) or the fleet
+  // script's; the CPUs the process may run on are what it got.
+  std::string bind = env_or_empty("CIBENCH_CPU_BIND");
+  if (bind.empty()) bind = env_or_empty("SLURM_CPU_BIND");
+  f.push_back({"cpu_bind", text_or_null(bind)});
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    f.push_back({"cpu_affinity", cpu_list_text(cpus)});
+    f.push_back({"affinity_cpus", static_cast<int64_t>(cpus.size())});
+  }
+  return f;
+}
+
+std::string apply_cpu_limit_from_env() {
+  const std::string want = env_or_empty("CIBENCH_CPUS");
+  if (want.empty()) return "";
+  char* end = nullptr;
+  const long n = std::strtol(want.c_str(), &end, 10);
+  if (*end || n < 1) throw Error(str("CIBENCH_CPUS='", want, "': expected a whole number of CPUs, at least 1"));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "";
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  if (static_cast<long>(cpus.size()) <= n) return "";
+  cpu_set_t narrow;
+  CPU_ZERO(&narrow);
+  for (long i = 0; i < n; ++i) CPU_SET(cpus[static_cast<size_t>(i)], &narrow);
+  if (sched_setaffinity(0, sizeof narrow, &narrow) != 0)
+    throw Error(str("CIBENCH_CPUS=", n, ": cannot restrict the process to ", n, " CPUs (sched_setaffinity failed)"));
+  cpus.resize(static_cast<size_t>(n));
+  return str("CIBENCH_CPUS=", n, ": the process could run on ", CPU_COUNT(&set), " CPUs (no binding by the "
+             "scheduler); restricted to CPUs ", cpu_list_text(cpus));
+}
 
 Fields run_provenance_fields(const SystemInfo& si) {
   const BuildInfo& b = build_info();
@@ -42,7 +135,8 @@ Fields run_provenance_fields(const SystemInfo& si) {
           {"thp", readable(si.thp)},
           {"thp_reason", reason(si.thp)},
           {"pid", static_cast<int64_t>(getpid())},
-          {"warnings", warnings.empty() ? sql_null() : SqlValue(warnings)}};
+          {"warnings", warnings.empty() ? sql_null() : SqlValue(warnings)},
+          {"run_uid", new_run_uid()}};
 }
 
 std::string calibration_json(const std::string& slice, int64_t docs, const std::string& text_hash, int samples,
@@ -94,6 +188,7 @@ CommandRun::CommandRun(const std::string& db_path, const std::string& kind, cons
              {"floors_json", floors_to_json(floors).dump()},
              {"model_spec", model_spec}};
   for (auto& f : run_provenance_fields(collect_system_info())) run.push_back(std::move(f));
+  for (auto& f : placement_fields()) run.push_back(std::move(f));
   for (const auto& f : model) run.push_back(f);
   Store::Transaction t(store_);
   run_id_ = store_.insert("runs", run);

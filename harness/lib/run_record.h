@@ -28,6 +28,20 @@ std::string calibration_json(const std::string& slice, int64_t docs, const std::
 
 // cibench_version .. warnings and pid of a runs row, from `si` and this build.
 Fields run_provenance_fields(const SystemInfo& si);
+// Where the process runs (schema 14): host_type (CIBENCH_HOST_TYPE), the Slurm job, array task,
+// partition, node and CPUs per task it runs in (SLURM_* variables), the binding asked for
+// (SLURM_CPU_BIND or CIBENCH_CPU_BIND) and the CPUs it may run on (sched_getaffinity:
+// cpu_affinity "0-3,8", affinity_cpus 5). NULL where unset.
+Fields placement_fields();
+// CIBENCH_CPUS=N (the fleet batch scripts set it to the host type's CPUs per task): when the
+// process may run on more than N CPUs (a cluster whose Slurm does not bind, TaskPlugin=task/none),
+// it is restricted to the first N of them. Returns what was done ("" when nothing); throws on a
+// malformed value.
+std::string apply_cpu_limit_from_env();
+// A new run's identity across stores: 32 hex digits from the system's random source.
+std::string new_run_uid();
+// "0-3,8,10-11" for {0,1,2,3,8,10,11}.
+std::string cpu_list_text(const std::vector<int>& cpus);
 
 // "cibench bench --models a b" with arguments that need it single-quoted: the command line as a
 // user would type it again.

@@ -1,10 +1,12 @@
 #include "harness/lib/store.h"
 
 #include <signal.h>
+#include <sys/statfs.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 
 #include "engines/core/error.h"
@@ -138,7 +140,34 @@ void Store::open_read_only() {
                          "; the file is read-only here, so it cannot be migrated (open it once where it is writable)"));
 }
 
+std::string network_filesystem(const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path p = fs::absolute(path);
+  std::error_code ec;
+  while (!p.empty() && !fs::exists(p, ec)) p = p.parent_path();
+  struct statfs s;
+  if (p.empty() || statfs(p.c_str(), &s) != 0) return "";
+  switch (static_cast<unsigned long>(s.f_type)) {
+    case 0x6969UL: return "nfs";
+    case 0x517BUL: return "smb";
+    case 0xFF534D42UL: return "cifs";
+    case 0xFE534D42UL: return "smb2";
+    case 0x0BD00BD0UL: return "lustre";
+    case 0x47504653UL: return "gpfs";
+    case 0x00C36400UL: return "ceph";
+    case 0x5346414FUL: return "afs";
+    default: return "";
+  }
+}
+
 void Store::open_read_write(bool create) {
+  // SQLite's WAL needs shared memory that network filesystems do not share between hosts: a store
+  // written there by several hosts is corrupted silently. Each host writes its own store on local
+  // disk and `cibench merge` combines them (docs/fleet.md).
+  if (const std::string kind = network_filesystem(path_); !kind.empty() && !std::getenv("CIBENCH_ALLOW_NETWORK_STORE"))
+    throw StoreError(str(path_, ": is on a network filesystem (", kind,
+                         "); SQLite must not be written there (its WAL is not shared across hosts): write the store on "
+                         "local disk and combine stores with cibench merge (CIBENCH_ALLOW_NETWORK_STORE=1 overrides)"));
   open_db(path_, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), "cannot open");
   check_owner();  // before anything is written to the file
   // Switching a new file to WAL takes an exclusive lock for which SQLite does not call the busy

@@ -43,6 +43,12 @@ std::string sql_to_string(const SqlValue& v);  // "" for NULL
 nlohmann::json sql_to_json(const SqlValue& v);
 
 
+// The kind of network filesystem `path` (or its nearest existing folder) lies on, by statfs:
+// "nfs", "smb", "cifs", "smb2", "lustre", "gpfs", "ceph", "afs"; "" for any other (local disks,
+// tmpfs, overlay, and filesystems that cannot be told apart reliably such as FUSE). A store is
+// not opened for writing on one (Store throws) unless CIBENCH_ALLOW_NETWORK_STORE is set.
+std::string network_filesystem(const std::string& path);
+
 class Store {
  public:
   // Opens (creating folders and file when `create`), applies migrations, enables WAL and foreign

@@ -517,6 +517,7 @@ SuiteResult run_suite(const Scenario& sc, const SuiteOptions& o) {
   SystemInfo with_model = si;  // the machine's warnings and the model family's
   for (const auto& w : p.family->warnings()) with_model.warnings.push_back(w);
   for (auto& x : run_provenance_fields(with_model)) run.push_back(std::move(x));
+  for (auto& x : placement_fields()) run.push_back(std::move(x));
   for (auto& x : p.family->model_provenance()) run.push_back(std::move(x));
   SuiteResult res;
   {

@@ -343,6 +343,51 @@ ALTER TABLE variants ADD COLUMN weight_conversion_reason TEXT;
          "serving (AMX tiles, the 16-row decode layout), resident on top of weight_bytes", R"SQL(
 ALTER TABLE variants ADD COLUMN repacked_weight_bytes INTEGER;
 )SQL"},
+    {14, "fleets: runs.run_uid (a run's identity across stores, which cibench merge keys on), runs.host_type (the "
+         "host type a fleet task ran as) and the Slurm job it ran in (job, array job and task, partition, node, "
+         "CPUs per task, exclusive, the CPU binding asked for) beside the CPUs the process could run on "
+         "(cpu_affinity, affinity_cpus); host_types (each host type's price per hour and where it comes from); "
+         "merge_sources and merge_variants (each merged run's and variant's store and id there)", R"SQL(
+ALTER TABLE runs ADD COLUMN run_uid TEXT;
+ALTER TABLE runs ADD COLUMN host_type TEXT;
+ALTER TABLE runs ADD COLUMN slurm_job_id TEXT;
+ALTER TABLE runs ADD COLUMN slurm_array_job_id TEXT;
+ALTER TABLE runs ADD COLUMN slurm_array_task_id INTEGER;
+ALTER TABLE runs ADD COLUMN slurm_partition TEXT;
+ALTER TABLE runs ADD COLUMN slurm_node TEXT;
+ALTER TABLE runs ADD COLUMN slurm_cpus_per_task INTEGER;
+ALTER TABLE runs ADD COLUMN slurm_exclusive INTEGER;
+ALTER TABLE runs ADD COLUMN cpu_bind TEXT;
+ALTER TABLE runs ADD COLUMN cpu_affinity TEXT;
+ALTER TABLE runs ADD COLUMN affinity_cpus INTEGER;
+CREATE UNIQUE INDEX runs_uid ON runs(run_uid);
+CREATE TABLE host_types (
+  name              TEXT PRIMARY KEY,
+  price_per_hour    REAL NOT NULL CHECK (price_per_hour >= 0),
+  currency          TEXT NOT NULL,
+  source            TEXT,
+  slurm_partition   TEXT,
+  slurm_constraint  TEXT,
+  cpus_per_task     INTEGER,
+  exclusive         INTEGER,
+  hosts_file        TEXT,
+  updated_utc       TEXT NOT NULL
+);
+CREATE TABLE merge_sources (
+  run_id            INTEGER NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+  source_path       TEXT NOT NULL,
+  source_run_id     INTEGER NOT NULL,
+  source_schema     INTEGER NOT NULL,
+  merged_utc        TEXT NOT NULL
+);
+CREATE INDEX merge_sources_run ON merge_sources(run_id);
+CREATE TABLE merge_variants (
+  variant_id        INTEGER NOT NULL REFERENCES variants(variant_id) ON DELETE CASCADE,
+  source_path       TEXT NOT NULL,
+  source_variant_id INTEGER NOT NULL
+);
+CREATE INDEX merge_variants_variant ON merge_variants(variant_id);
+)SQL"},
 };
 }  // namespace
 
