@@ -55,6 +55,11 @@ for required in isa.isolation isa.emulated_cpus; do
 done
 echo "cibench check: isa.isolation and isa.emulated_cpus ran and passed (nothing above the baseline outside dispatch; AVX2, SSE4.2 and baseline CPUs emulated)"
 
+# Fleets (docs/fleet.md): the two-task job array on the real one-node Slurm ran and passed.
+st=$(printf '%s\n' "$cases" | awk -F'\t' '$2 == "e2e.fleet_slurm" { print $1 }')
+[ "$st" = run ] || fail "the test e2e.fleet_slurm did not pass (status: ${st:-missing})"
+echo "cibench check: e2e.fleet_slurm ran and passed (a two-task Slurm job array, two host types, stores merged and priced)"
+
 # The layers import only downward (engines <- harness <- reports <- gui; docs/harness.md).
 st=$(printf '%s\n' "$cases" | awk -F'\t' '$2 == "layers.imports" { print $1 }')
 [ "$st" = run ] || fail "the test layers.imports did not pass (status: ${st:-missing})"

@@ -3,7 +3,8 @@
 #   scripts/install-deps.sh          what building and running all of cibench needs (the dashboard too)
 #   scripts/install-deps.sh --test   also what the test suite uses (headless chromium renders reports,
 #                                    xdotool finds the dashboard's window under Xvfb, qemu-user runs
-#                                    the binaries as lower CPUs)
+#                                    the binaries as lower CPUs, slurm-wlm and munge run the fleet
+#                                    test's one-node Slurm)
 # Packages are installed without their "recommends", so every CMake package's own dependencies are
 # listed here: Qt6Charts needs Qt6OpenGL (libqt6opengl6-dev) and Qt6Gui needs OpenGL (libgl-dev).
 set -euo pipefail
@@ -14,7 +15,7 @@ pkgs=(build-essential cmake ninja-build pkg-config git
       qt6-base-dev qt6-charts-dev qt6-svg-dev libqt6opengl6-dev libgl-dev xvfb xauth)
 case "${1:-}" in
   "") ;;
-  --test) pkgs+=(chromium xdotool python3 qemu-user) ;;
+  --test) pkgs+=(chromium xdotool python3 qemu-user slurm-wlm munge) ;;
   *) echo "usage: scripts/install-deps.sh [--test]" >&2; exit 2 ;;
 esac
 missing=()

@@ -13,7 +13,7 @@ build=${1:-build/release}
 levels=$(env -u CIBENCH_ISA "$build/bin/cibench" sysinfo | sed -n 's/^isa .*supported: \([^(]*\).*/\1/p' | xargs)
 top=$(printf '%s\n' $levels | tail -n1)
 per_level='(/|_)(generic|avx2|avx512|avx512_vnni|amx)($|_t[0-9])'
-level_free='^(fuzz\.|gui\.|report\.chromium_render$|e2e\.hostile_inputs$|isa\.|layers\.)'
+level_free='^(fuzz\.|gui\.|report\.chromium_render$|e2e\.hostile_inputs$|e2e\.fleet_slurm$|isa\.|layers\.)'
 for level in $levels; do
   [ "$level" = "$top" ] && continue
   echo "cibench: the tests that take the process's level, at CIBENCH_ISA=$level (host: $levels)"

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "harness/cli/command.h"
+#include "harness/lib/run_record.h"
 #include "harness/lib/suite.h"
 
 namespace cibench::cli {
@@ -55,6 +56,7 @@ RegisterCommand reg{Command{
       return [a]() {
         const Scenario sc = parse_scenario_file(a->scenario, a->sets);
         if (a->dry_run) return dry_run(sc);
+        if (const std::string note = apply_cpu_limit_from_env(); !note.empty() && !a->quiet) std::cerr << note << "\n";
         SuiteOptions o;
         o.db_path = a->db;
         o.log = a->quiet ? nullptr : &std::cerr;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "harness/cli/command.h"
+#include "harness/lib/cost.h"
 #include "harness/lib/scenario.h"
 #include "harness/lib/store.h"
 #include "harness/lib/suite.h"
@@ -213,6 +214,54 @@ void print_serving(Store& st, int64_t id) {
   for (const auto& r : pwhy) std::cout << "  " << r << "\n";
 }
 
+std::string money(const std::optional<double>& v, const std::string& currency) {
+  if (!v) return "-";
+  std::ostringstream os;
+  os << std::setprecision(4) << *v << " " << currency;
+  return os.str();
+}
+
+// Fleets (schema 14): the host type a run ran as, the cost per answer of its variants at the
+// host type's price, and, when the store holds the same scenario on several host types, the host
+// types ranked by the cost of their cheapest variant meeting the quality floor and the SLOs.
+void print_host_costs(Store& st, int64_t id, const std::string& scenario, const std::string& host_type) {
+  if (host_type.empty()) return;
+  const auto price = st.query("SELECT price_per_hour, currency, source FROM host_types WHERE name = ?", {host_type});
+  if (price.rows.empty()) {
+    std::cout << "\ncost per answer: not priced (host type '" << host_type
+              << "' has no price in this store; cibench fleet collect records the hosts file's)\n";
+    return;
+  }
+  const std::vector<HostCost> mine = host_costs(st, scenario, {id});
+  const std::string currency = sql_to_string(price.rows[0][1]);
+  const std::string source = sql_to_string(price.rows[0][2]);
+  std::cout << "\ncost per answer on host type " << host_type << " (" << num(price.rows[0][0], 4) << " " << currency
+            << "/h" << (source.empty() ? "" : ", " + source) << ")\n";
+  TextTable t({"variant", "rate priced", "p95 ms", "floor", "SLO", "valid", "per 1k requests", "per 1M output tokens"});
+  for (const auto& c : mine)
+    t.add({c.label, c.cost.basis.empty() ? "-" : c.cost.basis, num(sql_opt(c.p95_ms)), c.meets_floor ? "meets" : "below",
+           c.meets_slo ? "met" : "missed", c.valid ? "yes" : "NO", money(c.cost.per_thousand_requests, currency),
+           money(c.cost.per_million_tokens, currency)});
+  t.print(std::cout);
+  const std::vector<HostRank> ranks = rank_host_types(host_costs(st, scenario));
+  if (ranks.size() < 2) return;
+  std::cout << "\nhost types for scenario '" << scenario << "' in this store, cheapest first (each host type's cheapest "
+            << "variant meeting the quality floor and the SLOs, per thousand requests at its knee or measured rate)\n";
+  TextTable r({"rank", "host type", "price/h", "variant", "run", "rate priced", "p95 ms", "per 1k requests",
+               "per 1M output tokens"});
+  int rank = 0;
+  for (const auto& h : ranks) {
+    if (!h.best) {
+      r.add({"-", h.host_type, money(h.price_per_hour, h.currency), h.reason, "-", "-", "-", "-", "-"});
+      continue;
+    }
+    r.add({std::to_string(++rank), h.host_type, money(h.price_per_hour, h.currency), h.best->label,
+           std::to_string(h.best->run_id), h.best->cost.basis, num(sql_opt(h.best->p95_ms)),
+           money(h.best->cost.per_thousand_requests, h.currency), money(h.best->cost.per_million_tokens, h.currency)});
+  }
+  r.print(std::cout);
+}
+
 // Speculative decoding (schema 10): what each drafter and k did and bought against the same
 // build without speculation in this run.
 void print_speculative(Store& st, int64_t id) {
@@ -336,6 +385,17 @@ RegisterCommand reg{Command{
                   << "system     " << f("kernel") << "\n"
                   << "knobs      governor " << knob("governor") << "; turbo " << knob("turbo") << "; smt " << knob("smt")
                   << "; thp " << knob("thp") << "\n";
+        if (!f("host_type").empty() || !f("slurm_job_id").empty() || !f("cpu_affinity").empty()) {
+          std::cout << "placement  " << (f("host_type").empty() ? "" : "host type " + f("host_type") + "; ");
+          if (!f("slurm_job_id").empty())
+            std::cout << "slurm job " << f("slurm_job_id")
+                      << (f("slurm_array_job_id").empty() ? "" : " (array " + f("slurm_array_job_id") + " task " +
+                                                                     f("slurm_array_task_id") + ")")
+                      << ", partition " << f("slurm_partition") << ", node " << f("slurm_node") << ", "
+                      << f("slurm_cpus_per_task") << " CPUs per task; ";
+          if (!f("cpu_bind").empty()) std::cout << "bind " << f("cpu_bind") << "; ";
+          std::cout << "CPUs " << f("cpu_affinity") << " (" << f("affinity_cpus") << ")\n";
+        }
         if (!f("warnings").empty()) std::cout << "warnings   " << f("warnings") << "\n";
         if (!f("error").empty()) std::cout << "error      " << f("error") << "\n";
         std::cout << "\n";
@@ -413,6 +473,7 @@ RegisterCommand reg{Command{
         for (const auto& k : knee.rows)
           std::cout << "\nvariant " << std::get<int64_t>(k[0]) + 1 << "/" << total
                     << ": knee (highest rate meeting the SLOs) = " << stored_knee(k[1], k[2], k[3]).describe() << "\n";
+        print_host_costs(st, id, f("scenario_name"), f("host_type"));
         return 0;
       };
     }}};
