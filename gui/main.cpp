@@ -1,5 +1,5 @@
 // cibench-gui: the trade-off dashboard over a cibench results database.
-//   cibench-gui [DB] [--runs 1,2] [--view tradeoff|latency|scaling|counters|compare|serving|speculative]
+//   cibench-gui [DB] [--runs 1,2] [--view tradeoff|latency|scaling|counters|compare|serving|speculative|hosts]
 //               [--variant ID] [--metric latency|ttft|tpot|queue|service]
 //               [--screenshot FILE.png] [--export-charts DIR] [--print-points]
 // DB defaults to results/cibench.sqlite. --screenshot grabs the window once it is drawn and exits
@@ -29,7 +29,7 @@ void add_options(QCommandLineParser& p) {
   p.addVersionOption();
   p.addPositionalArgument("db", "Results database (default results/cibench.sqlite)", "[DB]");
   p.addOption({"runs", "Runs to select (comma-separated ids)", "ids"});
-  p.addOption({"view", "View to show: tradeoff, latency, scaling, counters, compare, serving, speculative", "name"});
+  p.addOption({"view", "View to show: tradeoff, latency, scaling, counters, compare, serving, speculative, hosts", "name"});
   p.addOption({"variant", "Variant to select (as a click in the trade-off view would)", "id"});
   p.addOption({"metric", "Latency view metric: latency, ttft, tpot, queue, service", "name"});
   p.addOption({"size", "Window size WxH (default 1400x900)", "WxH"});

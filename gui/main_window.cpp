@@ -97,6 +97,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   compare_ = new CompareView(this);
   serving_ = new ServingView(this);
   speculative_ = new SpeculativeView(this);
+  hosts_ = new HostsView(this);
   tabs_->addTab(tradeoff_, "Trade-off");
   tabs_->addTab(latency_, "Latency");
   tabs_->addTab(scaling_, "Scaling");
@@ -104,8 +105,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   tabs_->addTab(compare_, "Compare");
   tabs_->addTab(serving_, "Serving");
   tabs_->addTab(speculative_, "Speculative decoding");
+  tabs_->addTab(hosts_, "Hosts");
   tabs_->setTabVisible(tabs_->indexOf(serving_), false);  // shown when a selected run has serving data
   tabs_->setTabVisible(tabs_->indexOf(speculative_), false);  // shown when a selected run has a drafter
+  tabs_->setTabVisible(tabs_->indexOf(hosts_), false);  // shown when a selected run's scenario ran on priced host types
 
   banner_ = new QLabel(this);
   banner_->setWordWrap(true);
@@ -290,7 +293,8 @@ void MainWindow::runsSelectionChanged() {
 
 void MainWindow::refreshViews() {
   sel_.db = db_.get();
-  for (View* v : std::initializer_list<View*>{tradeoff_, latency_, scaling_, counters_, compare_, serving_, speculative_}) {
+  for (View* v : std::initializer_list<View*>{tradeoff_, latency_, scaling_, counters_, compare_, serving_, speculative_,
+                                              hosts_}) {
     try {
       v->refresh(sel_);
     } catch (const std::exception& e) {
@@ -300,7 +304,8 @@ void MainWindow::refreshViews() {
   // The serving and speculative views only for runs with their data (asked for by name, they say
   // there is none).
   for (const auto& [view, has] : {std::pair<View*, bool>{serving_, serving_->hasData()},
-                                  std::pair<View*, bool>{speculative_, speculative_->hasData()}}) {
+                                  std::pair<View*, bool>{speculative_, speculative_->hasData()},
+                                  std::pair<View*, bool>{hosts_, hosts_->hasData()}}) {
     const int at = tabs_->indexOf(view);
     tabs_->setTabVisible(at, has || tabs_->currentIndex() == at);
   }

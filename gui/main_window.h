@@ -1,7 +1,8 @@
 #pragma once
 // cibench-gui's window: the database, the runs list with filters and the provenance of the
 // selected run on the left; the views (trade-off, latency, scaling, counters, compare, serving when a selected run
-// has serving data, speculative decoding when one has a drafter) as tabs.
+// has serving data, speculative decoding when one has a drafter, hosts when a run's scenario ran on
+// priced host types) as tabs.
 // A database that cannot be read gives a message in the window, never a crash. The views
 // refresh when the database changes (a run in progress appears live).
 #include <QMainWindow>
@@ -66,6 +67,7 @@ class MainWindow : public QMainWindow {
   CompareView* compareView() const { return compare_; }
   ServingView* servingView() const { return serving_; }
   SpeculativeView* speculativeView() const { return speculative_; }
+  HostsView* hostsView() const { return hosts_; }
   QTabWidget* tabs() const { return tabs_; }
   QLabel* runCountLabel() const { return run_count_; }  // in the status bar
   const Selection& selection() const { return sel_; }
@@ -101,6 +103,7 @@ class MainWindow : public QMainWindow {
   CompareView* compare_;
   ServingView* serving_;
   SpeculativeView* speculative_;
+  HostsView* hosts_;
   QFileSystemWatcher* watcher_;
   QTimer* poll_;
 };

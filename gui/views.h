@@ -14,6 +14,7 @@
 #include "reports/analysis/labels.h"
 #include "reports/analysis/latency.h"
 #include "reports/analysis/serving.h"
+#include "reports/analysis/hosts.h"
 #include "reports/analysis/speculative.h"
 #include "reports/analysis/tradeoff.h"
 #include "reports/db.h"
@@ -288,6 +289,38 @@ class SpeculativeView : public View {
   ChartView *speedup_, *tpot_, *position_;
   QTableWidget* table_;
   QLabel* notes_;
+};
+
+// Host types side by side (reports::hosts; cibench fleet): for each scenario of the selected runs,
+// its variants on every priced host type in the store. The chart: cost per thousand requests
+// against latency p95 at the rate priced (the knee, or the measured rate), one colour per host
+// type, grey below the quality floor, missing the SLOs or invalid, the frontier dashed. The
+// table: the host types ranked by their cheapest variant meeting the floor and the SLOs, with the
+// knee and the cost per thousand requests and per million output tokens side by side. Shown when
+// a selected run's scenario ran on priced host types.
+class HostsView : public View {
+  Q_OBJECT
+ public:
+  explicit HostsView(QWidget* parent = nullptr);
+  void refresh(const Selection& s) override;
+  QList<QChartView*> chartViews() const override { return {chart_}; }
+  QString name() const override { return "hosts"; }
+
+  // For tests.
+  const reports::Hosts& data() const { return data_; }
+  QChart* chart() const;
+  QTableWidget* table() const { return table_; }
+  QComboBox* scenarioBox() const { return scenario_; }
+  QLabel* notesLabel() const { return notes_; }
+  bool hasData() const { return !data_.empty(); }
+
+ private:
+  void draw();
+  reports::Hosts data_;
+  QComboBox* scenario_;
+  QLabel* notes_;
+  ChartView* chart_;
+  QTableWidget* table_;
 };
 
 class CompareView : public View {

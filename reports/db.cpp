@@ -518,6 +518,13 @@ std::vector<HistogramBucket> Db::histogram(int64_t variant_id, const std::string
   return out;
 }
 
+std::vector<PricedRow> Db::priced_rows(const std::string& scenario) {
+  std::vector<PricedRow> out;
+  if (version_ < 14) return out;  // no host types before schema 14
+  for (const auto& r : select(kPricedRowsSql, {scenario}).rows) out.push_back(priced_row(r));
+  return out;
+}
+
 std::vector<CounterRow> Db::counter_rows(const std::vector<int64_t>& run_ids) {
   std::vector<CounterRow> out;
   if (run_ids.empty()) return out;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engines/core/error.h"
+#include "harness/schema/cost.h"
 #include "harness/schema/slo.h"
 
 struct sqlite3;
@@ -167,6 +168,9 @@ class Db {
   std::vector<HistogramBucket> histogram(int64_t variant_id, const std::string& metric);
   // The counters of the runs' variants (phase "all", scope total or package).
   std::vector<CounterRow> counter_rows(const std::vector<int64_t>& run_ids);
+  // Every variant row of `scenario`'s runs on a priced host type (harness/schema/cost.h
+  // kPricedRowsSql; schema 14), all runs of the store; none in an older store.
+  std::vector<PricedRow> priced_rows(const std::string& scenario);
 
  private:
   struct Rows;

@@ -73,6 +73,7 @@ ReportData collect_report(Db& db, const std::vector<int64_t>& runs, const Report
       d.timelines.push_back(std::move(tl));
     }
   d.speculative = reports::speculative(db, runs);
+  d.hosts = reports::hosts(db, runs);
   d.scaling = reports::scaling(db, runs);
   d.counters = reports::counters(db, runs);
   if (runs.size() == 2) d.comparison = reports::compare_runs(db, runs[0], runs[1], opt.compare_resamples);

@@ -15,6 +15,7 @@
 #include "reports/analysis/labels.h"
 #include "reports/analysis/latency.h"
 #include "reports/analysis/serving.h"
+#include "reports/analysis/hosts.h"
 #include "reports/analysis/speculative.h"
 #include "reports/analysis/tradeoff.h"
 #include "reports/format.h"
@@ -48,6 +49,9 @@ struct ReportData {
   std::vector<Timeline> timelines;  // one per serving series: its knee step, else its highest
   // Speculative decoding (reports::speculative): empty for runs without a drafter.
   Speculative speculative;
+  // Host types side by side (reports::hosts): empty unless the runs' scenarios ran on priced host
+  // types (cibench fleet collect).
+  Hosts hosts;
 };
 
 // One line of the ranked table.

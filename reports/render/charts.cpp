@@ -60,6 +60,44 @@ svg::Chart tradeoff_chart(const ReportData& d) {
   return c;
 }
 
+svg::Chart host_cost_chart(const HostsScenario& s) {
+  svg::Chart c;
+  c.title = "Cost per answer against latency p95: " + s.scenario;
+  c.x_title = "latency p95 at the rate priced (ms)";
+  const std::string currency = s.costs.empty() ? std::string() : s.costs.front().currency;
+  c.y_title = "cost per 1k requests (" + currency + ")";
+  std::map<std::string, size_t> at;
+  for (const HostCost& h : s.costs) {
+    if (!h.p95_ms || !h.cost.per_thousand_requests) continue;
+    const bool ok = h.meets_floor && h.meets_slo && h.valid;
+    const std::string key = ok ? h.host_type : "below floor, SLO missed or invalid";
+    auto it = at.find(key);
+    if (it == at.end()) {
+      it = at.emplace(key, c.series.size()).first;
+      svg::Series sr;
+      sr.name = key;
+      sr.color = ok ? palette(at.size() - 1) : kBelowFloorColor;
+      c.series.push_back(sr);
+    }
+    auto& sr = c.series[it->second];
+    sr.pts.push_back({*h.p95_ms, *h.cost.per_thousand_requests});
+    sr.tips.push_back(h.host_type + ": " + h.label + " (run " + std::to_string(h.run_id) + ")\n" + h.cost.basis +
+                      "\np95 " + fmt_num(*h.p95_ms) + " ms, " + fmt_num(*h.cost.per_thousand_requests, 4) + " " +
+                      currency + " per 1k requests");
+    sr.labels.push_back("");
+  }
+  if (s.frontier.size() > 1) {
+    svg::Series f;
+    f.name = "frontier";
+    f.kind = svg::Series::Kind::line;
+    f.color = "#222222";
+    f.dashed = true;
+    for (size_t i : s.frontier) f.pts.push_back({*s.costs[i].p95_ms, *s.costs[i].cost.per_thousand_requests});
+    c.series.insert(c.series.begin(), f);
+  }
+  return c;
+}
+
 svg::Chart cdf_chart(const ReportData& d) {
   svg::Chart c;
   c.title = "Latency distribution (CDF)";

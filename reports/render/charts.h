@@ -13,6 +13,10 @@ namespace cibench::reports {
 svg::Chart tradeoff_chart(const ReportData& d);
 // The latency CDF of every variant (at most kMaxCurves).
 svg::Chart cdf_chart(const ReportData& d);
+// Cost per thousand requests against latency p95 at the rate priced, one colour per host type,
+// grey where a variant is below the quality floor, misses its SLOs or is invalid, the frontier
+// (cheaper at every p95) dashed.
+svg::Chart host_cost_chart(const HostsScenario& s);
 // One chart per metric the run's SLOs bound (latency when none): the SLO's percentile (and p50)
 // of every curve against the offered rate, with the SLO as a horizontal line.
 std::vector<svg::Chart> load_charts(const ReportData& d);

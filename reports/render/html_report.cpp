@@ -109,6 +109,15 @@ std::string render_html(const ReportData& d) {
       os << html_table(st.t, "speculative") << html_list(st.footnotes, "note");
     }
   }
+  if (!d.hosts.empty()) {
+    os << "<h2>Cost per answer by host type</h2>\n<p class=\"note\">" << xml_escape(kHostsNote) << "</p>\n";
+    for (const HostsScenario& s : d.hosts.scenarios) {
+      os << "<h3>" << xml_escape(s.scenario) << ": host types, cheapest first</h3>\n"
+         << html_table(host_rank_table(s), "hosts") << svg::render(host_cost_chart(s)) << "\n"
+         << "<details><summary>every priced variant</summary>\n" << html_table(host_cost_table(s), "hosts")
+         << "</details>\n";
+    }
+  }
   const auto sc = scaling_charts(d);
   if (!sc.empty()) {
     os << "<h2>Scaling</h2>\n";

@@ -95,6 +95,12 @@ std::string render_markdown(const ReportData& d) {
       for (const auto& f : st.footnotes) os << md(f) << "  \n";
     }
   }
+  if (!d.hosts.empty()) {
+    os << "\n## Cost per answer by host type\n\n" << md(kHostsNote) << "\n";
+    for (const HostsScenario& s : d.hosts.scenarios)
+      os << "\n### " << md(s.scenario) << ": host types, cheapest first\n\n" << md_table(host_rank_table(s))
+         << "\n### " << md(s.scenario) << ": every priced variant\n\n" << md_table(host_cost_table(s));
+  }
   if (const Table ct = cache_table(d); !ct.rows.empty())
     os << "\n## Result cache\n\n" << kCacheNote << "\n\n" << md_table(ct);
   if (d.comparison) {

@@ -54,6 +54,10 @@ Table cache_table(const ReportData& d);
 Table compare_table(const Comparison& c);
 // The counters measured for some variant, one column each; "n/a" where a variant lacks one.
 Table counters_table(const ReportData& d);
+// Host types ranked by cost per answer at the quality floor, one table per scenario (and the
+// priced variants of every host type); empty when no host type is priced.
+Table host_rank_table(const HostsScenario& s);
+Table host_cost_table(const HostsScenario& s);
 Table provenance_table(const RunInfo& run, const std::vector<std::pair<std::string, std::string>>& prov);
 
 // One run's table of the speculative section, with the footnotes its "—" cells point to.
@@ -78,6 +82,8 @@ std::vector<std::string> compare_notes(const Comparison& c);
 // The serving section's notes: each series' knee, and every value not measured with the reason
 // (the timelines' notes follow).
 std::vector<std::string> serving_notes(const ReportData& d);
+// The hosts section's note: how cost per answer is priced.
+extern const char* const kHostsNote;
 // The speculative section's notes: the lowest TPOT p95 per run and build, the rows left out and why.
 std::vector<std::string> speculative_notes(const ReportData& d);
 // The counters unavailable for some variant, one line per reason naming the variants.

@@ -544,4 +544,52 @@ const char* const kLeadNote =
 const char* const kCountersNote =
     "Counters a machine cannot count are stored as unavailable with the reason, never as zero; the "
     "table shows what was measured, the reasons follow, one line each.";
+// ---- host types (cibench fleet) ----------------------------------------------------------------
+
+const char* const kHostsNote =
+    "Each host type's price per hour over the rate a variant sustains: its knee (the highest offered rate "
+    "meeting the run's SLOs) in a stepped run, else its measured throughput (a lower bound on what the host "
+    "can do when the load was below capacity). Ranked by each host type's cheapest valid variant that meets "
+    "the quality floor and the SLOs.";
+
+namespace {
+std::string money(const std::optional<double>& v, const std::string& currency) {
+  return v ? fmt_num(*v, 4) + " " + currency : std::string("n/a");
+}
+}  // namespace
+
+Table host_rank_table(const HostsScenario& s) {
+  Table t;
+  t.head = {"rank", "host type", "price/h", "cheapest variant", "run", "rate priced", "p95 ms", "per 1k requests",
+            "per 1M output tokens"};
+  int rank = 0;
+  for (const HostRank& h : s.ranks) {
+    if (!h.best) {
+      t.rows.push_back({"-", h.host_type, money(h.price_per_hour, h.currency), h.reason, "-", "-", "-", "-", "-"});
+      t.row_class.push_back("below");
+      continue;
+    }
+    const HostCost& b = *h.best;
+    t.rows.push_back({std::to_string(++rank), h.host_type, money(h.price_per_hour, h.currency), compact_label(b.label),
+                      std::to_string(b.run_id), b.cost.basis, fmt_opt(b.p95_ms), money(b.cost.per_thousand_requests, h.currency),
+                      money(b.cost.per_million_tokens, h.currency)});
+    t.row_class.push_back(rank == 1 ? "frontier" : "");
+  }
+  return t;
+}
+
+Table host_cost_table(const HostsScenario& s) {
+  Table t;
+  t.head = {"host type", "variant", "run", "rate priced", "p95 ms", "floor", "SLO", "valid", "per 1k requests",
+            "per 1M output tokens"};
+  for (const HostCost& c : s.costs) {
+    t.rows.push_back({c.host_type, compact_label(c.label), std::to_string(c.run_id), c.cost.basis.empty() ? "n/a" : c.cost.basis,
+                      fmt_opt(c.p95_ms), c.meets_floor ? "meets" : "below", c.meets_slo ? "met" : "missed",
+                      c.valid ? "yes" : "no", money(c.cost.per_thousand_requests, c.currency),
+                      money(c.cost.per_million_tokens, c.currency)});
+    t.row_class.push_back(c.meets_floor && c.meets_slo && c.valid ? "" : "below");
+  }
+  return t;
+}
+
 }  // namespace cibench::reports

@@ -1,8 +1,9 @@
-// cibench-gui-fixture PATH [--serving] [--speculative]: writes the test fixture database (known
+// cibench-gui-fixture PATH [--serving] [--speculative] [--fleet]: writes the test fixture database (known
 // values, real schema) to PATH, for trying cibench-gui and `cibench report` without running a
 // scenario; --serving adds the serving run (three ways to batch a decoder at stepped rates),
 // --speculative the speculative-decoding run (an off variant and two drafters at k = 2 and 4),
-// both described in tests/gui/reports_fixture.h.
+// --fleet one stepped scenario on two priced host types, all described in
+// tests/gui/reports_fixture.h.
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -11,15 +12,16 @@
 #include "tests/gui/reports_fixture.h"
 
 int main(int argc, char** argv) {
-  bool serving = false, speculative = false, ok = argc >= 2;
+  bool serving = false, speculative = false, fleet = false, ok = argc >= 2;
   for (int i = 2; i < argc && ok; ++i) {
     const std::string a = argv[i];
     if (a == "--serving") serving = true;
     else if (a == "--speculative") speculative = true;
+    else if (a == "--fleet") fleet = true;
     else ok = false;
   }
   if (!ok) {
-    std::fprintf(stderr, "usage: cibench-gui-fixture PATH [--serving] [--speculative]\n");
+    std::fprintf(stderr, "usage: cibench-gui-fixture PATH [--serving] [--speculative] [--fleet]\n");
     return 2;
   }
   try {
@@ -36,6 +38,11 @@ int main(int argc, char** argv) {
     if (speculative)
       std::printf("wrote run %lld (speculative)\n",
                   static_cast<long long>(cibench::test::make_speculative_fixture(argv[1]).run));
+    if (fleet) {
+      const auto f = cibench::test::make_fleet_fixture(argv[1]);
+      std::printf("wrote runs %lld (fleet, host type small), %lld (fleet, host type large)\n",
+                  static_cast<long long>(f.run_small), static_cast<long long>(f.run_large));
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cibench-gui-fixture: %s\n", e.what());
     return 1;

@@ -446,4 +446,81 @@ inline SpeculativeFixture make_speculative_fixture(const std::string& path) {
   return fx;
 }
 
+// ---- a fleet: one stepped scenario on two priced host types (make_fleet_fixture) ---------------
+//
+// Host types "small" (0.36 USD/h = 0.0001 per second) and "large" (1.08 USD/h), run
+// "fixture-fleet" on each (runs.host_type), f32 and int8 at offered 2, 4 and 8 queries/s, 24 output
+// tokens per request, top-1 floor 0.95 (f32 1.00 pass; int8 0.97 pass on small, 0.90 fail on large):
+//   small: f32 knee 2 (p95 at the knee 300 ms), int8 knee 4 (250 ms)
+//   large: f32 knee 8 (120 ms), int8 knee 8 (100 ms, below the floor)
+// Cost per 1k requests = price per second / knee * 1000: small f32 0.05, small int8 0.025,
+// large f32 0.0375 (int8 below the floor). Ranked: small (int8, 0.025), then large (f32, 0.0375).
+// The frontier of cost against p95: large f32 (120 ms, 0.0375), small int8 (250 ms, 0.025).
+struct FleetFixture {
+  int64_t run_small = 0, run_large = 0;
+};
+
+inline FleetFixture make_fleet_fixture(const std::string& path) {
+  FleetFixture fx;
+  Store s(path);
+  for (const auto& [name, price] : std::vector<std::pair<std::string, double>>{{"small", 0.36}, {"large", 1.08}})
+    s.insert("host_types", {{"name", name},
+                            {"price_per_hour", price},
+                            {"currency", std::string("USD")},
+                            {"source", std::string("fixture price")},
+                            {"cpus_per_task", int64_t{name == "small" ? 1 : 2}},
+                            {"updated_utc", std::string("2024-06-06T00:00:00Z")}});
+  const std::string toml =
+      "[scenario]\nname = \"fixture-fleet\"\n\n[load]\npattern = \"stepped\"\nrates_qps = [2.0, 4.0, 8.0]\n\n"
+      "[slo]\np95_ms = 400\n\n[accuracy]\nmin_top1_agreement = 0.95\n";
+  struct Row {
+    const char* format;
+    double knee;
+    double top1;
+    std::vector<double> p95;  // per step 2, 4, 8 qps
+  };
+  auto add_run = [&](const std::string& host, const std::string& started, const std::vector<Row>& rows) {
+    Fields r = fixture_run("fixture-fleet", toml, host, started, "stepped");
+    r.push_back({"host_type", host});
+    r.push_back({"floors_json", std::string("[{\"key\":\"min_top1_agreement\",\"value\":0.95}]")});
+    const int64_t run = s.insert("runs", r);
+    for (size_t vi = 0; vi < rows.size(); ++vi) {
+      const Row& row = rows[vi];
+      const double rates[] = {2, 4, 8};
+      for (int st = 0; st < 3; ++st) {
+        const bool met = row.p95[static_cast<size_t>(st)] <= 400;
+        Fields v{{"run_id", run},
+                 {"variant_index", static_cast<int64_t>(vi)},
+                 {"step_index", int64_t{st}},
+                 {"label", std::string(row.format) + " t1 w1 @" + std::to_string(int(rates[st])) + " qps"},
+                 {"status", std::string("ok")},
+                 {"format", std::string(row.format)},
+                 {"threads", int64_t{1}},
+                 {"workers", int64_t{1}},
+                 {"pattern", std::string("stepped")},
+                 {"offered_qps", rates[st]},
+                 {"achieved_qps", rates[st] * 0.98},
+                 {"queries", int64_t{20}},
+                 {"output_tokens", int64_t{480}},
+                 {"latency_p95_ms", row.p95[static_cast<size_t>(st)]},
+                 {"slo_met", int64_t{met}},
+                 {"valid", int64_t{1}},
+                 {"knee_qps", row.knee},
+                 {"knee_reached", int64_t{row.knee < 8 ? 1 : 0}}};
+        if (st == 0) {
+          v.push_back({"top1_agreement", row.top1});
+          v.push_back({"quality_verdict", std::string(row.top1 >= 0.95 ? "pass" : "fail")});
+        }
+        s.insert("variants", v);
+      }
+    }
+    return run;
+  };
+  fx.run_small = add_run("small", "2024-06-06T09:00:00Z",
+                         {{"f32", 2, 1.00, {300, 900, 2000}}, {"int8", 4, 0.97, {150, 250, 700}}});
+  fx.run_large = add_run("large", "2024-06-06T10:00:00Z",
+                         {{"f32", 8, 1.00, {60, 80, 120}}, {"int8", 8, 0.90, {50, 70, 100}}});
+  return fx;
+}
+
 }  // namespace cibench::test

@@ -1183,6 +1183,61 @@ TEST(Gui, TradeoffOfASpeculativeRunColoursAndNamesByDrafterAndK) {
     }
 }
 
+// The hosts view on the fleet fixture (tests/gui/reports_fixture.h make_fleet_fixture): shown for a
+// run whose scenario ran on priced host types, the host types ranked by cost at the floor, one
+// colour per host type and the below-floor variant grey, the frontier through large f32 and small
+// int8; hidden again for a run without host types.
+TEST(Gui, HostsViewRanksHostTypesByCostAtTheFloor) {
+  const std::string path = temp_path("fleet.sqlite");
+  const auto ids = test::make_reports_fixture(path);
+  const test::FleetFixture fx = test::make_fleet_fixture(path);
+  MainWindow w;
+  w.resize(1400, 900);
+  ASSERT_TRUE(w.openDatabase(QString::fromStdString(path)));
+  w.selectRuns({fx.run_small});
+  settle(w);
+  HostsView* hv = w.hostsView();
+  const int tab = w.tabs()->indexOf(hv);
+  EXPECT_TRUE(w.tabs()->isTabVisible(tab));
+  EXPECT_EQ(w.tabs()->tabText(tab), "Hosts");
+  ASSERT_TRUE(hv->hasData());
+  ASSERT_TRUE(w.showView("hosts"));
+  settle(w);
+  EXPECT_EQ(hv->scenarioBox()->currentText(), "fixture-fleet");
+  QTableWidget* t = hv->table();
+  ASSERT_EQ(t->rowCount(), 2);
+  EXPECT_EQ(t->item(0, 0)->text(), "1");
+  EXPECT_EQ(t->item(0, 1)->text(), "small");
+  EXPECT_EQ(t->item(0, 3)->text(), "int8 t1 w1 @4 qps");
+  EXPECT_EQ(t->item(0, 5)->text(), "knee 4 queries/s");
+  EXPECT_EQ(t->item(0, 7)->text(), "0.025 USD");
+  EXPECT_TRUE(t->item(0, 1)->font().bold());
+  EXPECT_EQ(t->item(1, 1)->text(), "large");
+  EXPECT_EQ(t->item(1, 7)->text(), "0.0375 USD");
+  QChart* c = hv->chart();
+  auto* small = qobject_cast<QScatterSeries*>(series_named(c, "small"));
+  auto* large = qobject_cast<QScatterSeries*>(series_named(c, "large"));
+  auto* grey = qobject_cast<QScatterSeries*>(series_named(c, "below floor, SLO missed or invalid"));
+  ASSERT_TRUE(small && large && grey);
+  EXPECT_EQ(small->count(), 2);
+  EXPECT_EQ(large->count(), 1);
+  EXPECT_EQ(grey->count(), 1);
+  EXPECT_EQ(grey->color(), QColor(reports::kBelowFloorColor));
+  EXPECT_NE(small->color(), large->color());
+  const auto frontier = points_of(series_named(c, "frontier"));
+  ASSERT_EQ(frontier.size(), 2u);
+  EXPECT_DOUBLE_EQ(frontier[0].x(), 120);
+  EXPECT_DOUBLE_EQ(frontier[0].y(), 0.0375);
+  EXPECT_DOUBLE_EQ(frontier[1].x(), 250);
+  EXPECT_DOUBLE_EQ(frontier[1].y(), 0.025);
+  // A run of a scenario without host types: the tab goes away once another is shown.
+  w.showView("tradeoff");
+  w.selectRuns({ids.run_formats});
+  settle(w);
+  EXPECT_FALSE(hv->hasData());
+  EXPECT_FALSE(w.tabs()->isTabVisible(tab));
+}
+
 TEST(Gui, SpeculativeTabOnlyForRunsWithADrafter) {
   MainWindow w;
   ASSERT_TRUE(w.openDatabase(QString::fromStdString(speculative_fx().path)));

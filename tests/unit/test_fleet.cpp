@@ -10,6 +10,8 @@
 #include <map>
 
 #include "harness/lib/cost.h"
+#include "reports/analysis/hosts.h"
+#include "reports/report.h"
 #include "harness/lib/fleet.h"
 #include "harness/lib/store.h"
 #include "tests/gui/reports_fixture.h"
@@ -307,7 +309,7 @@ TEST(Cost, HostTypesRankedByCostAtTheFloor) {
   const int64_t rs = run("small", "2026-12-07T01:00:00Z"), rl = run("large", "2026-12-07T02:00:00Z"),
                 rt = run("tiny", "2026-12-07T03:00:00Z");
   variant(rs, 0, 2, 4, true, "pass");
-  variant(rs, 0, 4, 4, true, "pass");
+  variant(rs, 0, 4, 4, true, "");  // accuracy is scored on the first step only
   variant(rs, 1, 2, 2, true, "fail");  // below the floor: not the small host's answer
   variant(rl, 0, 2, 8, true, "pass");
   variant(rl, 0, 8, 8, true, "pass");
@@ -335,3 +337,61 @@ TEST(Cost, HostTypesRankedByCostAtTheFloor) {
 
 }  // namespace
 }  // namespace cibench
+
+namespace cibench::reports {
+namespace {
+
+std::string read_all(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The reports side (reports::hosts, the report's "Cost per answer by host type") on the fleet
+// fixture (tests/gui/reports_fixture.h make_fleet_fixture): every priced variant at its knee step,
+// the host types ranked, the frontier, and both documents' tables.
+TEST(ReportsHosts, TheFleetFixtureRankedAndRendered) {
+  const std::string path = test::fresh_db_path("reports_hosts", "fleet.sqlite");
+  const test::FleetFixture fx = test::make_fleet_fixture(path);
+  Db db(path);
+  const Hosts h = hosts(db, {fx.run_small});  // one run selected: its scenario on every host type
+  ASSERT_EQ(h.scenarios.size(), 1u);
+  const HostsScenario& s = h.scenarios[0];
+  EXPECT_EQ(s.scenario, "fixture-fleet");
+  ASSERT_EQ(s.costs.size(), 4u);
+  EXPECT_EQ(s.costs[0].label, "f32 t1 w1 @2 qps");
+  EXPECT_NEAR(*s.costs[0].cost.per_thousand_requests, 0.05, 1e-12);
+  EXPECT_EQ(s.costs[1].label, "int8 t1 w1 @4 qps");
+  EXPECT_NEAR(*s.costs[1].cost.per_thousand_requests, 0.025, 1e-12);
+  EXPECT_NEAR(*s.costs[1].cost.per_million_tokens, 0.0001 / (4 * 24) * 1e6, 1e-9);
+  EXPECT_EQ(s.costs[2].cost.basis, "knee >= 8 queries/s (every rate tried met the SLOs)");
+  EXPECT_FALSE(s.costs[3].meets_floor);  // large int8: top-1 0.90 < 0.95
+  ASSERT_EQ(s.ranks.size(), 2u);
+  EXPECT_EQ(s.ranks[0].host_type, "small");
+  EXPECT_EQ(s.ranks[0].best->label, "int8 t1 w1 @4 qps");
+  EXPECT_EQ(s.ranks[1].host_type, "large");
+  EXPECT_NEAR(*s.ranks[1].best->cost.per_thousand_requests, 0.0375, 1e-12);
+  EXPECT_EQ(s.frontier, (std::vector<size_t>{2, 1}));
+  // A run of another scenario has no hosts section.
+  const std::string plain = test::fresh_db_path("reports_hosts", "plain.sqlite");
+  const auto ids = test::make_reports_fixture(plain);
+  Db pdb(plain);
+  EXPECT_TRUE(hosts(pdb, {ids.run_formats}).empty());
+  // The report: the ranking and every priced variant, in Markdown and HTML.
+  const std::string out = test::fresh_db_path("reports_hosts", "report");
+  write_report(db, {fx.run_small, fx.run_large}, out);
+  const std::string md = read_all(out + "/report.md"), html = read_all(out + "/report.html");
+  EXPECT_NE(md.find("## Cost per answer by host type"), std::string::npos);
+  EXPECT_NE(md.find("| 1 | small | 0.36 USD | int8 t1 w1 @4 qps | " + std::to_string(fx.run_small) +
+                    " | knee 4 queries/s | 250 | 0.025 USD |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| 2 | large | 1.08 USD | f32 t1 w1 @8 qps |"), std::string::npos);
+  EXPECT_NE(md.find("| large | int8 t1 w1 @8 qps | " + std::to_string(fx.run_large)), std::string::npos);
+  EXPECT_NE(html.find("<h2>Cost per answer by host type</h2>"), std::string::npos);
+  EXPECT_NE(html.find("Cost per answer against latency p95: fixture-fleet"), std::string::npos);
+  write_report(pdb, {ids.run_formats}, out + "-plain");
+  EXPECT_EQ(read_all(out + "-plain/report.md").find("Cost per answer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cibench::reports
