@@ -4,6 +4,7 @@
 // why, merges the stores with the host types' prices (harness/lib/fleet.h, docs/fleet.md).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -24,6 +25,7 @@ namespace fs = std::filesystem;
 struct SlurmArgs {
   std::vector<std::string> scenarios;
   std::vector<std::string> sets;
+  std::vector<std::string> only;  // --host: these host types of the file only
   std::string hosts;
   std::string dir;
   std::string name;
@@ -51,6 +53,19 @@ std::string self_path() {
 int plan(const SlurmArgs& a) {
   FleetPlan p;
   p.hosts = parse_hosts_file(a.hosts);
+  if (!a.only.empty()) {
+    std::vector<HostType> kept;
+    for (const auto& name : a.only) {
+      const HostType* h = p.hosts.find(name);
+      if (!h) {
+        std::string known;
+        for (const auto& k : p.hosts.hosts) known += (known.empty() ? "" : ", ") + k.name;
+        throw FleetError(str(a.hosts, ": no host type '", name, "' (--host; the file has ", known, ")"));
+      }
+      kept.push_back(*h);
+    }
+    p.hosts.hosts = kept;
+  }
   for (const auto& s : a.scenarios) {
     parse_scenario_file(s, a.sets);  // every scenario must parse before anything is written
     p.scenarios.push_back(fs::absolute(s).lexically_normal().string());
@@ -125,6 +140,16 @@ int collect(const CollectArgs& a) {
     throw FleetError(str(failed.size(), " of ", tasks.size(), " tasks did not finish with a store; nothing merged (",
                          "--partial merges the others)"));
   if (stores.empty()) throw FleetError(str("fleet ", p.dir, ": no task wrote a store; nothing merged"));
+  // Each store holds the runs of its task's host type only (a store copied in by hand is refused).
+  for (const auto& k : tasks) {
+    if (std::find(stores.begin(), stores.end(), k.store) == stores.end()) continue;
+    Store st(k.store, false);
+    const auto r = st.query("SELECT run_id, host_type FROM runs WHERE host_type IS NOT ? OR host_type IS NULL", {k.host});
+    if (!r.rows.empty())
+      throw FleetError(str(k.store, ": run ", sql_to_string(r.rows[0][0]), " ran as host type '",
+                           sql_to_string(r.rows[0][1]).empty() ? "(none)" : sql_to_string(r.rows[0][1]), "', not '",
+                           k.host, "' (task ", k.job_id, "); nothing merged"));
+  }
   std::vector<Fields> prices;
   for (const auto& h : p.hosts.hosts)
     prices.push_back({{"name", h.name},
@@ -154,6 +179,7 @@ RegisterCommand reg{Command{
       slurm->add_option("scenarios", s->scenarios, "Scenario files of the suite")->required();
       slurm->add_option("--hosts", s->hosts, "Hosts file: each host type with its price per hour")->required();
       slurm->add_option("--dir", s->dir, "Fleet folder on storage every node sees (scripts, logs, stores)")->required();
+      slurm->add_option("--host", s->only, "Only this host type of the hosts file (repeatable)");
       slurm->add_option("--name", s->name, "Job name suffix (default: the folder's name)");
       slurm->add_option("--set", s->sets, "Override a scenario key for every task: table.key=value, repeatable");
       slurm->add_option("--time", s->time_limit, "sbatch --time of each array (default: the partition's)");

@@ -83,6 +83,25 @@ ranked=$(awk '/cheapest first/ {on=1; next} on && /^[0-9-] / {print $2}' "$tmp/s
 "$CIBENCH" merge "$fleet/stores/small.sqlite" -o "$db" >"$tmp/merge.txt" || fail "merge again"
 grep -q "0 runs added" "$tmp/merge.txt" || fail "merge again added: $(cat "$tmp/merge.txt")"
 echo "fleet: $(tr '\n' ' ' <"$tmp/collect.txt")"
+# A store that is not its task's (small's copied over large's) is refused, nothing merged.
+cp "$fleet/stores/small.sqlite" "$fleet/stores/large.sqlite"
+set +e
+"$CIBENCH" fleet collect "$fleet" -o "$tmp/mixed.sqlite" >"$tmp/mixed.txt" 2>&1
+st=$?
+set -e
+[ "$st" = 1 ] || fail "a store of another host type: exit $st"
+grep -q "large.sqlite: run 1 ran as host type 'small', not 'large'" "$tmp/mixed.txt" || fail "mixed: $(cat "$tmp/mixed.txt")"
+[ ! -e "$tmp/mixed.sqlite" ] || fail "mixed stores were merged"
+# An unknown host type.
+set +e
+"$CIBENCH" fleet slurm "$repo/scenarios/fleet-quickstart.toml" --hosts "$tmp/hosts.toml" --dir "$tmp/unknown" \
+  --host medium >"$tmp/unknown.txt" 2>&1
+st=$?
+set -e
+[ "$st" = 1 ] || fail "an unknown host type: exit $st"
+grep -q "hosts.toml: no host type 'medium' (--host; the file has small, large)" "$tmp/unknown.txt" ||
+  fail "unknown host: $(cat "$tmp/unknown.txt")"
+[ ! -e "$tmp/unknown" ] || fail "the fleet folder of an unknown host type was written"
 
 # ---- a task that dies ----------------------------------------------------------------------
 cat >"$tmp/quick.toml" <<'EOF'
