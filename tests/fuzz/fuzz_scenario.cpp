@@ -1,5 +1,6 @@
-// Fuzz target for the scenario reader: each input is parsed as a scenario file's text (TOML, then
-// every key checked), and once more with a --set override made of its first line. A
+// Fuzz target for the scenario reader and the fleet's hosts file reader: each input is parsed as a
+// scenario file's text (TOML, then every key checked), once more with a --set override made of its
+// first line, and as a hosts file (harness/lib/fleet.h). A
 // cibench::Error (ScenarioError) is the expected way to reject a bad text; any other exception, a
 // crash, a hang or a sanitizer report is a bug. Nothing is run and no file is written.
 #include <cstddef>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "engines/core/error.h"
+#include "harness/lib/fleet.h"
 #include "harness/lib/scenario.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -16,5 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string first = text.substr(0, text.find('\n'));
   cibench::fuzz::rejecting_errors(
       [&] { cibench::parse_scenario_text("[model]\nsource = \"sut:null\"\n", "fuzz.toml", {first}); });
+  cibench::fuzz::rejecting_errors([&] { cibench::parse_hosts_text(text, "fuzz-hosts.toml"); });
   return 0;
 }

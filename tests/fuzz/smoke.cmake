@@ -68,12 +68,14 @@ if(NOT TEST fuzz.smoke_gguf_kquant)
            ${CMAKE_SOURCE_DIR}/tests/fixtures/gguf/kquant-mix.gguf)
   set_tests_properties(fuzz.smoke_gguf_kquant PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
-# The scenario reader (TOML + every key), seeded with the shipped scenarios.
+# The scenario reader (TOML + every key) and the hosts file reader, seeded with the shipped
+# scenarios and hosts files.
 if(NOT TARGET fuzz_smoke_scenario)
   add_executable(fuzz_smoke_scenario ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp
                                      ${CMAKE_CURRENT_LIST_DIR}/fuzz_scenario.cpp)
   target_link_libraries(fuzz_smoke_scenario PRIVATE cibench_harness)
-  file(GLOB CIBENCH_FUZZ_SCENARIOS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/scenarios/*.toml)
+  file(GLOB CIBENCH_FUZZ_SCENARIOS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/scenarios/*.toml
+       ${CMAKE_SOURCE_DIR}/scenarios/hosts/*.toml)
   add_test(NAME fuzz.smoke_scenario COMMAND fuzz_smoke_scenario --iterations ${CIBENCH_FUZZ_SCENARIO_ITERATIONS} ${CIBENCH_FUZZ_SCENARIOS})
   set_tests_properties(fuzz.smoke_scenario PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
