@@ -465,6 +465,33 @@ RegisterCommand reg{Command{
           std::cout << "\n";
           ct.print(std::cout);
         }
+        // Decoder task accuracy (schema 15): the task metric with its interval, the paired delta
+        // against the reference build and McNemar's p.
+        const auto tk = st.query(
+            "SELECT label, task_metric, task_items, task_file, task_accuracy, task_accuracy_lo, task_accuracy_hi, "
+            "accuracy_delta, accuracy_delta_lo, accuracy_delta_hi, task_mcnemar_p, task_items_per_s, quality_verdict "
+            "FROM variants WHERE run_id = ? AND task_metric IS NOT NULL ORDER BY variant_index, step_index",
+            {id});
+        if (!tk.rows.empty()) {
+          const auto& r0 = tk.rows[0];
+          std::cout << "\ntask (" << sql_to_string(r0[1]) << ", " << sql_to_string(r0[2]) << " items of "
+                    << sql_to_string(r0[3]) << "; 95% bootstrap intervals, the delta paired on the same items)\n";
+          auto pct = [](const SqlValue& cell) {
+            const auto x = sql_number(cell);
+            if (!x) return std::string("-");
+            std::ostringstream os;
+            os << std::fixed << std::setprecision(1) << 100 * *x;
+            return os.str();
+          };
+          TextTable tt({"variant", "accuracy % [95% CI]", "delta vs reference [95% CI]", "McNemar p", "items/s", "quality"});
+          for (const auto& row : tk.rows) {
+            const bool ref = std::holds_alternative<std::monostate>(row[7]);
+            tt.add({sql_to_string(row[0]), pct(row[4]) + " [" + pct(row[5]) + ", " + pct(row[6]) + "]",
+                    ref ? std::string("(the reference)") : pct(row[7]) + " [" + pct(row[8]) + ", " + pct(row[9]) + "]",
+                    ref ? std::string("-") : num(row[10], 3), num(row[11], 1), sql_to_string(row[12])});
+          }
+          tt.print(std::cout);
+        }
         const int64_t total = variant_count(st, id, f("scenario_toml"), f("scenario_path"));
         const auto knee = st.query(
             "SELECT variant_index, MAX(knee_qps), MAX(knee_reached), MAX(slo_met = 0) FROM variants "

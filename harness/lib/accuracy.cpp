@@ -137,4 +137,40 @@ AccuracyResult AccuracyReference::evaluate(const LlamaModel& variant, const Sess
   return r;
 }
 
+void judge_task_floors(AccuracyResult& r, const AccuracySpec& floor) {
+  if (!r.task) return;
+  std::vector<std::string> checks, fails;
+  const TaskOutcome& t = *r.task;
+  if (floor.min_task_accuracy) {
+    const bool ok = t.accuracy >= *floor.min_task_accuracy;
+    checks.push_back(str("task ", t.metric, " ", t.accuracy, " >= ", *floor.min_task_accuracy));
+    if (!ok) fails.push_back(str("task ", t.metric, " ", t.accuracy, " not >= ", *floor.min_task_accuracy));
+  }
+  if (floor.max_accuracy_drop) {
+    const double drop = t.delta ? -*t.delta : 0.0;  // the reference drops nothing against itself
+    checks.push_back(str("task ", t.metric, " drop ", drop, " <= ", *floor.max_accuracy_drop));
+    if (drop > *floor.max_accuracy_drop)
+      fails.push_back(str("task ", t.metric, " drop ", drop, " not <= ", *floor.max_accuracy_drop));
+  }
+  if (checks.empty()) return;
+  const auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : "; ") + x;
+    return out;
+  };
+  if (r.verdict == "no floor") {
+    r.verdict = fails.empty() ? "pass" : "fail";
+    r.reasons = join(fails.empty() ? checks : fails);
+  } else if (r.verdict == "pass") {
+    if (fails.empty()) {
+      r.reasons += "; " + join(checks);
+    } else {
+      r.verdict = "fail";
+      r.reasons = join(fails);
+    }
+  } else if (!fails.empty()) {
+    r.reasons += "; " + join(fails);
+  }
+}
+
 }  // namespace cibench

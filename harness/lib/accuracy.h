@@ -18,6 +18,19 @@
 
 namespace cibench {
 
+// A decoder's task accuracy on the scenario's task file (accuracy.task), against the reference
+// build on the same items.
+struct TaskOutcome {
+  std::string file, format, metric;  // format: cibench-mc | hellaswag | cibench-gen
+  int64_t items = 0;
+  double accuracy = 0;
+  Interval accuracy_ci;
+  std::optional<double> reference_accuracy, delta, mcnemar_p;
+  std::optional<Interval> delta_ci;
+  int resamples = 0;
+  double items_per_s = 0;
+};
+
 struct AccuracyResult {
   std::string kind;      // "fp32 reference on eval text" | "fidelity on random weights"
   std::string eval_set;  // path, or "synthetic tokens (seed N)"
@@ -25,7 +38,12 @@ struct AccuracyResult {
   std::optional<double> kl_mean, kl_p99, top1_agreement, ppl, ppl_ref, ppl_ratio;
   std::string verdict;   // pass | fail | no floor
   std::string reasons;
+  std::optional<TaskOutcome> task;
 };
+
+// Adds the task floors of `floor` (min_task_accuracy, max_accuracy_drop) to r's verdict: checked
+// against r.task (a drop is reference - variant accuracy; the reference itself has none).
+void judge_task_floors(AccuracyResult& r, const AccuracySpec& floor);
 
 // The reference side, computed once per run: token windows and the reference log-probabilities.
 class AccuracyReference {

@@ -159,6 +159,7 @@ class LlamaFamily : public ModelFamily {
     } catch (const Error& e) {
       throw ScenarioError(sc.pos("accuracy.reference_format").message(e.what()));
     }
+    check_task();
     check_memory();
   }
 
@@ -260,7 +261,43 @@ class LlamaFamily : public ModelFamily {
       q.unavailable = "accuracy reference failed: " + reference_error_;
       return q;
     }
-    q.lm = reference_->evaluate(*models_->get(v.format_name(), v.sparsity, v.recipe), session_options(v), sc_.accuracy);
+    const auto model = models_->get(v.format_name(), v.sparsity, v.recipe);
+    q.lm = reference_->evaluate(*model, session_options(v), sc_.accuracy);
+    if (sc_.accuracy.task_set) {
+      if (!task_reference_) {
+        q.lm->verdict = "fail";
+        q.lm->reasons = "task reference failed: " + task_error_;
+        return q;
+      }
+      const TaskSet& set = *sc_.accuracy.task_set;
+      note(str("task: ", set.items.size(), " items of ", set.path));
+      const bool is_reference = v.format_name() == sc_.accuracy.reference_format && v.sparsity == 0 && v.recipe.empty();
+      const TaskScores scores = is_reference ? *task_reference_
+                                             : score_task(*model, session_options(v), *tokenizer_, set,
+                                                          sc_.accuracy.task_max_new_tokens, task_progress(note));
+      BootstrapOptions boot;
+      boot.resamples = sc_.accuracy.bootstrap_resamples;
+      boot.seed = sc_.accuracy.bootstrap_seed;
+      const TaskStats st = task_stats(scores.correct(sc_.accuracy.task_metric, set),
+                                      is_reference ? std::vector<int>{} : task_reference_correct_, boot);
+      TaskOutcome t;
+      t.file = set.path;
+      t.format = set.format;
+      t.metric = sc_.accuracy.task_metric;
+      t.items = static_cast<int64_t>(set.items.size());
+      t.accuracy = st.stats.accuracy;
+      t.accuracy_ci = st.stats.accuracy_ci;
+      if (!is_reference) {
+        t.reference_accuracy = st.stats.reference_accuracy;
+        t.delta = st.stats.accuracy_delta;
+        t.delta_ci = st.stats.delta_ci;
+        t.mcnemar_p = st.mcnemar_p;
+      }
+      t.resamples = st.stats.resamples;
+      t.items_per_s = scores.items_per_s();
+      q.lm->task = t;
+      judge_task_floors(*q.lm, sc_.accuracy);
+    }
     return q;
   }
 
@@ -535,8 +572,54 @@ class LlamaFamily : public ModelFamily {
         set = sc_.accuracy.eval_set;
       }
       reference_ = std::make_unique<AccuracyReference>(*ref, ro, std::move(toks), sc_.accuracy.window, kind, set);
+      if (sc_.accuracy.task_set) {
+        try {
+          const TaskSet& ts = *sc_.accuracy.task_set;
+          note(str("task reference: ", ts.items.size(), " items of ", ts.path, " on the ",
+                   sc_.accuracy.reference_format, " build"));
+          task_reference_ = std::make_unique<TaskScores>(
+              score_task(*ref, ro, *tokenizer_, ts, sc_.accuracy.task_max_new_tokens, task_progress(note)));
+          task_reference_correct_ = task_reference_->correct(sc_.accuracy.task_metric, ts);
+        } catch (const std::exception& e) {
+          task_error_ = e.what();
+        }
+      }
     } catch (const std::exception& e) {
       reference_error_ = e.what();
+    }
+  }
+
+  // Progress on long task files: a note every tenth of the items.
+  static TaskProgress task_progress(const NoteFn& note) {
+    return [note](size_t done, size_t total) {
+      if (total >= 50 && (done * 10 / total != (done - 1) * 10 / total || done == total))
+        note(str("  task items ", done, "/", total));
+    };
+  }
+
+  // accuracy.task needs the tokenizer, and every item (context and its longest choice, or prompt
+  // and task_max_new_tokens) must fit the model's context: ScenarioError naming file:line.
+  void check_task() {
+    const auto& set = sc_.accuracy.task_set;
+    if (!set) return;
+    const SourcePos pos = sc_.pos("accuracy.task");
+    if (!tokenizer_) throw ScenarioError(pos.message("scoring a task file needs a tokenizer: set model.tokenizer"));
+    const int limit = models_->source().config.seq_len;
+    for (const TaskItem& item : set->items) {
+      size_t need = 0;
+      if (set->kind == TaskKind::multiple_choice) {
+        const EncodedItem e = encode_item(*tokenizer_, item);
+        for (size_t k = 0; k < e.continuations.size(); ++k) {
+          if (e.continuations[k].empty())
+            throw ScenarioError(pos.message(str(set->path, ":", item.line, ": choice ", k, " adds no tokens")));
+          need = std::max(need, e.context.size() + e.continuations[k].size());
+        }
+      } else {
+        need = tokenizer_->encode(item.prompt, true, false).size() + static_cast<size_t>(sc_.accuracy.task_max_new_tokens);
+      }
+      if (need > static_cast<size_t>(limit))
+        throw ScenarioError(pos.message(str(set->path, ":", item.line, ": the item needs ", need,
+                                            " positions; the model's context holds ", limit)));
     }
   }
 
@@ -546,6 +629,9 @@ class LlamaFamily : public ModelFamily {
   std::shared_ptr<const PromptSource> prompts_;
   std::unique_ptr<AccuracyReference> reference_;
   std::string reference_error_;
+  std::unique_ptr<TaskScores> task_reference_;
+  std::vector<int> task_reference_correct_;
+  std::string task_error_;
   std::map<std::string, LlamaSource> draft_sources_;
   std::shared_ptr<const LlamaModel> draft_;
   std::string draft_key_;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -911,7 +912,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     Reader r(top.sub("accuracy"), "accuracy", path, &s.key_pos);
     r.known({"enabled", "eval_set", "reference_format", "max_tokens", "window", "min_top1_agreement",
              "max_kl_mean", "max_kl_p99", "max_ppl_ratio", "max_accuracy_drop", "min_task_accuracy",
-             "bootstrap_resamples", "bootstrap_seed"});
+             "bootstrap_resamples", "bootstrap_seed", "task", "task_metric", "task_max_new_tokens", "task_limit"});
     AccuracySpec& a = s.accuracy;
     a.enabled = r.present() ? r.bool_opt("enabled").value_or(true) : false;
     a.eval_set = r.str_opt("eval_set").value_or("");
@@ -937,6 +938,39 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
     a.min_task_accuracy = r.num_opt("min_task_accuracy", 0, 1);
     a.bootstrap_resamples = static_cast<int>(r.int_opt("bootstrap_resamples", 10, 1000000).value_or(1000));
     a.bootstrap_seed = static_cast<uint64_t>(r.int_opt("bootstrap_seed", 0, INT64_MAX).value_or(1));
+    // A task file: as given (relative to the working folder), else beside the scenario file, else
+    // in the shared folder; read and checked now, so a malformed one stores nothing.
+    a.task = r.str_opt("task").value_or("");
+    a.task_max_new_tokens = static_cast<int>(r.int_opt("task_max_new_tokens", 1, 100000).value_or(32));
+    a.task_limit = static_cast<int>(r.int_opt("task_limit", 0, 100000000).value_or(0));
+    const std::string metric = r.str_opt("task_metric").value_or("");
+    if (!a.task.empty()) {
+      namespace fs = std::filesystem;
+      std::string found = a.task;
+      if (!fs::exists(found) && fs::path(a.task).is_relative()) {
+        const fs::path beside = fs::path(path).parent_path() / a.task;
+        if (fs::exists(beside)) found = beside.string();
+        else if (fs::exists(resolve_slice_path(a.task))) found = resolve_slice_path(a.task);
+      }
+      if (!fs::exists(found)) r.fail(*r.node("task"), "task", str("task file '", a.task, "' not found"));
+      a.task = found;
+      try {
+        TaskSet ts = read_task_file(found);
+        if (a.task_limit > 0 && static_cast<size_t>(a.task_limit) < ts.items.size())
+          ts.items.resize(static_cast<size_t>(a.task_limit));
+        const std::vector<std::string> metrics = task_metrics(ts.kind);
+        a.task_metric = metric.empty() ? metrics.front() : metric;
+        if (std::find(metrics.begin(), metrics.end(), a.task_metric) == metrics.end())
+          r.fail(*r.node("task_metric"), "task_metric",
+                 str("'", a.task_metric, "' is not a metric of a ", task_kind_name(ts.kind), " task (",
+                     metrics[0], ", ", metrics[1], ")"));
+        a.task_set = std::make_shared<const TaskSet>(std::move(ts));
+      } catch (const TaskError& e) {
+        r.fail(*r.node("task"), "task", e.what());
+      }
+    } else if (!metric.empty()) {
+      r.fail(*r.node("task_metric"), "task_metric", "a task metric without a task file (accuracy.task)");
+    }
     r.finish();
   }
   {  // [calibration]

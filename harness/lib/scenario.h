@@ -5,6 +5,7 @@
 // with "file:line:column: key 'table.key': ". See docs/harness.md for the walkthrough.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "engines/runtime/speculative.h"
 #include "harness/lib/schedule.h"
 #include "harness/lib/sut_llama_batch.h"
+#include "harness/lib/task_eval.h"
 #include "harness/schema/slo.h"
 
 namespace cibench {
@@ -60,6 +62,15 @@ struct AccuracySpec {
   // paired bootstrap of the intervals.
   std::optional<double> max_accuracy_drop;  // reference accuracy - variant accuracy <= this
   std::optional<double> min_task_accuracy;
+  // Decoders: a task file of the user's (JSONL: multiple choice, HellaSwag or generation;
+  // harness/lib/task_eval.h), read when the scenario is parsed; scored on every variant and the
+  // reference, the metric then stored as task_accuracy (max_accuracy_drop and min_task_accuracy
+  // are floors on it).
+  std::string task;                       // the path as resolved ("" = none)
+  std::shared_ptr<const TaskSet> task_set;
+  std::string task_metric;                // acc_norm | acc | exact_match | contains
+  int task_max_new_tokens = 32;           // generation: most tokens per item
+  int task_limit = 0;                     // the first N items only (0 = all)
   // Every floor set above, as the schema's typed floors (stored with the run for the readers).
   std::vector<QualityFloor> floors() const;
   int bootstrap_resamples = 1000;

@@ -52,7 +52,7 @@ Fields accuracy_fields(const ClassifierAccuracy& c) {
 }
 
 Fields accuracy_fields(const AccuracyResult& a) {
-  return {{"acc_kind", a.kind},
+  Fields f{{"acc_kind", a.kind},
           {"acc_eval_set", a.eval_set},
           {"acc_tokens", a.tokens},
           {"kl_mean", sql_opt(a.kl_mean)},
@@ -63,6 +63,23 @@ Fields accuracy_fields(const AccuracyResult& a) {
           {"ppl_ratio", sql_opt(a.ppl_ratio)},
           {"quality_verdict", a.verdict},
           {"quality_reasons", a.reasons}};
+  if (const auto& t = a.task) {
+    f.insert(f.end(), {{"task_file", t->file},
+                       {"task_format", t->format},
+                       {"task_metric", t->metric},
+                       {"task_items", t->items},
+                       {"task_accuracy", t->accuracy},
+                       {"task_accuracy_lo", t->accuracy_ci.lo},
+                       {"task_accuracy_hi", t->accuracy_ci.hi},
+                       {"ref_task_accuracy", sql_opt(t->reference_accuracy)},
+                       {"accuracy_delta", sql_opt(t->delta)},
+                       {"accuracy_delta_lo", t->delta_ci ? SqlValue(t->delta_ci->lo) : sql_null()},
+                       {"accuracy_delta_hi", t->delta_ci ? SqlValue(t->delta_ci->hi) : sql_null()},
+                       {"task_mcnemar_p", sql_opt(t->mcnemar_p)},
+                       {"bootstrap_resamples", int64_t{t->resamples}},
+                       {"task_items_per_s", t->items_per_s}});
+  }
+  return f;
 }
 
 Fields VariantResult::fields() const {
@@ -197,9 +214,17 @@ std::vector<std::string> VariantResult::console_lines() const {
                                      c->stats->macro_f1)
                                : std::string(),
                       " -> ", c->verdict));
-  if (const auto& a = quality.lm)
+  if (const auto& a = quality.lm) {
+    std::string task;
+    if (const auto& t = a->task)
+      task = str("; task ", t->metric, " ", t->accuracy, " [", t->accuracy_ci.lo, ", ", t->accuracy_ci.hi, "]",
+                 t->delta ? str(", delta ", *t->delta, " [", t->delta_ci->lo, ", ", t->delta_ci->hi, "], McNemar p ",
+                                *t->mcnemar_p)
+                          : std::string(" (the reference)"),
+                 ", ", t->items, " items at ", t->items_per_s, " items/s");
     out.push_back(str("accuracy (", a->kind, "): KL mean ", *a->kl_mean, ", top-1 ", *a->top1_agreement,
-                      a->ppl_ratio ? str(", ppl ratio ", *a->ppl_ratio) : "", " -> ", a->verdict));
+                      a->ppl_ratio ? str(", ppl ratio ", *a->ppl_ratio) : "", task, " -> ", a->verdict));
+  }
   return out;
 }
 

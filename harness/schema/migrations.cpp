@@ -388,6 +388,18 @@ CREATE TABLE merge_variants (
 );
 CREATE INDEX merge_variants_variant ON merge_variants(variant_id);
 )SQL"},
+    {15, "variants: a decoder's task accuracy on the scenario's task file (accuracy.task; the metric in "
+         "task_accuracy with its bootstrap interval, the paired delta against the reference build in accuracy_delta, as "
+         "for classifiers): task_file, task_format (cibench-mc, hellaswag, cibench-gen), task_metric (acc_norm, acc, "
+         "exact_match, contains), task_items, task_mcnemar_p (McNemar's exact test against the reference on the same "
+         "items), task_items_per_s", R"SQL(
+ALTER TABLE variants ADD COLUMN task_file TEXT;
+ALTER TABLE variants ADD COLUMN task_format TEXT;
+ALTER TABLE variants ADD COLUMN task_metric TEXT;
+ALTER TABLE variants ADD COLUMN task_items INTEGER;
+ALTER TABLE variants ADD COLUMN task_mcnemar_p REAL;
+ALTER TABLE variants ADD COLUMN task_items_per_s REAL;
+)SQL"},
 };
 }  // namespace
 

@@ -16,6 +16,6 @@ struct Migration {
 const std::vector<Migration>& migrations();
 
 // The version a store has after every migration (the last one's).
-constexpr int kSchemaVersion = 14;
+constexpr int kSchemaVersion = 15;
 
 }  // namespace cibench
