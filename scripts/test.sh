@@ -33,7 +33,7 @@ case "$mode" in
     [ -z "$seed_cli" ] && targets+=(cibench)
     cmake --build build/asan-parsers -j "$jobs" --target "${targets[@]}"
     ctest --test-dir build/asan-parsers --output-on-failure --no-tests=error -j "$jobs" \
-      -R 'Loaders|GgmlKQuant|GgufKQuant|GgufQ4_0|Tokenizer|WordPiece|HarnessScenario|InconsistentModels|Merge\.|Fleet\.|fuzz|^isa\.isolation$|^layers\.imports$' ;;
+      -R 'Loaders|GgmlKQuant|GgufKQuant|GgufQ4_0|Tokenizer|WordPiece|HarnessScenario|InconsistentModels|Merge\.|Fleet\.|TaskEval\.(MultipleChoice|BadLines|McNemar)|fuzz|^isa\.isolation$|^layers\.imports$' ;;
   --asan)
     cmake --preset asan -DCIBENCH_SHARED_DIR="$shared" >/dev/null
     cmake --build build/asan -j "$jobs"

@@ -12,9 +12,15 @@
 #include "harness/lib/scenario.h"
 #include "tests/fuzz/fuzz_support.h"
 
+// The text is read as a file of scenarios/ (CIBENCH_FUZZ_SCENARIO_DIR), so that a shipped
+// scenario's paths beside it (tasks/...) resolve as they do for the file itself.
+#ifndef CIBENCH_FUZZ_SCENARIO_DIR
+#define CIBENCH_FUZZ_SCENARIO_DIR "."
+#endif
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  cibench::fuzz::rejecting_errors([&] { cibench::parse_scenario_text(text, "fuzz.toml"); });
+  cibench::fuzz::rejecting_errors([&] { cibench::parse_scenario_text(text, CIBENCH_FUZZ_SCENARIO_DIR "/fuzz.toml"); });
   const std::string first = text.substr(0, text.find('\n'));
   cibench::fuzz::rejecting_errors(
       [&] { cibench::parse_scenario_text("[model]\nsource = \"sut:null\"\n", "fuzz.toml", {first}); });

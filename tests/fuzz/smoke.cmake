@@ -74,6 +74,7 @@ if(NOT TARGET fuzz_smoke_scenario)
   add_executable(fuzz_smoke_scenario ${CMAKE_CURRENT_LIST_DIR}/fuzz_smoke.cpp
                                      ${CMAKE_CURRENT_LIST_DIR}/fuzz_scenario.cpp)
   target_link_libraries(fuzz_smoke_scenario PRIVATE cibench_harness)
+  target_compile_definitions(fuzz_smoke_scenario PRIVATE CIBENCH_FUZZ_SCENARIO_DIR="${CMAKE_SOURCE_DIR}/scenarios")
   file(GLOB CIBENCH_FUZZ_SCENARIOS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/scenarios/*.toml
        ${CMAKE_SOURCE_DIR}/scenarios/hosts/*.toml)
   add_test(NAME fuzz.smoke_scenario COMMAND fuzz_smoke_scenario --iterations ${CIBENCH_FUZZ_SCENARIO_ITERATIONS} ${CIBENCH_FUZZ_SCENARIOS})
