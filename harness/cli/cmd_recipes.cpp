@@ -5,6 +5,7 @@
 // With --sparsities it runs the pruning sweep instead: every --prune-formats format at every
 // sparsity (magnitude pruning with the format's pattern, no calibration), accuracy against FP32
 // and decode speed against the dense unpruned f32 build, timed alternately in the same process.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "harness/cli/command.h"
 #include "harness/lib/recipe_results.h"
 #include "harness/lib/run_record.h"
+#include "harness/lib/task_eval.h"
 #include "harness/lib/variant_result.h"
 
 namespace cibench::cli {
@@ -39,7 +41,58 @@ struct RecipesArgs {
   std::string prune_formats = "f32,f32_sparse,int8,int8_sparse";
   int speed_tokens = 256, speed_reps = 5;
   std::string db;  // also store every row in this results database
+  std::string task, task_metric;  // --task FILE.jsonl: every recipe also scored on the user's items
+  int task_max_new_tokens = 32;
 };
+
+// --task: the items, the metric, and the FP32 build's outcomes on them (the reference of every
+// recipe's delta).
+struct TaskRef {
+  TaskSet set;
+  std::string metric;
+  std::vector<int> correct;
+};
+
+// One recipe's task outcome against the reference, as the store's columns and a table cell.
+struct TaskCell {
+  TaskOutcome t;
+  std::string text;  // "41.0 [34.5, 48.5] -1.0 [-5.0, 2.5] p 0.79"
+};
+
+TaskCell task_cell(const TaskRef& ref, const LlamaModel& m, const Tokenizer& tok, int threads, int max_new,
+                   bool is_reference) {
+  SessionOptions so;
+  so.threads = threads;
+  const TaskScores sc = score_task(m, so, tok, ref.set, max_new);
+  const TaskStats st = task_stats(sc.correct(ref.metric, ref.set), is_reference ? std::vector<int>{} : ref.correct);
+  TaskCell c;
+  c.t.file = ref.set.path;
+  c.t.format = ref.set.format;
+  c.t.metric = ref.metric;
+  c.t.items = static_cast<int64_t>(ref.set.items.size());
+  c.t.accuracy = st.stats.accuracy;
+  c.t.accuracy_ci = st.stats.accuracy_ci;
+  c.t.resamples = st.stats.resamples;
+  c.t.items_per_s = sc.items_per_s();
+  auto pct = [](double v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "%.1f", 100 * v);
+    return std::string(b);
+  };
+  c.text = pct(c.t.accuracy) + " [" + pct(c.t.accuracy_ci.lo) + ", " + pct(c.t.accuracy_ci.hi) + "]";
+  if (!is_reference) {
+    c.t.reference_accuracy = st.stats.reference_accuracy;
+    c.t.delta = st.stats.accuracy_delta;
+    c.t.delta_ci = st.stats.delta_ci;
+    c.t.mcnemar_p = st.mcnemar_p;
+    char p[24];
+    std::snprintf(p, sizeof p, "%.3g", st.mcnemar_p);
+    c.text += " | " + pct(*c.t.delta) + " [" + pct(c.t.delta_ci->lo) + ", " + pct(c.t.delta_ci->hi) + "] | " + p;
+  } else {
+    c.text += " | (the reference) | ";
+  }
+  return c;
+}
 
 // --db: the run of this command in the store (model provenance and the command line), or null.
 std::unique_ptr<CommandRun> open_store(const RecipesArgs& a, const LlamaSource& src) {
@@ -48,7 +101,8 @@ std::unique_ptr<CommandRun> open_store(const RecipesArgs& a, const LlamaSource& 
 }
 
 // The columns of a row measured against the FP32 reference on the evaluation slice.
-Fields quality_fields(const LmQuality& q, const LoadedSlice& es, int threads) {
+Fields quality_fields(const LmQuality& q, const LoadedSlice& es, int threads,
+                      const std::optional<TaskOutcome>& task = std::nullopt) {
   AccuracyResult r;
   r.kind = "f32 reference on eval text";
   r.eval_set = es.slice.spec();
@@ -60,6 +114,7 @@ Fields quality_fields(const LmQuality& q, const LoadedSlice& es, int threads) {
   r.ppl_ref = q.ppl_ref;
   r.ppl_ratio = q.ppl_ratio;
   r.verdict = "no floor";
+  r.task = task;
   Fields f{{"threads", int64_t{threads}}, {"isa_used", std::string(isa_name(active_isa()))}};
   for (auto& x : accuracy_fields(r)) f.push_back(std::move(x));
   return f;
@@ -180,21 +235,50 @@ int run_recipes(const RecipesArgs& a) {
   std::printf("calibration %s (collected in %.2f s)\n", calib.describe().c_str(), calib_s);
   std::printf("evaluation %s docs=%zu text=%s tokens=%zu window=%d\n", es.slice.spec().c_str(),
               es.docs.size(), es.hash.c_str(), eval.size(), a.window);
-  std::printf("projections quantised by each recipe; embeddings, norms and the head stay f32\n\n");
-  std::printf("| recipe | format | params | KL mean | KL p99 | top-1 | ppl | ppl ratio | calib err | rtn calib err | quantise s | tok/s |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("projections quantised by each recipe; embeddings, norms and the head stay f32\n");
+  std::optional<TaskRef> task;
+  if (!a.task.empty()) {
+    task.emplace();
+    task->set = read_task_file(a.task);
+    const std::vector<std::string> metrics = task_metrics(task->set.kind);
+    task->metric = a.task_metric.empty() ? metrics.front() : a.task_metric;
+    if (std::find(metrics.begin(), metrics.end(), task->metric) == metrics.end())
+      throw TaskError(str("--task-metric ", task->metric, ": a ", task_kind_name(task->set.kind), " task has ",
+                          metrics[0], " and ", metrics[1]));
+    SessionOptions so;
+    so.threads = a.threads;
+    task->correct = score_task(fp32, so, *tok, task->set, a.task_max_new_tokens).correct(task->metric, task->set);
+    std::printf("task %s: %zu %s items, metric %s (95%% bootstrap intervals; the delta against fp32 paired on the "
+                "same items, McNemar's exact p)\n",
+                a.task.c_str(), task->set.items.size(), task->set.format.c_str(), task->metric.c_str());
+  }
+  const std::string task_head = task ? " task " + task->metric + " % [95% CI] | delta vs fp32 [95% CI] | McNemar p |" : "";
+  const std::string task_rule = task ? "---|---|---|" : "";
+  std::printf("\n| recipe | format | params | KL mean | KL p99 | top-1 | ppl | ppl ratio | calib err | rtn calib err | quantise s | tok/s |%s\n",
+              task_head.c_str());
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", task_rule.c_str());
+  struct Ranked {
+    std::string name;
+    double kl_mean;
+    std::optional<TaskOutcome> t;
+  };
+  std::vector<Ranked> ranked;
   {
     const auto e0 = clock::now();
     const LmQuality q = ref.compare(fp32);
     const double es_s = std::chrono::duration<double>(clock::now() - e0).count();
-    std::printf("| fp32 | f32 | | %.5f | %.5f | %.4f | %.4f | %.4f | | | | %.0f |\n", q.kl_mean,
-                q.kl_p99, q.top1, q.ppl, q.ppl_ratio, static_cast<double>(q.positions) / es_s);
+    std::optional<TaskCell> tc;
+    if (task) tc = task_cell(*task, fp32, *tok, a.threads, a.task_max_new_tokens, true);
+    std::printf("| fp32 | f32 | | %.5f | %.5f | %.4f | %.4f | %.4f | | | | %.0f |%s\n", q.kl_mean,
+                q.kl_p99, q.top1, q.ppl, q.ppl_ratio, static_cast<double>(q.positions) / es_s,
+                tc ? (" " + tc->text + " |").c_str() : "");
     if (stored) {
       Fields row{{"format", std::string("f32")},
                  {"sparsity", 0.0},
                  {"weight_bytes", static_cast<int64_t>(fp32.weight_bytes())},
                  {"eval_tokens_per_s", static_cast<double>(q.positions) / es_s}};
-      for (auto& x : quality_fields(q, es, a.threads)) row.push_back(std::move(x));
+      for (auto& x : quality_fields(q, es, a.threads, tc ? std::optional<TaskOutcome>(tc->t) : std::nullopt))
+        row.push_back(std::move(x));
       stored->add("fp32 f32", row);
     }
   }
@@ -216,11 +300,14 @@ int run_recipes(const RecipesArgs& a) {
       if (x) std::snprintf(b, sizeof b, "%.5f", *x);
       return std::string(b);
     };
-    std::printf("| %s | %s | %s | %.5f | %.5f | %.4f | %.4f | %.4f | %s | %s | %.2f | %.0f |%s\n",
+    std::optional<TaskCell> tc;
+    if (task) tc = task_cell(*task, m, *tok, a.threads, a.task_max_new_tokens, false);
+    std::printf("| %s | %s | %s | %.5f | %.5f | %.4f | %.4f | %.4f | %s | %s | %.2f | %.0f |%s%s\n",
                 s.recipe.c_str(), s.format.c_str(), params.c_str(), q.kl_mean, q.kl_p99, q.top1,
                 q.ppl, q.ppl_ratio, num(rel).c_str(), num(rtn).c_str(), q_s,
-                static_cast<double>(q.positions) / e_s,
+                static_cast<double>(q.positions) / e_s, tc ? (" " + tc->text + " |").c_str() : "",
                 out.off_grid ? str(" (", out.off_grid, " off-grid weights!)").c_str() : "");
+    ranked.push_back({recipe_label(s), q.kl_mean, tc ? std::optional<TaskOutcome>(tc->t) : std::nullopt});
     std::fflush(stdout);
     if (stored) {
       Fields row = recipe_fields(s);
@@ -231,9 +318,24 @@ int run_recipes(const RecipesArgs& a) {
       row.emplace_back("quantize_s", q_s);
       row.emplace_back("off_grid_weights", out.off_grid);
       row.emplace_back("eval_tokens_per_s", static_cast<double>(q.positions) / e_s);
-      for (auto& x : quality_fields(q, es, a.threads)) row.push_back(std::move(x));
+      for (auto& x : quality_fields(q, es, a.threads, tc ? std::optional<TaskOutcome>(tc->t) : std::nullopt))
+        row.push_back(std::move(x));
       stored->add(recipe_label(s), row);
     }
+  }
+  if (task && !ranked.empty()) {
+    // The recipes ranked by what they cost on the user's items, KL beside: the largest delta first,
+    // ties broken by the lower KL.
+    std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& x, const Ranked& y) {
+      if (*x.t->delta != *y.t->delta) return *x.t->delta > *y.t->delta;
+      return x.kl_mean < y.kl_mean;
+    });
+    std::printf("\nrecipes ranked by the task delta against fp32 (%s), KL beside\n\n", task->metric.c_str());
+    std::printf("| rank | recipe | delta %% [95%% CI] | McNemar p | KL mean |\n|---|---|---|---|---|\n");
+    int r = 0;
+    for (const auto& x : ranked)
+      std::printf("| %d | %s | %+.1f [%.1f, %.1f] | %.3g | %.5f |\n", ++r, x.name.c_str(), 100 * *x.t->delta,
+                  100 * x.t->delta_ci->lo, 100 * x.t->delta_ci->hi, *x.t->mcnemar_p, x.kl_mean);
   }
   if (stored) std::printf("\n%s\n", stored->finish().c_str());
   return 0;
@@ -261,7 +363,11 @@ const RegisterCommand reg{
        sub.add_option("--eval-tokens", a->eval_tokens, "held-out tokens scored")->capture_default_str();
        sub.add_option("--window", a->window, "teacher-forced window (context) length")->capture_default_str();
        sub.add_option("-T,--threads", a->threads, "threads")->capture_default_str();
-       sub.add_option("--db", a->db, "also store every row in this results database (the dashboard and reports read it)");
+       sub.add_option("--task", a->task, "Also score every recipe on this task file (JSONL; docs/tasks.md)");
+      sub.add_option("--task-metric", a->task_metric, "acc_norm or acc (multiple choice), exact_match or contains");
+      sub.add_option("--task-max-new-tokens", a->task_max_new_tokens, "Generation tasks: most tokens per item")
+          ->check(CLI::Range(1, 100000))->capture_default_str();
+      sub.add_option("--db", a->db, "also store every row in this results database (the dashboard and reports read it)");
        return [a] { return run_recipes(*a); };
      }}};
 

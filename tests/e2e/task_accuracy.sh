@@ -83,4 +83,17 @@ long=$(python3 -c 'print("Tom ran far. " * 300)')
 bad "$ok"$'\n{"context": "'"$long"'", "choices": ["b", "c"], "answer": 0}'$'\n' "bad.jsonl:2: the item needs"
 bad "$ok"$'\n' "'exact_match' is not a metric of a multiple_choice task" 'task_metric = "exact_match"'
 [ "$(q "SELECT COUNT(*) FROM runs")" = "$runs_before" ] || fail "a refused scenario stored a run"
+
+# cibench recipes --task: every recipe scored on the items beside KL, ranked by the task delta.
+T=$SHARED/data/tinystories-validation-1000/tinystories_val_first1000.txt
+head -40 "$repo/scenarios/tasks/tinystories-cloze.jsonl" >"$tmp/cloze40.jsonl"
+"$CIBENCH" recipes -m "$SHARED/models/stories260K/stories260K.bin" -z "$SHARED/models/stories260K/tok512.bin" \
+  --calib "$T:0-50" --eval "$T:500-550" --eval-tokens 256 --samples 8 --variants rtn:int4_g32,rtn:int8 \
+  --task "$tmp/cloze40.jsonl" --task-metric acc --db "$db" >"$tmp/recipes.txt" || fail "recipes --task"
+grep -q "recipes ranked by the task delta against fp32 (acc), KL beside" "$tmp/recipes.txt" || fail "no ranking: $(cat "$tmp/recipes.txt")"
+[ "$(grep -c '^| [12] | rtn ' "$tmp/recipes.txt")" = 2 ] || fail "two recipes ranked: $(cat "$tmp/recipes.txt")"
+[ "$(q "SELECT COUNT(*) FROM variants v JOIN runs r USING (run_id) WHERE r.kind = 'recipes' AND v.task_items = 40 AND v.task_metric = 'acc'")" = 3 ] ||
+  fail "the recipes' task columns"
+[ "$(q "SELECT COUNT(*) FROM variants v JOIN runs r USING (run_id) WHERE r.kind = 'recipes' AND v.task_mcnemar_p IS NOT NULL")" = 2 ] ||
+  fail "McNemar's p of the two recipes"
 echo PASS
