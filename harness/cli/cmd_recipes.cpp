@@ -244,7 +244,7 @@ int run_recipes(const RecipesArgs& a) {
     task->metric = a.task_metric.empty() ? metrics.front() : a.task_metric;
     if (std::find(metrics.begin(), metrics.end(), task->metric) == metrics.end())
       throw TaskError(str("--task-metric ", task->metric, ": a ", task_kind_name(task->set.kind), " task has ",
-                          metrics[0], " and ", metrics[1]));
+                          join_metrics(metrics)));
     SessionOptions so;
     so.threads = a.threads;
     task->correct = score_task(fp32, so, *tok, task->set, a.task_max_new_tokens).correct(task->metric, task->set);

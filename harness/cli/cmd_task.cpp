@@ -52,7 +52,7 @@ int run(const Args& a) {
   const std::vector<std::string> metrics = task_metrics(set.kind);
   const std::string metric = a.metric.empty() ? metrics.front() : a.metric;
   if (std::find(metrics.begin(), metrics.end(), metric) == metrics.end())
-    throw TaskError(str("--metric ", metric, ": a ", task_kind_name(set.kind), " task has ", metrics[0], " and ", metrics[1]));
+    throw TaskError(str("--metric ", metric, ": a ", task_kind_name(set.kind), " task has ", join_metrics(metrics)));
   const LlamaSource src = open_llama_source(a.model);
   std::unique_ptr<Tokenizer> tok = open_tokenizer(a.tokenizer, src.config.vocab_size);
   SessionOptions so;

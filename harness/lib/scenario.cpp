@@ -963,7 +963,7 @@ Scenario parse_table(toml::table& root, const std::string& path, const std::vect
         if (std::find(metrics.begin(), metrics.end(), a.task_metric) == metrics.end())
           r.fail(*r.node("task_metric"), "task_metric",
                  str("'", a.task_metric, "' is not a metric of a ", task_kind_name(ts.kind), " task (",
-                     metrics[0], ", ", metrics[1], ")"));
+                     join_metrics(metrics), ")"));
         a.task_set = std::make_shared<const TaskSet>(std::move(ts));
       } catch (const TaskError& e) {
         r.fail(*r.node("task"), "task", e.what());

@@ -49,12 +49,16 @@ int argmax(const float* logits, int vocab) {
   return static_cast<int>(std::max_element(logits, logits + vocab) - logits);
 }
 
-void pick(ChoiceScores& s, const TaskItem& item) {
-  double best = -std::numeric_limits<double>::infinity(), best_norm = best;
+// `tail[k]`: choice k's summed log-probability of its tokens after the shared ones, `tail_n[k]`
+// their number.
+void pick(ChoiceScores& s, const TaskItem& item, const std::vector<double>& tail, const std::vector<size_t>& tail_n) {
+  double best = -std::numeric_limits<double>::infinity(), best_norm = best, best_tok = best;
   for (size_t k = 0; k < s.loglik.size(); ++k) {
     const double norm = s.loglik[k] / static_cast<double>(std::max<size_t>(1, item.choices[k].size()));
     if (s.loglik[k] > best) best = s.loglik[k], s.chosen = static_cast<int>(k);
     if (norm > best_norm) best_norm = norm, s.chosen_norm = static_cast<int>(k);
+    const double per_token = tail_n[k] ? tail[k] / static_cast<double>(tail_n[k]) : -std::numeric_limits<double>::infinity();
+    if (per_token > best_tok || s.chosen_per_token < 0) best_tok = per_token, s.chosen_per_token = static_cast<int>(k);
   }
 }
 
@@ -220,21 +224,40 @@ EncodedItem encode_item(const Tokenizer& tok, const TaskItem& item) {
     if (whole.size() > e.context.size()) cont.assign(whole.begin() + static_cast<std::ptrdiff_t>(e.context.size()), whole.end());
     e.continuations.push_back(std::move(cont));
   }
+  // The tokens every choice's continuation starts with.
+  if (!e.continuations.empty()) {
+    size_t n = e.continuations[0].size();
+    for (const auto& c : e.continuations) {
+      size_t i = 0;
+      while (i < n && i < c.size() && c[i] == e.continuations[0][i]) ++i;
+      n = i;
+    }
+    e.shared = n;
+  }
   return e;
 }
 
 std::vector<std::string> task_metrics(TaskKind k) {
-  if (k == TaskKind::multiple_choice) return {"acc_norm", "acc"};
+  if (k == TaskKind::multiple_choice) return {"acc_norm", "acc", "acc_per_token"};
   return {"exact_match", "contains"};
+}
+
+std::string join_metrics(const std::vector<std::string>& metrics) {
+  std::string out;
+  for (const auto& m : metrics) out += (out.empty() ? "" : ", ") + m;
+  return out;
 }
 
 std::vector<int> TaskScores::correct(const std::string& metric, const TaskSet& set) const {
   std::vector<int> out;
   if (kind == TaskKind::multiple_choice) {
-    if (metric != "acc" && metric != "acc_norm")
-      throw TaskError(str(set.path, ": metric '", metric, "' is not one of a multiple-choice task's (acc_norm, acc)"));
-    for (size_t i = 0; i < mc.size(); ++i)
-      out.push_back((metric == "acc" ? mc[i].chosen : mc[i].chosen_norm) == set.items.at(i).answer);
+    if (metric != "acc" && metric != "acc_norm" && metric != "acc_per_token")
+      throw TaskError(str(set.path, ": metric '", metric,
+                          "' is not one of a multiple-choice task's (acc_norm, acc, acc_per_token)"));
+    for (size_t i = 0; i < mc.size(); ++i) {
+      const int c = metric == "acc" ? mc[i].chosen : metric == "acc_norm" ? mc[i].chosen_norm : mc[i].chosen_per_token;
+      out.push_back(c == set.items.at(i).answer);
+    }
   } else {
     if (metric != "exact_match" && metric != "contains")
       throw TaskError(str(set.path, ": metric '", metric, "' is not one of a generation task's (exact_match, contains)"));
@@ -282,18 +305,27 @@ TaskScores score_task(const LlamaModel& model, const SessionOptions& opts, const
       out.tokens += static_cast<int64_t>(e.context.size());
       const int ctx = s.position();
       ChoiceScores cs;
+      std::vector<double> tail;
+      std::vector<size_t> tail_n;
       for (const auto& cont : e.continuations) {
-        double ll = log_prob(first.data(), vocab, cont[0]);
+        double lp = log_prob(first.data(), vocab, cont[0]);
+        double ll = lp, t = e.shared == 0 ? lp : 0;
         const int m = static_cast<int>(cont.size());
         if (m > 1) {
           const float* rows = s.verify(cont.data(), m - 1);
-          for (int j = 0; j + 1 < m; ++j) ll += log_prob(rows + static_cast<size_t>(j) * vocab, vocab, cont[j + 1]);
+          for (int j = 0; j + 1 < m; ++j) {
+            lp = log_prob(rows + static_cast<size_t>(j) * vocab, vocab, cont[j + 1]);
+            ll += lp;
+            if (static_cast<size_t>(j + 1) >= e.shared) t += lp;
+          }
           out.tokens += m - 1;
           s.rewind(ctx);
         }
         cs.loglik.push_back(ll);
+        tail.push_back(t);
+        tail_n.push_back(cont.size() > e.shared ? cont.size() - e.shared : 0);
       }
-      pick(cs, item);
+      pick(cs, item, tail, tail_n);
       out.mc.push_back(std::move(cs));
     } else {
       const std::vector<int> p = tok.encode(item.prompt, true, false);
@@ -345,6 +377,8 @@ TaskScores score_naive(const LlamaModel& model, const SessionOptions& opts, cons
   for (const TaskItem& item : set.items) {
     const EncodedItem e = encode_item(tok, item);
     ChoiceScores cs;
+    std::vector<double> tail;
+    std::vector<size_t> tail_n;
     for (const auto& cont : e.continuations) {
       std::vector<int> seq = e.context;
       seq.insert(seq.end(), cont.begin(), cont.end());
@@ -353,12 +387,17 @@ TaskScores score_naive(const LlamaModel& model, const SessionOptions& opts, cons
       logits.resize(seq.size() * static_cast<size_t>(vocab));
       s.forward_all(seq.data(), static_cast<int>(seq.size()), logits.data());
       out.tokens += static_cast<int64_t>(seq.size());
-      double ll = 0;
-      for (size_t j = 0; j < cont.size(); ++j)
-        ll += log_prob(logits.data() + (e.context.size() - 1 + j) * static_cast<size_t>(vocab), vocab, cont[j]);
+      double ll = 0, t = 0;
+      for (size_t j = 0; j < cont.size(); ++j) {
+        const double lp = log_prob(logits.data() + (e.context.size() - 1 + j) * static_cast<size_t>(vocab), vocab, cont[j]);
+        ll += lp;
+        if (j >= e.shared) t += lp;
+      }
       cs.loglik.push_back(ll);
+      tail.push_back(t);
+      tail_n.push_back(cont.size() > e.shared ? cont.size() - e.shared : 0);
     }
-    pick(cs, item);
+    pick(cs, item, tail, tail_n);
     out.mc.push_back(std::move(cs));
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - t0).count();

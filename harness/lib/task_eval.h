@@ -2,6 +2,7 @@
 // Task accuracy of a decoder on the user's own items (docs/tasks.md), as lm-evaluation-harness
 // defines it:
 //   multiple choice  {"context": ..., "choices": [...], "answer": i} (and HellaSwag's own JSONL:
+//                    [acc_per_token, llama.cpp's hellaswag normalisation, is a third metric]
 //                    ctx_a, ctx_b, activity_label, endings, label, preprocessed as lm-eval does):
 //                    each choice scored by the summed log-likelihood of its tokens given the
 //                    context; acc = the highest one is the answer, acc_norm = the highest per
@@ -74,6 +75,9 @@ std::string normalize_answer(const std::string& text);
 struct EncodedItem {
   std::vector<int> context;
   std::vector<std::vector<int>> continuations;
+  // Leading continuation tokens all choices share (llama.cpp's common prefix of the whole
+  // sequences, less the context): acc_per_token leaves them out.
+  size_t shared = 0;
 };
 EncodedItem encode_item(const Tokenizer& tok, const TaskItem& item);
 
@@ -81,6 +85,9 @@ struct ChoiceScores {
   std::vector<double> loglik;  // per choice: summed log-probability of its tokens
   int chosen = -1;             // argmax loglik (acc)
   int chosen_norm = -1;        // argmax loglik / bytes of the choice (acc_norm)
+  // argmax of the mean log-probability per token after the tokens all choices share
+  // (acc_per_token: llama.cpp's llama-perplexity --hellaswag score)
+  int chosen_per_token = -1;
 };
 
 struct GenerationResult {
@@ -109,8 +116,12 @@ TaskScores score_task(const LlamaModel& model, const SessionOptions& opts, const
 // The naive loop: every choice as its own sequence (reset, context + continuation, all logits).
 TaskScores score_naive(const LlamaModel& model, const SessionOptions& opts, const Tokenizer& tok, const TaskSet& set);
 
-// The metrics a task kind has, the first its default.
+// The metrics a task kind has, the first its default (multiple choice also has acc_per_token:
+// the mean log-probability per token after the tokens all choices share, as llama.cpp's
+// llama-perplexity --hellaswag scores).
 std::vector<std::string> task_metrics(TaskKind k);
+// "acc_norm, acc, acc_per_token"
+std::string join_metrics(const std::vector<std::string>& metrics);
 
 // McNemar's exact test on paired outcomes: b = items the variant got right and the reference
 // wrong, c = the reverse; the two-sided p-value 2 * P(X <= min(b, c)), X ~ Binomial(b + c, 1/2),

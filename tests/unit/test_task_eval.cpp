@@ -54,7 +54,8 @@ TEST(TaskEval, MultipleChoiceHellaSwagAndGenerationLinesRead) {
   EXPECT_EQ(gen.kind, TaskKind::generation);
   EXPECT_EQ(gen.items[0].stop, std::vector<std::string>{"\n"});
   EXPECT_EQ(normalize_answer("  The   Big\tDog \n"), "the big dog");
-  EXPECT_EQ(task_metrics(TaskKind::multiple_choice), (std::vector<std::string>{"acc_norm", "acc"}));
+  EXPECT_EQ(task_metrics(TaskKind::multiple_choice), (std::vector<std::string>{"acc_norm", "acc", "acc_per_token"}));
+  EXPECT_EQ(join_metrics(task_metrics(TaskKind::generation)), "exact_match, contains");
 }
 
 TEST(TaskEval, BadLinesNameTheFileLineAndField) {
