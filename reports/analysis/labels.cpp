@@ -67,7 +67,7 @@ std::vector<NamePart> name_parts(const Variant& v, bool with_rate) {
   if (auto c = v.get("prefix_cache"); c && *c > 0) p.push_back({"prefix_cache", "prefix-cache"});  // schema 9
   // Speculative decoding (schema 10): the drafter and its draft length; "spec=off" is the baseline.
   if (const std::string d = v.text_of("speculative"); !d.empty()) {
-    p.push_back({"speculative", str("spec=", drafter_name(d))});
+    p.push_back({"speculative", str("spec=", drafter_name(d)), d == "off"});
     if (auto k = v.get("draft_tokens")) p.push_back({"draft_tokens", str("k=", fmt_num(*k, 3))});
   }
   if (const std::string e = v.text_of("peer_engine"); !e.empty()) p.push_back({"peer_engine", str("peer=", e)});  // schema 11
@@ -80,14 +80,15 @@ std::vector<NamePart> name_parts(const Variant& v, bool with_rate) {
 
 std::string Variant::short_name(bool with_rate) const {
   std::string s;
-  for (const auto& part : name_parts(*this, with_rate)) add_word(s, part.text);
+  for (const auto& part : name_parts(*this, with_rate))
+    if (!part.implicit) add_word(s, part.text);
   return s;
 }
 
 std::string name_without(const Variant& v, const std::vector<std::string>& keys, bool with_rate) {
   std::string s;
   for (const auto& part : name_parts(v, with_rate))
-    if (std::find(keys.begin(), keys.end(), part.key) == keys.end()) add_word(s, part.text);
+    if (!part.implicit && std::find(keys.begin(), keys.end(), part.key) == keys.end()) add_word(s, part.text);
   return s;
 }
 

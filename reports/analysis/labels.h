@@ -19,11 +19,15 @@ std::string drafter_name(const std::string& speculative);
 struct NamePart {
   std::string key;
   std::string text;
+  // A default shown only where it tells variants apart (colour_keys): "spec=off", which every
+  // decoder row without a drafter stores, is left out of short_name.
+  bool implicit = false;
 };
 // The settings Variant::short_name joins, in its order: format (the label when there is none)
 // first, then recipe, sparsity, threads, workers, KV mode, ISA, shape, batch, cache, batching,
 // prefix cache, speculative drafter and draft length, peer engine, and with_rate the offered rate
-// of a stepped run. Defaults are left out ("kv=preallocated", "isa=auto", batching "none").
+// of a stepped run. Defaults are left out ("kv=preallocated", "isa=auto", batching "none") or,
+// for "spec=off", marked implicit.
 std::vector<NamePart> name_parts(const Variant& v, bool with_rate = true);
 // short_name without the settings in `keys` ({"speculative", "draft_tokens"}: the target build
 // a drafter speeds up).

@@ -48,7 +48,7 @@ std::string metric_title(const std::string& m) {
   return "latency";
 }
 
-std::string pct_name(double p) { return p == 100 ? "max" : "p" + fmt_num(p, 3); }
+std::string pct_name(double p) { return p == 100 ? std::string("max") : str("p", fmt_num(p, 3)); }
 std::string ms_cell(const std::optional<double>& v) { return v ? fmt_num(*v, 4) : "n/a"; }
 std::string step_tip(const ServingSeries& ss, const ServingStep& st) {
   return str(ss.name, " @", fmt_num(st.offered_qps, 3), " qps offered, ", fmt_opt(st.achieved_qps), " req/s achieved\n",
