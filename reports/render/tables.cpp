@@ -425,14 +425,24 @@ std::vector<std::string> verdict_lines(const ReportData& d) {
 Table accuracy_table(const ReportData& d) {
   Table tb;
   if (!any_has(d, "task_accuracy")) return tb;
-  tb.head = {"variant", "task accuracy [95% CI]", "reference accuracy", "delta vs reference [95% CI]", "macro F1",
-             "top-1 agreement", "quality verdict"};
+  // Decoders' task rows (schema 15) name their metric and McNemar's p; classifiers' their macro F1.
+  const bool f1 = any_has(d, "macro_f1"), task = any_has(d, "task_items");
+  tb.head = {"variant", "task accuracy [95% CI]", "reference accuracy", "delta vs reference [95% CI]"};
+  if (task) tb.head.insert(tb.head.end(), {"metric", "items", "McNemar p"});
+  if (f1) tb.head.push_back("macro F1");
+  tb.head.insert(tb.head.end(), {"top-1 agreement", "quality verdict"});
   std::set<std::pair<int64_t, int64_t>> seen;
   for (const Variant& v : d.variants) {
     if (!v.get("task_accuracy") || !seen.insert({v.run_id, v.variant_index}).second) continue;
-    tb.rows.push_back({run_prefix(d, v) + v.short_name(false), with_interval(v, "task_accuracy"),
-                       fmt_opt(v.get("ref_task_accuracy")), with_interval(v, "accuracy_delta"), fmt_opt(v.get("macro_f1")),
-                       fmt_opt(v.get("top1_agreement")), v.text_of("quality_verdict").empty() ? "n/a" : v.text_of("quality_verdict")});
+    std::vector<std::string> row{run_prefix(d, v) + v.short_name(false), with_interval(v, "task_accuracy"),
+                                 fmt_opt(v.get("ref_task_accuracy")), with_interval(v, "accuracy_delta")};
+    if (task)
+      row.insert(row.end(), {v.text_of("task_metric").empty() ? "n/a" : v.text_of("task_metric"),
+                             fmt_opt(v.get("task_items")), fmt_opt(v.get("task_mcnemar_p"), 3)});
+    if (f1) row.push_back(fmt_opt(v.get("macro_f1")));
+    row.insert(row.end(), {fmt_opt(v.get("top1_agreement")),
+                           v.text_of("quality_verdict").empty() ? "n/a" : v.text_of("quality_verdict")});
+    tb.rows.push_back(std::move(row));
   }
   return tb;
 }

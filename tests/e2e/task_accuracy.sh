@@ -61,6 +61,11 @@ $expect"
 "$CIBENCH" show last --db "$db" >"$tmp/show.txt" || fail "show"
 grep -q "^task (acc, 40 items of" "$tmp/show.txt" || fail "show: no task table: $(cat "$tmp/show.txt")"
 grep -q "McNemar p" "$tmp/show.txt" || fail "show: no McNemar column"
+# The report: the task delta as the trade-off's quality axis, the task table with its metric and p.
+"$CIBENCH" report last --db "$db" --out "$tmp/report" >/dev/null || fail "report"
+grep -q "task accuracy delta vs the reference" "$tmp/report/report.md" || fail "report: not the task delta as quality axis"
+grep -qF '| variant | task accuracy \[95% CI\] | reference accuracy | delta vs reference \[95% CI\] | metric | items | McNemar p | top-1 agreement |' "$tmp/report/report.md" ||
+  fail "report: the task table: $(grep -n 'task accuracy' "$tmp/report/report.md" | head -3)"
 
 # Bad task files: a clear error naming the file and line, nothing stored.
 runs_before=$(q "SELECT COUNT(*) FROM runs")
