@@ -252,7 +252,8 @@ void MainWindow::fillRuns() {
     runs_->setItem(row, 1, st);
     runs_->setItem(row, 2, cell(q(r.scenario_name)));
     runs_->setItem(row, 3, cell(q(r.started_utc.substr(0, 19))));
-    runs_->setItem(row, 4, cell(q(r.hostname)));
+    // A fleet's run: its host type first, the machine's name after it.
+    runs_->setItem(row, 4, cell(r.host_type.empty() ? q(r.hostname) : q(r.host_type + " (" + r.hostname + ")")));
     runs_->setItem(row, 5, cell(q(r.cpu_model)));
     runs_->setItem(row, 6, cell(q(r.model_spec)));
     runs_->setItem(row, 7, cell(QString::number(r.variants)));

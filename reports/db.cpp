@@ -276,6 +276,7 @@ RunInfo run_from(const std::vector<std::string>& cols, const std::vector<SqlValu
   r.cpu_model = text("cpu_model");
   r.isa_active = text("isa_active");
   r.cibench_commit = text("cibench_commit");
+  r.host_type = text("host_type");
   r.kind = text("kind");
   if (r.kind.empty()) r.kind = "scenario";
   r.command = text("command");
@@ -288,6 +289,7 @@ std::string run_columns(int version) {
   return str("r.run_id, r.status, r.started_utc, r.finished_utc, r.error, r.scenario_name, r.question, "
              "r.pattern, r.model_spec, r.hostname, r.cpu_model, r.isa_active, r.cibench_commit, ",
              version >= 5 ? "r.kind, r.command, " : "'scenario' AS kind, NULL AS command, ",
+             version >= 14 ? "r.host_type, " : "NULL AS host_type, ",
              "(SELECT COUNT(*) FROM variants v WHERE v.run_id = r.run_id) AS n_variants");
 }
 }  // namespace
@@ -299,7 +301,9 @@ std::vector<RunInfo> Db::runs(const RunFilter& f) {
     RunInfo r = run_from(rs.cols, row);
     const std::string day = r.started_utc.substr(0, 10);
     if (!contains_ci(r.scenario_name, f.scenario)) continue;
-    if (!f.host.empty() && !contains_ci(r.hostname, f.host) && !contains_ci(r.cpu_model, f.host)) continue;
+    if (!f.host.empty() && !contains_ci(r.hostname, f.host) && !contains_ci(r.cpu_model, f.host) &&
+        !contains_ci(r.host_type, f.host))
+      continue;
     if (!contains_ci(r.model_spec, f.model)) continue;
     if (!f.date_from.empty() && day < f.date_from.substr(0, 10)) continue;
     if (!f.date_to.empty() && day > f.date_to.substr(0, 10)) continue;

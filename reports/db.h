@@ -47,6 +47,7 @@ struct RunInfo {
   std::string cpu_model;
   std::string isa_active;
   std::string cibench_commit;
+  std::string host_type;      // the fleet host type it ran as (schema 14; "" when none)
   // "scenario" (cibench run), or the command whose results were stored with --db ("bench",
   // "recipes", "bert-recipes"; scenario_name is then the command's name) and its command line.
   std::string kind = "scenario";
@@ -60,7 +61,7 @@ struct RunInfo {
 // 10 characters of started_utc ("YYYY-MM-DD"), inclusive.
 struct RunFilter {
   std::string scenario;
-  std::string host;   // matches hostname or CPU model
+  std::string host;   // matches hostname, CPU model or host type
   std::string model;
   std::string date_from;
   std::string date_to;

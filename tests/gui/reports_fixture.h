@@ -449,7 +449,7 @@ inline SpeculativeFixture make_speculative_fixture(const std::string& path) {
 // ---- a fleet: one stepped scenario on two priced host types (make_fleet_fixture) ---------------
 //
 // Host types "small" (0.36 USD/h = 0.0001 per second) and "large" (1.08 USD/h), run
-// "fixture-fleet" on each (runs.host_type), f32 and int8 at offered 2, 4 and 8 queries/s, 24 output
+// "fixture-fleet" on each (runs.host_type; hostnames node-small, node-large), f32 and int8 at offered 2, 4 and 8 queries/s, 24 output
 // tokens per request, top-1 floor 0.95 (f32 1.00 pass; int8 0.97 pass on small, 0.90 fail on large):
 //   small: f32 knee 2 (p95 at the knee 300 ms), int8 knee 4 (250 ms)
 //   large: f32 knee 8 (120 ms), int8 knee 8 (100 ms, below the floor)
@@ -480,7 +480,7 @@ inline FleetFixture make_fleet_fixture(const std::string& path) {
     std::vector<double> p95;  // per step 2, 4, 8 qps
   };
   auto add_run = [&](const std::string& host, const std::string& started, const std::vector<Row>& rows) {
-    Fields r = fixture_run("fixture-fleet", toml, host, started, "stepped");
+    Fields r = fixture_run("fixture-fleet", toml, "node-" + host, started, "stepped");
     r.push_back({"host_type", host});
     r.push_back({"floors_json", std::string("[{\"key\":\"min_top1_agreement\",\"value\":0.95}]")});
     const int64_t run = s.insert("runs", r);

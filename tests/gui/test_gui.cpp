@@ -1194,6 +1194,12 @@ TEST(Gui, HostsViewRanksHostTypesByCostAtTheFloor) {
   w.selectRuns({fx.run_small});
   settle(w);
   HostsView* hv = w.hostsView();
+  // The runs list names a fleet run's host type before the machine's name.
+  bool named = false;
+  for (int r = 0; r < w.runsTable()->rowCount(); ++r)
+    if (w.runsTable()->item(r, 0)->text() == QString::number(fx.run_small))
+      named = w.runsTable()->item(r, 4)->text() == "small (node-small)";
+  EXPECT_TRUE(named);
   const int tab = w.tabs()->indexOf(hv);
   EXPECT_TRUE(w.tabs()->isTabVisible(tab));
   EXPECT_EQ(w.tabs()->tabText(tab), "Hosts");
