@@ -75,12 +75,18 @@ std::map<std::string, std::string> scontrol_fields(const std::string& line) {
   return f;
 }
 
+// The last non-empty line of a task's error log that the task's program wrote: Slurm's own lines
+// ("srun: error: node: task 0: Exited with exit code 4", "slurmstepd: ...") come after it and say
+// less; they are the answer only when there is nothing else.
 std::string last_line_of(const std::string& path) {
   std::ifstream in(path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-  return last;
+  std::string line, last, last_any;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    last_any = line;
+    if (line.rfind("srun: ", 0) != 0 && line.rfind("slurmstepd: ", 0) != 0) last = line;
+  }
+  return last.empty() ? last_any : last;
 }
 
 }  // namespace

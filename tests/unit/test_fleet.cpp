@@ -222,7 +222,9 @@ TEST(Fleet, ATaskThatDiedIsNamedWithItsReason) {
   p.groups[0].job_id = "41";
   write_fleet(p, false);
   { Store s(dir + "/stores/small.sqlite"); }
-  std::ofstream(dir + "/logs/41_1.err") << "cibench: /s/it's.toml:3:1: unknown key\n\n";
+  std::ofstream(dir + "/logs/41_1.err") << "srun: cluster configuration lacks support for cpu binding\n"
+                                         << "cibench: /s/it's.toml:3:1: unknown key\n\n"
+                                         << "srun: error: vm: task 0: Exited with exit code 1\n";
   FakeSlurm fake;
   fake.scontrol =
       "JobId=41 ArrayJobId=41 ArrayTaskId=0 JobState=COMPLETED Reason=None ExitCode=0:0\n"
